@@ -1,0 +1,138 @@
+"""Write workflows that touch several models: `<entity>_<verb>`, keyword-only, atomic."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
+
+
+def _selected_questions(dataset: Dataset, selection: dict[str, Any]):
+    qs = Question.objects.filter(dataset=dataset)
+    if selection.get("task_types"):
+        qs = qs.filter(task_type__in=selection["task_types"])
+    if selection.get("kinds"):
+        qs = qs.filter(kind__in=selection["kinds"])
+    if selection.get("question_ids"):
+        qs = qs.filter(external_id__in=selection["question_ids"])
+    if selection.get("max_questions"):
+        qs = qs.order_by("id")[: int(selection["max_questions"])]
+    return qs
+
+
+def _pairs(
+    responses: list[Response],
+    *,
+    design: str,
+    baseline: LLM | None,
+    k: int | None,
+    rng: random.Random,
+) -> Iterable[tuple[Response, Response]]:
+    if design == Study.PairDesign.ALL:
+        yield from itertools.combinations(responses, 2)
+    elif design == Study.PairDesign.BASELINE:
+        base = [r for r in responses if r.llm_id == baseline.id]
+        if not base:
+            return
+        for r in responses:
+            if r.llm_id != baseline.id:
+                yield base[0], r
+    elif design == Study.PairDesign.SAMPLED:
+        all_pairs = list(itertools.combinations(responses, 2))
+        yield from rng.sample(all_pairs, min(k or 1, len(all_pairs)))
+
+
+@transaction.atomic
+def study_create(
+    *,
+    name: str,
+    dataset: Dataset,
+    mode: str,
+    rubric: Rubric,
+    owner=None,
+    selection: dict[str, Any] | None = None,
+    pair_design: str = Study.PairDesign.ALL,
+    baseline_llm: LLM | None = None,
+    pairs_per_question: int | None = None,
+    seed: int = 0,
+    **design: Any,
+) -> Study:
+    """Create a study and its items from a dataset subset.
+
+    selection: {"task_types": [...], "kinds": [...], "llms": [names], "question_ids": [...],
+    "max_questions": n}. Star items are one response each; pairwise items are unordered pairs of
+    responses to the same question, stored with response_a.id < response_b.id.
+    """
+    selection = dict(selection or {})
+    if mode not in (Rubric.Mode.STAR, Rubric.Mode.PAIRWISE):
+        raise ValidationError({"mode": f"Unknown mode {mode!r}: use 'star' or 'pairwise'."})
+    if rubric.mode != mode:
+        raise ValidationError(
+            {"rubric": f"Rubric {rubric.key!r} is for {rubric.mode} studies, not {mode}."}
+        )
+    if mode == Rubric.Mode.PAIRWISE:
+        if pair_design == Study.PairDesign.BASELINE and baseline_llm is None:
+            raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
+        if pair_design == Study.PairDesign.SAMPLED and not pairs_per_question:
+            raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
+    if Study.objects.filter(name=name).exists():
+        raise ValidationError({"name": f"A study named {name!r} already exists."})
+
+    study = Study(
+        name=name,
+        dataset=dataset,
+        mode=mode,
+        rubric=rubric,
+        owner=owner,
+        selection=selection,
+        pair_design=pair_design if mode == Rubric.Mode.PAIRWISE else "",
+        baseline_llm=baseline_llm,
+        pairs_per_question=pairs_per_question,
+        **design,
+    )
+    study.full_clean()
+    study.save()
+
+    questions = list(_selected_questions(dataset, selection))
+    responses = Response.objects.filter(question__in=questions).select_related("llm")
+    if selection.get("llms"):
+        responses = responses.filter(llm__name__in=selection["llms"])
+    by_question: dict[int, list[Response]] = {}
+    for r in responses.order_by("question_id", "id"):
+        by_question.setdefault(r.question_id, []).append(r)
+
+    rng = random.Random(seed)
+    items: list[Item] = []
+    for qid, rs in by_question.items():
+        if mode == Rubric.Mode.STAR:
+            items.extend(Item(study=study, question_id=qid, response_a=r) for r in rs)
+            continue
+        for a, b in _pairs(
+            rs, design=pair_design, baseline=baseline_llm, k=pairs_per_question, rng=rng
+        ):
+            lo, hi = (a, b) if a.id < b.id else (b, a)
+            items.append(Item(study=study, question_id=qid, response_a=lo, response_b=hi))
+    if not items:
+        raise ValidationError("The selection yields no items: check task types, kinds and LLMs.")
+    Item.objects.bulk_create(items, batch_size=2000)
+    return study
+
+
+def study_set_status(*, study: Study, status: str) -> Study:
+    allowed = {
+        Study.Status.DRAFT: {Study.Status.LIVE, Study.Status.CLOSED},
+        Study.Status.LIVE: {Study.Status.PAUSED, Study.Status.CLOSED},
+        Study.Status.PAUSED: {Study.Status.LIVE, Study.Status.CLOSED},
+        Study.Status.CLOSED: set(),
+    }
+    if status not in allowed[study.status]:
+        raise ValidationError(f"A {study.status} study cannot become {status}.")
+    study.status = status
+    study.save(update_fields=["status"])
+    return study

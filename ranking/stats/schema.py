@@ -1,0 +1,178 @@
+"""Column contract between the Django selectors and the statistics.
+
+The selectors build two frames from the database; every function in ``ranking.stats`` reads only
+these columns. ``coerce_star`` / ``coerce_pair`` check that the columns are present and give them
+the dtypes the statistics rely on, so that an empty frame or one built from ``values()`` (object
+columns) behaves exactly like a frame built by the synthetic generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STAR_COLUMNS: tuple[str, ...] = (
+    "rating_id",
+    "rater_id",
+    "rater_kind",
+    "pool",
+    "item_id",
+    "question_id",
+    "task_type",
+    "model",
+    "criterion",
+    "score",
+    "is_repeat",
+    "submitted_at",
+    "hint_shown",
+    "duration_s",
+    "length",
+)
+
+PAIR_COLUMNS: tuple[str, ...] = (
+    "rating_id",
+    "rater_id",
+    "rater_kind",
+    "pool",
+    "item_id",
+    "question_id",
+    "task_type",
+    "model_a",
+    "model_b",
+    "len_a",
+    "len_b",
+    "choice",
+    "left_is_a",
+    "is_repeat",
+    "submitted_at",
+    "hint_shown",
+    "duration_s",
+)
+
+POOLS: tuple[str, ...] = ("onsite", "crowd", "public", "judge")
+RATER_KINDS: tuple[str, ...] = ("human", "judge")
+CHOICES: tuple[str, ...] = ("A", "B", "tie", "both_bad")
+
+# Score of a pairwise choice seen from response A. "both_bad" is a draw: neither answer is
+# preferred, which is how the paper's Table 3 (win / draw / loss only) and the Points system
+# (Equation 2 knows only win, draw, loss) treat it. See docs/statistics.md.
+CHOICE_SCORE_A: dict[str, float] = {"A": 1.0, "B": 0.0, "tie": 0.5, "both_bad": 0.5}
+
+_STR_COLS = ("rater_id", "rater_kind", "pool", "question_id", "task_type")
+
+
+def _check(df: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} is missing columns: {', '.join(missing)}")
+
+
+def _to_utc(values: pd.Series) -> pd.Series:
+    out = pd.to_datetime(values, utc=True)
+    return out
+
+
+def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["rating_id"] = df["rating_id"].astype(np.int64)
+    df["item_id"] = df["item_id"].astype(np.int64)
+    for col in _STR_COLS:
+        if df[col].dtype == object or len(df) == 0:
+            df[col] = df[col].astype(str)
+    df["is_repeat"] = df["is_repeat"].fillna(False).astype(bool)
+    df["submitted_at"] = _to_utc(df["submitted_at"])
+    # hint_shown is three-valued (True / False / unknown), so it is kept as pandas' nullable boolean.
+    df["hint_shown"] = df["hint_shown"].astype("boolean")
+    df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce").astype(float)
+    return df
+
+
+def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Return ``df`` with the star columns checked and typed (an empty frame when ``None``)."""
+    if df is None:
+        df = empty_star_df()
+    _check(df, STAR_COLUMNS, "star_df")
+    df = _coerce_common(df)
+    df["model"] = df["model"].astype(str)
+    df["criterion"] = df["criterion"].astype(str)
+    df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
+    df["length"] = pd.to_numeric(df["length"], errors="coerce").fillna(0).astype(np.int64)
+    return df
+
+
+def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
+    """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
+    if df is None:
+        df = empty_pair_df()
+    _check(df, PAIR_COLUMNS, "pair_df")
+    df = _coerce_common(df)
+    df["model_a"] = df["model_a"].astype(str)
+    df["model_b"] = df["model_b"].astype(str)
+    df["choice"] = df["choice"].astype(str)
+    bad = ~df["choice"].isin(CHOICES)
+    if bad.any():
+        raise ValueError(
+            f"pair_df has choices outside {CHOICES}: {sorted(df.loc[bad, 'choice'].unique())[:5]}"
+        )
+    df["left_is_a"] = df["left_is_a"].fillna(True).astype(bool)
+    df["len_a"] = pd.to_numeric(df["len_a"], errors="coerce").fillna(0).astype(np.int64)
+    df["len_b"] = pd.to_numeric(df["len_b"], errors="coerce").fillna(0).astype(np.int64)
+    return df
+
+
+def empty_star_df() -> pd.DataFrame:
+    """An empty star frame with the contract's columns and dtypes."""
+    return pd.DataFrame(
+        {
+            "rating_id": pd.Series([], dtype=np.int64),
+            "rater_id": pd.Series([], dtype=str),
+            "rater_kind": pd.Series([], dtype=str),
+            "pool": pd.Series([], dtype=str),
+            "item_id": pd.Series([], dtype=np.int64),
+            "question_id": pd.Series([], dtype=str),
+            "task_type": pd.Series([], dtype=str),
+            "model": pd.Series([], dtype=str),
+            "criterion": pd.Series([], dtype=str),
+            "score": pd.Series([], dtype=float),
+            "is_repeat": pd.Series([], dtype=bool),
+            "submitted_at": pd.Series([], dtype="datetime64[ns, UTC]"),
+            "hint_shown": pd.Series([], dtype="boolean"),
+            "duration_s": pd.Series([], dtype=float),
+            "length": pd.Series([], dtype=np.int64),
+        }
+    )
+
+
+def empty_pair_df() -> pd.DataFrame:
+    """An empty pairwise frame with the contract's columns and dtypes."""
+    return pd.DataFrame(
+        {
+            "rating_id": pd.Series([], dtype=np.int64),
+            "rater_id": pd.Series([], dtype=str),
+            "rater_kind": pd.Series([], dtype=str),
+            "pool": pd.Series([], dtype=str),
+            "item_id": pd.Series([], dtype=np.int64),
+            "question_id": pd.Series([], dtype=str),
+            "task_type": pd.Series([], dtype=str),
+            "model_a": pd.Series([], dtype=str),
+            "model_b": pd.Series([], dtype=str),
+            "len_a": pd.Series([], dtype=np.int64),
+            "len_b": pd.Series([], dtype=np.int64),
+            "choice": pd.Series([], dtype=str),
+            "left_is_a": pd.Series([], dtype=bool),
+            "is_repeat": pd.Series([], dtype=bool),
+            "submitted_at": pd.Series([], dtype="datetime64[ns, UTC]"),
+            "hint_shown": pd.Series([], dtype="boolean"),
+            "duration_s": pd.Series([], dtype=float),
+        }
+    )
+
+
+def pair_score_a(choice: pd.Series) -> np.ndarray:
+    """Score of each pairwise choice from response A's side (A 1, tie 0.5, both_bad 0.5, B 0)."""
+    return choice.map(CHOICE_SCORE_A).to_numpy(dtype=float)
+
+
+def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+    """An empty result table with the given column -> dtype mapping."""
+    return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in columns.items()})

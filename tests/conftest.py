@@ -1,0 +1,80 @@
+"""Shared fixtures: a small cast of users (organizer, other organizer, annotator, outsider) and
+factories for datasets, studies and raters."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from annotation.models import LLM, Dataset, Question, Rater, Response, Rubric
+from annotation.permissions import ORGANIZERS_GROUP
+
+
+@pytest.fixture
+def organizer(db) -> User:
+    user = User.objects.create_user("alice", password="alice-pass-123")
+    group, _ = Group.objects.get_or_create(name=ORGANIZERS_GROUP)
+    user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def other_organizer(db) -> User:
+    """An organizer who should have no access to Alice's studies."""
+    user = User.objects.create_user("bob", password="bob-pass-123")
+    group, _ = Group.objects.get_or_create(name=ORGANIZERS_GROUP)
+    user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def annotator_user(db) -> User:
+    user = User.objects.create_user("carol", password="carol-pass-123")
+    Rater.objects.create(kind=Rater.Kind.HUMAN, pool=Rater.Pool.ONSITE, user=user)
+    return user
+
+
+@pytest.fixture
+def outsider(db) -> User:
+    return User.objects.create_user("mallory", password="mallory-pass-123")
+
+
+@pytest.fixture
+def organizer_client(client, organizer):
+    client.force_login(organizer)
+    return client
+
+
+@pytest.fixture
+def annotator_client(client, annotator_user):
+    client.force_login(annotator_user)
+    return client
+
+
+@pytest.fixture
+def small_dataset(db):
+    """Two questions (one objective, one subjective) answered by three LLMs."""
+    dataset = Dataset.objects.create(name="tiny")
+    llms = [LLM.objects.get_or_create(name=n)[0] for n in ("model-x", "model-y", "model-z")]
+    for i, kind in enumerate(("objective", "subjective"), start=1):
+        q = Question.objects.create(
+            dataset=dataset,
+            external_id=f"Q{i}",
+            text=f"Question {i}?",
+            task_type="Math" if i == 1 else "Law",
+            kind=kind,
+            reference=f"Reference {i}",
+        )
+        for j, llm in enumerate(llms):
+            Response.objects.create(question=q, llm=llm, text="answer " * (j + 1) * 10)
+    return dataset
+
+
+@pytest.fixture
+def star_rubric(db) -> Rubric:
+    return Rubric.objects.get(key="llmeval2")
+
+
+@pytest.fixture
+def pairwise_rubric(db) -> Rubric:
+    return Rubric.objects.get(key="pairwise")
