@@ -208,7 +208,15 @@ def builtin_rubric_specs() -> list[dict[str, Any]]:
                     ),
                     "subjective",
                 ),
-                ("informativeness", "Informativeness", "信息量", 1, 3, INFORMATIVENESS_3, "subjective"),
+                (
+                    "informativeness",
+                    "Informativeness",
+                    "信息量",
+                    1,
+                    3,
+                    INFORMATIVENESS_3,
+                    "subjective",
+                ),
                 ("fluency", "Fluency", "流畅性", 1, 3, FLUENCY_3, "subjective"),
                 ("logicality", "Logicality", "逻辑性", 1, 3, LOGIC_3, "subjective"),
             ],
@@ -266,6 +274,8 @@ def ensure_builtin_rubrics(rubric_model=None, criterion_model=None) -> int:
                     "order": order,
                 }
             criterion_model.objects.update_or_create(
-                rubric=rubric, key=crit["key"], defaults={k: v for k, v in crit.items() if k != "key"}
+                rubric=rubric,
+                key=crit["key"],
+                defaults={k: v for k, v in crit.items() if k != "key"},
             )
     return created
