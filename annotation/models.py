@@ -22,6 +22,15 @@ def _public_id() -> str:
     return secrets.token_urlsafe(12)
 
 
+SHUFFLE_MAX = 2**31 - 1
+
+
+def _shuffle_key() -> int:
+    # A random position per item: the engine scans items of one load level in this order from a
+    # random pivot, which gives a random pick through an index instead of ORDER BY random().
+    return secrets.randbelow(SHUFFLE_MAX)
+
+
 class Dataset(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
@@ -290,6 +299,7 @@ class Item(models.Model):
     # ratings and open reservations. Their sum never exceeds the study's target.
     n_ratings = models.PositiveIntegerField(default=0)
     n_reserved = models.PositiveIntegerField(default=0)
+    shuffle = models.PositiveIntegerField(default=_shuffle_key, editable=False)
 
     class Meta:
         ordering = ["id"]
@@ -309,7 +319,13 @@ class Item(models.Model):
                 name="item_pair_canonical_order",
             ),
         ]
-        indexes = [models.Index(fields=["study", "n_ratings", "n_reserved"], name="item_next")]
+        indexes = [
+            models.Index(fields=["study", "n_ratings", "n_reserved"], name="item_next"),
+            # The engine's pick: items of one study at one load level, in shuffle order.
+            models.Index(
+                F("study"), F("n_ratings") + F("n_reserved"), F("shuffle"), name="item_pick"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"item {self.pk}"
@@ -347,6 +363,14 @@ class Rater(models.Model):
     )
     external_id = models.CharField(max_length=200, blank=True, help_text="Worker id.")
     nickname = models.CharField(max_length=100, blank=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The organizer who created this onsite account.",
+    )
     consented_at = models.DateTimeField(null=True, blank=True)
     meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -429,6 +453,7 @@ class Assignment(models.Model):
             models.Index(fields=["rater", "study", "status"], name="assignment_rater_open"),
             models.Index(fields=["study", "status", "expires_at"], name="assignment_expiry"),
             models.Index(fields=["item", "status"], name="assignment_item_status"),
+            models.Index(fields=["rater", "study", "seq"], name="assignment_rater_seq"),
         ]
 
     def __str__(self) -> str:

@@ -1,5 +1,24 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from ranking import api, views
+
+app_name = "ranking"
+
+urlpatterns = [
+    path("studies/<int:study_id>/report/", views.report_page, name="report"),
+    path(
+        "studies/<int:study_id>/report/download.<str:fmt>",
+        views.report_download,
+        name="report-download",
+    ),
+    path("reports/compare/", views.compare_page, name="compare"),
+    path("api/studies/<int:study_id>/report/", api.ReportAPI.as_view(), name="api-report"),
+    path(
+        "api/studies/<int:study_id>/report/<str:table>/",
+        api.ReportTableAPI.as_view(),
+        name="api-report-table",
+    ),
+    path("api/reports/compare/", api.CompareAPI.as_view(), name="api-compare"),
+]

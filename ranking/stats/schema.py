@@ -58,8 +58,6 @@ CHOICES: tuple[str, ...] = ("A", "B", "tie", "both_bad")
 # (Equation 2 knows only win, draw, loss) treat it. See docs/statistics.md.
 CHOICE_SCORE_A: dict[str, float] = {"A": 1.0, "B": 0.0, "tie": 0.5, "both_bad": 0.5}
 
-_STR_COLS = ("rater_id", "rater_kind", "pool", "question_id", "task_type")
-
 
 def _check(df: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
     missing = [c for c in columns if c not in df.columns]
@@ -72,16 +70,28 @@ def _to_utc(values: pd.Series) -> pd.Series:
     return out
 
 
+def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.Series:
+    """Low-cardinality labels become categoricals: grouping and coding them is then cheap, which
+    matters because the report groups 300k-row frames by these columns dozens of times."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and categories is None:
+        values = values.cat.rename_categories([str(c) for c in values.cat.categories])
+        return values.cat.reorder_categories(sorted(values.cat.categories))
+    values = values.astype(str)
+    if categories is None:
+        categories = sorted(pd.unique(values.to_numpy()))
+    return values.astype(pd.CategoricalDtype(categories))
+
+
 def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     df["rating_id"] = df["rating_id"].astype(np.int64)
     df["item_id"] = df["item_id"].astype(np.int64)
-    for col in _STR_COLS:
-        if df[col].dtype == object or len(df) == 0:
-            df[col] = df[col].astype(str)
+    df["question_id"] = df["question_id"].astype(str)
+    for col in ("rater_id", "rater_kind", "pool", "task_type"):
+        df[col] = _as_category(df[col])
     df["is_repeat"] = df["is_repeat"].fillna(False).astype(bool)
     df["submitted_at"] = _to_utc(df["submitted_at"])
-    # hint_shown is three-valued (True / False / unknown), so it is kept as pandas' nullable boolean.
+    # hint_shown is three-valued (True / False / unknown): pandas' nullable boolean.
     df["hint_shown"] = df["hint_shown"].astype("boolean")
     df["duration_s"] = pd.to_numeric(df["duration_s"], errors="coerce").astype(float)
     return df
@@ -89,12 +99,12 @@ def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
 
 def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the star columns checked and typed (an empty frame when ``None``)."""
-    if df is None:
+    if df is None or (len(df) == 0 and len(df.columns) == 0):
         df = empty_star_df()
     _check(df, STAR_COLUMNS, "star_df")
     df = _coerce_common(df)
-    df["model"] = df["model"].astype(str)
-    df["criterion"] = df["criterion"].astype(str)
+    df["model"] = _as_category(df["model"])
+    df["criterion"] = _as_category(df["criterion"])
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
     df["length"] = pd.to_numeric(df["length"], errors="coerce").fillna(0).astype(np.int64)
     return df
@@ -102,22 +112,57 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
 
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
-    if df is None:
+    if df is None or (len(df) == 0 and len(df.columns) == 0):
         df = empty_pair_df()
     _check(df, PAIR_COLUMNS, "pair_df")
     df = _coerce_common(df)
-    df["model_a"] = df["model_a"].astype(str)
-    df["model_b"] = df["model_b"].astype(str)
-    df["choice"] = df["choice"].astype(str)
-    bad = ~df["choice"].isin(CHOICES)
+    a = df["model_a"].astype(str)
+    b = df["model_b"].astype(str)
+    # model_a and model_b share one category list so that their codes are the same models.
+    models = sorted(set(pd.unique(a.to_numpy())).union(pd.unique(b.to_numpy())))
+    df["model_a"] = _as_category(a, models)
+    df["model_b"] = _as_category(b, models)
+    choice = df["choice"].astype(str)
+    bad = ~choice.isin(CHOICES)
     if bad.any():
         raise ValueError(
-            f"pair_df has choices outside {CHOICES}: {sorted(df.loc[bad, 'choice'].unique())[:5]}"
+            f"pair_df has choices outside {CHOICES}: {sorted(choice[bad].unique())[:5]}"
         )
+    df["choice"] = choice.astype(pd.CategoricalDtype(list(CHOICES)))
     df["left_is_a"] = df["left_is_a"].fillna(True).astype(bool)
     df["len_a"] = pd.to_numeric(df["len_a"], errors="coerce").fillna(0).astype(np.int64)
     df["len_b"] = pd.to_numeric(df["len_b"], errors="coerce").fillna(0).astype(np.int64)
     return df
+
+
+def concat_aligned(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate frames, first giving categorical columns the union of their categories (plain
+    ``pd.concat`` would fall back to slow object columns when the categories differ)."""
+    frames = [f for f in frames if f is not None]
+    if len(frames) < 2:
+        return frames[0].reset_index(drop=True) if frames else pd.DataFrame()
+    cols = set(frames[0].columns).intersection(*(f.columns for f in frames[1:]))
+    frames = [f.copy() for f in frames]
+    for col in cols:
+        dtypes = [f[col].dtype for f in frames]
+        if not any(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            continue
+        cats: set[str] = set()
+        for f in frames:
+            v = f[col]
+            cats |= (
+                set(v.cat.categories)
+                if isinstance(v.dtype, pd.CategoricalDtype)
+                else set(v.astype(str))
+            )
+        dtype = pd.CategoricalDtype(sorted(str(c) for c in cats))
+        for f in frames:
+            f[col] = (
+                f[col].astype(str).astype(dtype)
+                if not isinstance(f[col].dtype, pd.CategoricalDtype)
+                else f[col].cat.set_categories(dtype.categories)
+            )
+    return pd.concat(frames, ignore_index=True)
 
 
 def empty_star_df() -> pd.DataFrame:

@@ -1,0 +1,491 @@
+"""The assignment engine: what an annotator is served next, and what happens when they submit,
+skip or go back.
+
+Guarantees (see docs/decisions/annotation.md):
+- Exactly N: for every item, n_ratings + n_reserved <= study.ratings_per_item at all times. Both
+  counters only change in single UPDATE statements on a row this transaction holds (or takes) the
+  lock of; on PostgreSQL the pick uses SELECT ... FOR UPDATE SKIP LOCKED so hundreds of annotators
+  never wait on one another's candidate rows. SQLite serialises writers, which is correct for the
+  demo's one user at a time.
+- Blind and random: among items this rater was never exposed to, the lowest load level first
+  (ratings + live reservations), a random item within it; sides and hints random per exposure.
+- Hidden repeats: about study.repeat_rate of what a rater is served, never two in a row and at
+  least REPEAT_GAP exposures after the original; pairwise repeats swap the sides. Repeats reserve
+  nothing and never count toward N.
+- Lock order is always rater -> assignment -> item, so the services cannot deadlock each other.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from annotation.models import (
+    SHUFFLE_MAX,
+    Assignment,
+    Item,
+    PairChoice,
+    Rater,
+    Rating,
+    Rubric,
+    Score,
+    Study,
+)
+
+# At least this many other exposures between an item and its hidden repeat.
+REPEAT_GAP = 5
+# How many of their latest submissions an annotator may go back to and change.
+RECENT_EDITS = 10
+# What the annotator clicks (sides as shown) -> the canonical choice, given left_is_a.
+DISPLAY_CHOICES = ("left", "tie", "both_bad", "right")
+
+_rng = random.SystemRandom()
+
+
+class StudyUnavailable(Exception):
+    """The study is not live (draft, paused or closed)."""
+
+
+class NotAdmitted(Exception):
+    """The study does not admit this rater's pool."""
+
+
+class AssignmentGone(Exception):
+    """The assignment cannot take a rating any more (skipped, or expired and given away)."""
+
+
+def _uses_row_locks() -> bool:
+    return connection.features.has_select_for_update_skip_locked
+
+
+def _lock(qs):
+    return qs.select_for_update(of=("self",)) if _uses_row_locks() else qs
+
+
+def check_admission(*, study: Study, rater: Rater) -> None:
+    if study.status != Study.Status.LIVE:
+        raise StudyUnavailable(study.status)
+    if rater.kind != Rater.Kind.HUMAN or not study.admits(rater.pool):
+        raise NotAdmitted(rater.pool)
+
+
+def rater_submitted_count(*, study: Study, rater: Rater) -> int:
+    return Assignment.objects.filter(
+        study=study, rater=rater, status=Assignment.Status.SUBMITTED
+    ).count()
+
+
+def _hint_for(study: Study, rng: random.Random) -> bool:
+    if study.hint_policy == Study.HintPolicy.SHOWN:
+        return True
+    if study.hint_policy == Study.HintPolicy.RANDOM:
+        return rng.random() < 0.5
+    return False
+
+
+def _reserve_item(*, study: Study, rater: Rater, rng: random.Random) -> int | None:
+    """Pick and reserve one item: the lowest load level first, a random item within it. Returns
+    the item id with n_reserved already incremented, or None when nothing is left for this rater."""
+    seen = Assignment.objects.filter(item=OuterRef("pk"), rater=rater, is_repeat=False)
+    base = (
+        Item.objects.filter(study=study)
+        .alias(load=F("n_ratings") + F("n_reserved"))
+        .filter(~Exists(seen))
+    )
+    for level in range(study.ratings_per_item):
+        pivot = rng.randrange(SHUFFLE_MAX)
+        for half in (Q(shuffle__gte=pivot), Q(shuffle__lt=pivot)):
+            qs = base.filter(half, load=level).order_by("shuffle")
+            if _uses_row_locks():
+                qs = qs.select_for_update(skip_locked=True, of=("self",))
+            item_id = qs.values_list("pk", flat=True).first()
+            if item_id is None:
+                continue
+            # The row is locked and its load re-checked by the query, so this cannot overshoot.
+            Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
+            return item_id
+    return None
+
+
+def _repeat_origin(*, study: Study, rater: Rater, seq: int, rng: random.Random):
+    """A submitted first exposure at least REPEAT_GAP back that was never repeated."""
+    already = Assignment.objects.filter(repeat_of=OuterRef("pk"))
+    candidates = list(
+        Assignment.objects.filter(
+            study=study,
+            rater=rater,
+            status=Assignment.Status.SUBMITTED,
+            is_repeat=False,
+            seq__lte=seq - REPEAT_GAP - 1,
+        )
+        .filter(~Exists(already))
+        .order_by("-seq")
+        .values("pk", "item_id", "left_is_a", "hint_shown")[:200]
+    )
+    return rng.choice(candidates) if candidates else None
+
+
+@transaction.atomic
+def assignment_next(
+    *,
+    study: Study,
+    rater: Rater,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+) -> Assignment | None:
+    """The rater's open assignment if they have one, else a new exposure: a hidden repeat (about
+    study.repeat_rate of the time) or a freshly reserved item. None when there is nothing left for
+    this rater (quota reached or every item has its N ratings or was seen by them)."""
+    now = now or timezone.now()
+    rng = rng or _rng
+    check_admission(study=study, rater=rater)
+    # One request per rater at a time: double clicks and parallel tabs queue here.
+    _lock(Rater.objects.filter(pk=rater.pk)).values_list("pk", flat=True).first()
+    timeout = timedelta(seconds=study.reservation_timeout)
+
+    current = (
+        _lock(Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SERVED))
+        .order_by("-seq")
+        .first()
+    )
+    if current is not None:
+        # Resuming keeps the reservation (still counted in n_reserved) and renews its lease.
+        current.expires_at = now + timeout
+        current.save(update_fields=["expires_at"])
+        return current
+
+    quota = study.quota_for(rater.pool)
+    if quota is not None and rater_submitted_count(study=study, rater=rater) >= quota:
+        return None
+
+    last = (
+        Assignment.objects.filter(study=study, rater=rater)
+        .order_by("-seq")
+        .values("seq", "is_repeat")
+        .first()
+    )
+    seq = last["seq"] + 1 if last else 1
+
+    if study.repeat_rate > 0 and not (last and last["is_repeat"]):
+        if rng.random() < study.repeat_rate:
+            origin = _repeat_origin(study=study, rater=rater, seq=seq, rng=rng)
+            if origin is not None:
+                return Assignment.objects.create(
+                    study=study,
+                    item_id=origin["item_id"],
+                    rater=rater,
+                    seq=seq,
+                    # Pairwise repeats show the sides swapped; star items have one side.
+                    left_is_a=not origin["left_is_a"]
+                    if study.mode == Rubric.Mode.PAIRWISE
+                    else True,
+                    hint_shown=origin["hint_shown"],
+                    is_repeat=True,
+                    repeat_of_id=origin["pk"],
+                    served_at=now,
+                    expires_at=now + timeout,
+                )
+
+    item_id = _reserve_item(study=study, rater=rater, rng=rng)
+    if item_id is None and assignments_expire(study=study, now=now):
+        item_id = _reserve_item(study=study, rater=rater, rng=rng)
+    if item_id is None:
+        return None
+    return Assignment.objects.create(
+        study=study,
+        item_id=item_id,
+        rater=rater,
+        seq=seq,
+        left_is_a=rng.random() < 0.5 if study.mode == Rubric.Mode.PAIRWISE else True,
+        hint_shown=_hint_for(study, rng),
+        served_at=now,
+        expires_at=now + timeout,
+    )
+
+
+@transaction.atomic
+def assignments_expire(*, study: Study | None = None, now: datetime | None = None) -> int:
+    """Expire lapsed reservations and return their items to the pool. Returns how many."""
+    now = now or timezone.now()
+    qs = Assignment.objects.filter(status=Assignment.Status.SERVED, expires_at__lte=now)
+    if study is not None:
+        qs = qs.filter(study=study)
+    if _uses_row_locks():
+        qs = qs.select_for_update(skip_locked=True)
+    rows = list(qs.order_by("pk").values_list("pk", "item_id", "is_repeat")[:5000])
+    if not rows:
+        return 0
+    Assignment.objects.filter(pk__in=[r[0] for r in rows]).update(
+        status=Assignment.Status.EXPIRED, expired_at=now
+    )
+    per_item: dict[int, int] = {}
+    for _pk, item_id, is_repeat in rows:
+        if not is_repeat:
+            per_item[item_id] = per_item.get(item_id, 0) + 1
+    for item_id in sorted(per_item):
+        Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") - per_item[item_id])
+    return len(rows)
+
+
+def _clean_scores(assignment: Assignment, scores: dict[str, object] | None) -> dict:
+    criteria = assignment.study.rubric.criteria_for(assignment.item.question)
+    scores = scores or {}
+    errors: list[str] = []
+    values = {}
+    for c in criteria:
+        raw = scores.get(c.key)
+        label = c.label_en
+        if raw in (None, ""):
+            errors.append(_("Give a score for %(criterion)s.") % {"criterion": label})
+            continue
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            errors.append(_("%(criterion)s: not a number.") % {"criterion": label})
+            continue
+        if not c.min_score <= value <= c.max_score:
+            errors.append(
+                _("%(criterion)s must be between %(lo)d and %(hi)d stars.")
+                % {"criterion": label, "lo": c.min_score, "hi": c.max_score}
+            )
+            continue
+        values[c] = value
+    unknown = set(scores) - {c.key for c in criteria}
+    if unknown:
+        errors.append(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(sorted(unknown))})
+    if errors:
+        raise ValidationError(errors)
+    return values
+
+
+def canonical_choice(display_choice: str, *, left_is_a: bool) -> str:
+    if display_choice == "left":
+        return PairChoice.A if left_is_a else PairChoice.B
+    if display_choice == "right":
+        return PairChoice.B if left_is_a else PairChoice.A
+    if display_choice == "tie":
+        return PairChoice.TIE
+    if display_choice == "both_bad":
+        return PairChoice.BOTH_BAD
+    raise ValidationError(_("Choose one of: left better, tie, both bad, right better."))
+
+
+def display_choice(choice: str, *, left_is_a: bool) -> str:
+    if choice == PairChoice.A:
+        return "left" if left_is_a else "right"
+    if choice == PairChoice.B:
+        return "right" if left_is_a else "left"
+    return choice
+
+
+def _is_recent(assignment: Assignment) -> bool:
+    later = Assignment.objects.filter(
+        study_id=assignment.study_id,
+        rater_id=assignment.rater_id,
+        status=Assignment.Status.SUBMITTED,
+        seq__gt=assignment.seq,
+    ).count()
+    return later < RECENT_EDITS
+
+
+@transaction.atomic
+def assignment_submit(
+    *,
+    assignment: Assignment,
+    rater: Rater,
+    scores: dict[str, object] | None = None,
+    choice: str | None = None,
+    active_ms: int | None = None,
+    now: datetime | None = None,
+) -> Rating:
+    """Record (or, for a recent submitted assignment, update) the rater's answer.
+
+    scores: criterion key -> stars (star studies); choice: left / right / tie / both_bad as shown
+    (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
+    """
+    now = now or timezone.now()
+    a = (
+        _lock(Assignment.objects.filter(pk=assignment.pk, rater=rater))
+        .select_related("study__rubric", "item__question")
+        .first()
+    )
+    if a is None:
+        raise Assignment.DoesNotExist
+    if a.study.mode == Rubric.Mode.PAIRWISE:
+        canonical = canonical_choice(choice or "", left_is_a=a.left_is_a)
+        values = {}
+    else:
+        canonical = ""
+        values = _clean_scores(a, scores)
+    if active_ms is not None:
+        active_ms = max(0, min(int(active_ms), 24 * 3600 * 1000))
+
+    if a.status == Assignment.Status.SUBMITTED:
+        if not _is_recent(a):
+            raise ValidationError(_("This rating is too old to change."))
+        rating = Rating.objects.get(assignment=a)
+        rating.choice = canonical
+        rating.updated_at = now
+        rating.save(update_fields=["choice", "updated_at"])
+        for criterion, value in values.items():
+            Score.objects.update_or_create(
+                rating=rating, criterion=criterion, defaults={"value": value}
+            )
+        if active_ms:
+            Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
+        return rating
+    if a.status == Assignment.Status.SKIPPED:
+        raise AssignmentGone("skipped")
+
+    if not a.is_repeat:
+        if a.status == Assignment.Status.SERVED:
+            Item.objects.filter(pk=a.item_id).update(
+                n_reserved=F("n_reserved") - 1, n_ratings=F("n_ratings") + 1
+            )
+        else:  # expired: take the rating only if the item still has room for it
+            n = a.study.ratings_per_item
+            updated = (
+                Item.objects.filter(pk=a.item_id)
+                .alias(load=F("n_ratings") + F("n_reserved"))
+                .filter(load__lt=n)
+                .update(n_ratings=F("n_ratings") + 1)
+            )
+            if not updated:
+                raise AssignmentGone("expired")
+    a.status = Assignment.Status.SUBMITTED
+    a.submitted_at = now
+    a.active_ms = active_ms
+    a.save(update_fields=["status", "submitted_at", "active_ms"])
+    rating = Rating.objects.create(
+        assignment=a, item_id=a.item_id, rater=rater, choice=canonical, created_at=now, updated_at=now
+    )
+    Score.objects.bulk_create(
+        [Score(rating=rating, criterion=c, value=v) for c, v in values.items()]
+    )
+    return rating
+
+
+@transaction.atomic
+def assignment_skip(*, assignment: Assignment, rater: Rater, now: datetime | None = None) -> None:
+    """Give the item back to others; this rater is never served it again (the exposure stays)."""
+    now = now or timezone.now()
+    a = _lock(Assignment.objects.filter(pk=assignment.pk, rater=rater)).first()
+    if a is None:
+        raise Assignment.DoesNotExist
+    if a.status not in (Assignment.Status.SERVED, Assignment.Status.EXPIRED):
+        return  # already skipped (a retry) or submitted (skipping an edit just moves on)
+    if a.status == Assignment.Status.SERVED and not a.is_repeat:
+        Item.objects.filter(pk=a.item_id).update(n_reserved=F("n_reserved") - 1)
+    a.status = Assignment.Status.SKIPPED
+    a.skipped_at = now
+    a.save(update_fields=["status", "skipped_at"])
+
+
+def assignment_previous(
+    *, study: Study, rater: Rater, before: Assignment | None = None
+) -> Assignment | None:
+    """The rater's submitted assignment just before `before` (or their latest), among their
+    RECENT_EDITS latest submissions."""
+    recent = list(
+        Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED)
+        .order_by("-seq")
+        .values_list("pk", "seq")[:RECENT_EDITS]
+    )
+    for pk, seq in recent:
+        if before is None or seq < before.seq:
+            return Assignment.objects.get(pk=pk)
+    return None
+
+
+# -- Reads for the annotator and organizer pages ------------------------------------------------
+
+
+@dataclass
+class RaterProgress:
+    done: int
+    quota: int | None
+    remaining: int | None
+
+    @property
+    def percent(self) -> int:
+        if self.quota:
+            return min(100, round(100 * self.done / self.quota))
+        total = self.done + (self.remaining or 0)
+        return round(100 * self.done / total) if total else 100
+
+
+def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
+    done = rater_submitted_count(study=study, rater=rater)
+    quota = study.quota_for(rater.pool)
+    remaining = None
+    if quota is None:
+        # The study's outstanding ratings: an aggregate, so it says nothing about any item.
+        agg = Item.objects.filter(study=study).aggregate(r=Sum("n_ratings"), c=Count("id"))
+        remaining = max(0, (agg["c"] or 0) * study.ratings_per_item - (agg["r"] or 0))
+    return RaterProgress(done=done, quota=quota, remaining=remaining)
+
+
+def study_progress(*, study: Study, now: datetime | None = None) -> dict:
+    """Organizer view of a study: coverage, open reservations and per-annotator figures."""
+    now = now or timezone.now()
+    n = study.ratings_per_item
+    items = Item.objects.filter(study=study).aggregate(
+        total=Count("id"),
+        complete=Count("id", filter=Q(n_ratings__gte=n)),
+        ratings=Sum("n_ratings"),
+        reserved=Sum("n_reserved"),
+    )
+    open_q = Assignment.objects.filter(study=study, status=Assignment.Status.SERVED)
+    per_rater: dict[int, dict] = {}
+    rows = (
+        Assignment.objects.filter(study=study)
+        .values("rater_id", "rater__pseudonym", "rater__pool", "status", "is_repeat")
+        .annotate(c=Count("id"))
+    )
+    for r in rows:
+        entry = per_rater.setdefault(
+            r["rater_id"],
+            {
+                "pseudonym": r["rater__pseudonym"],
+                "pool": r["rater__pool"],
+                "submitted": 0,
+                "repeats": 0,
+                "skipped": 0,
+                "open": 0,
+                "median_s": None,
+            },
+        )
+        if r["status"] == Assignment.Status.SUBMITTED:
+            entry["submitted"] += r["c"]
+            if r["is_repeat"]:
+                entry["repeats"] += r["c"]
+        elif r["status"] == Assignment.Status.SKIPPED:
+            entry["skipped"] += r["c"]
+        elif r["status"] == Assignment.Status.SERVED:
+            entry["open"] += r["c"]
+    durations: dict[int, list[float]] = {}
+    for rater_id, served, submitted in Assignment.objects.filter(
+        study=study, status=Assignment.Status.SUBMITTED
+    ).values_list("rater_id", "served_at", "submitted_at"):
+        durations.setdefault(rater_id, []).append((submitted - served).total_seconds())
+    for rater_id, ds in durations.items():
+        per_rater[rater_id]["median_s"] = round(statistics.median(ds), 1)
+    total_needed = (items["total"] or 0) * n
+    return {
+        "items_total": items["total"] or 0,
+        "items_complete": items["complete"] or 0,
+        "ratings": items["ratings"] or 0,
+        "ratings_needed": total_needed,
+        "percent": round(100 * (items["ratings"] or 0) / total_needed) if total_needed else 0,
+        "open_reservations": open_q.count(),
+        "lapsed_reservations": open_q.filter(expires_at__lte=now).count(),
+        "annotators": sorted(per_rater.values(), key=lambda e: -e["submitted"]),
+    }

@@ -1,0 +1,444 @@
+"""Annotator pages: entry (onsite login, crowd link, public sign-up), the star and pairwise
+screens, skip / previous, the end page.
+
+Double-blind: annotators reach studies by Study.public_id and exposures by Assignment.public_id
+(a UUID); pages show question, answers and (per exposure) the reference, never model names,
+response ids or anyone else's ratings or counts. Every view resolves the rater from the session
+or the account and 404s on an assignment that is not theirs.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model, login
+from django.contrib.auth.forms import SetPasswordForm
+from django.contrib.auth.tokens import default_token_generator
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone, translation
+from django.utils.encoding import force_str
+from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation import engine
+from annotation.forms import JoinForm
+from annotation.models import Assignment, Rater, Rubric, Study
+
+SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
+SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+PUBLIC_SIGNUPS_PER_HOUR = 20
+PUBLIC_REQUESTS_PER_MINUTE = 120
+
+
+# -- Who is asking ---------------------------------------------------------------------------
+
+
+def _study(public_id: str) -> Study:
+    # Drafts do not exist for annotators; paused and closed studies say so on their pages.
+    return get_object_or_404(
+        Study.objects.select_related("rubric").exclude(status=Study.Status.DRAFT),
+        public_id=public_id,
+    )
+
+
+def _rater_for(request: HttpRequest, study: Study) -> Rater | None:
+    rater_id = request.session.get(SESSION_RATERS, {}).get(study.public_id)
+    if rater_id:
+        rater = Rater.objects.filter(pk=rater_id, kind=Rater.Kind.HUMAN).first()
+        if rater is not None:
+            return rater
+    if request.user.is_authenticated:
+        return Rater.objects.filter(user=request.user, pool=Rater.Pool.ONSITE).first()
+    return None
+
+
+def _remember(request: HttpRequest, study: Study, rater: Rater) -> None:
+    raters = dict(request.session.get(SESSION_RATERS, {}))
+    raters[study.public_id] = rater.pk
+    request.session[SESSION_RATERS] = raters
+
+
+def _throttled(rater: Rater) -> bool:
+    """Public raters get a per-minute request budget; accounts and crowd workers are vetted."""
+    if rater.pool != Rater.Pool.PUBLIC:
+        return False
+    key = f"annot-thr:{rater.pk}:{int(time.time() // 60)}"
+    cache.add(key, 0, 120)
+    try:
+        return cache.incr(key) > PUBLIC_REQUESTS_PER_MINUTE
+    except ValueError:
+        return False
+
+
+def _too_many() -> HttpResponse:
+    return HttpResponse(_("Too many requests: slow down a little."), status=429)
+
+
+def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
+    if study.admit_onsite and not request.user.is_authenticated:
+        return redirect(f"{reverse('login')}?{urlencode({'next': request.get_full_path()})}")
+    return redirect("annotate:study", study_pid=study.public_id)
+
+
+def _own_assignment(request: HttpRequest, assignment_pid) -> tuple[Assignment, Rater]:
+    a = get_object_or_404(
+        Assignment.objects.select_related(
+            "study__rubric", "item__question", "item__response_a", "item__response_b"
+        ),
+        public_id=assignment_pid,
+    )
+    rater = _rater_for(request, a.study)
+    # Someone else's assignment, or no rater at all: it does not exist for this visitor.
+    if rater is None or a.rater_id != rater.pk or a.study.status == Study.Status.DRAFT:
+        raise Http404
+    return a, rater
+
+
+# -- Rendering ------------------------------------------------------------------------------
+
+
+def _criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
+    zh = translation.get_language() == "zh-hans"
+    rows = []
+    for c in a.study.rubric.criteria_for(a.item.question):
+        descs = list(c.descriptions or [])
+        stars = []
+        for i, value in enumerate(c.stars):
+            d = descs[i] if i < len(descs) else {}
+            stars.append({"value": value, "desc": (d.get("zh") if zh else d.get("en")) or ""})
+        rows.append(
+            {
+                "key": c.key,
+                "label": (c.label_zh if zh else c.label_en) or c.label_en,
+                "stars": stars,
+                "selected": values.get(c.key),
+            }
+        )
+    return rows
+
+
+def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> dict:
+    item = a.item
+    rating = getattr(a, "rating", None) if a.status == Assignment.Status.SUBMITTED else None
+    values: dict[str, int] = {}
+    choice = ""
+    if rating is not None:
+        values = rating.scores_dict()
+        choice = engine.display_choice(rating.choice, left_is_a=a.left_is_a)
+    if posted is not None:
+        values = {k[2:]: int(v) for k, v in posted.items() if k.startswith("c_") and v.isdigit()}
+        choice = posted.get("choice", choice)
+    if a.study.mode == Rubric.Mode.PAIRWISE:
+        left, right = (
+            (item.response_a, item.response_b) if a.left_is_a else (item.response_b, item.response_a)
+        )
+        answers = {"left": left.text, "right": right.text}
+    else:
+        answers = {"single": item.response_a.text}
+    return {
+        "study": a.study,
+        "assignment": a,
+        "question": item.question.text,
+        "reference": item.question.reference if a.hint_shown else "",
+        "answers": answers,
+        "criteria": _criteria_rows(a, values) if a.study.mode == Rubric.Mode.STAR else [],
+        "choices": [
+            ("left", _("Left is better")),
+            ("tie", _("Tie")),
+            ("both_bad", _("Both are bad")),
+            ("right", _("Right is better")),
+        ],
+        "choice": choice,
+        "editing": a.status == Assignment.Status.SUBMITTED,
+        "errors": errors or [],
+        "progress": engine.rater_progress(study=a.study, rater=rater),
+    }
+
+
+def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
+    template = "annotation/annotate.html"
+    if request.htmx:
+        template += "#item"
+    response = render(request, template, _item_context(a, rater, **kw), status=status)
+    if request.htmx:
+        response["HX-Push-Url"] = reverse("annotate:assignment", args=[a.public_id])
+    return response
+
+
+def _show(request, a: Assignment, rater: Rater) -> HttpResponse:
+    """Go to an assignment: the fragment for htmx, a redirect otherwise."""
+    if request.htmx:
+        return _render_item(request, a, rater)
+    return redirect("annotate:assignment", assignment_pid=a.public_id)
+
+
+def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
+    try:
+        a = engine.assignment_next(study=study, rater=rater)
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return redirect("annotate:study", study_pid=study.public_id)
+    if a is None:
+        url = reverse("annotate:done", args=[study.public_id])
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = url
+            return response
+        return redirect(url)
+    a = Assignment.objects.select_related(
+        "study__rubric", "item__question", "item__response_a", "item__response_b"
+    ).get(pk=a.pk)
+    return _show(request, a, rater)
+
+
+# -- Views -----------------------------------------------------------------------------------
+
+
+@require_GET
+def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """The study's landing page: instructions, how to join, a start button."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    admitted = rater is not None and study.admits(rater.pool)
+    progress = engine.rater_progress(study=study, rater=rater) if admitted else None
+    return render(
+        request,
+        "annotation/start.html",
+        {"study": study, "rater": rater, "admitted": admitted, "progress": progress},
+    )
+
+
+@require_GET
+def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    if _throttled(rater):
+        return _too_many()
+    if study.status != Study.Status.LIVE or not study.admits(rater.pool):
+        return redirect("annotate:study", study_pid=study.public_id)
+    return _serve_next(request, study, rater)
+
+
+@require_http_methods(["GET", "POST"])
+def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
+    """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
+    a, rater = _own_assignment(request, assignment_pid)
+    if _throttled(rater):
+        return _too_many()
+    if request.method == "GET":
+        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+            return redirect("annotate:next", study_pid=a.study.public_id)
+        return _render_item(request, a, rater)
+    if a.study.status != Study.Status.LIVE:
+        messages.error(request, _("This study is not running right now."))
+        return redirect("annotate:study", study_pid=a.study.public_id)
+    post = request.POST
+    active = post.get("active_ms", "")
+    try:
+        engine.assignment_submit(
+            assignment=a,
+            rater=rater,
+            scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
+            choice=post.get("choice"),
+            active_ms=int(active) if active.isdigit() else None,
+        )
+    except ValidationError as e:
+        return _render_item(
+            request, a, rater, posted=post, errors=e.messages, status=200 if request.htmx else 400
+        )
+    except engine.AssignmentGone:
+        messages.info(request, _("That item was handed on to someone else; here is a new one."))
+    return _serve_next(request, a.study, rater)
+
+
+@require_POST
+def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid)
+    if _throttled(rater):
+        return _too_many()
+    engine.assignment_skip(assignment=a, rater=rater)
+    return _serve_next(request, a.study, rater)
+
+
+@require_GET
+def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid)
+    previous = engine.assignment_previous(study=a.study, rater=rater, before=a)
+    if previous is None:
+        messages.info(request, _("There is no earlier rating you can change."))
+        if request.htmx:
+            return _render_item(request, a, rater)
+        return redirect("annotate:assignment", assignment_pid=a.public_id)
+    previous = Assignment.objects.select_related(
+        "study__rubric", "item__question", "item__response_a", "item__response_b"
+    ).get(pk=previous.pk)
+    return _show(request, previous, rater)
+
+
+@require_GET
+def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """From the end page: back to the rater's latest rating."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    previous = engine.assignment_previous(study=study, rater=rater)
+    if previous is None:
+        return redirect("annotate:study", study_pid=study.public_id)
+    return redirect("annotate:assignment", assignment_pid=previous.public_id)
+
+
+def _safe_mturk_submit(turk_submit_to: str) -> str:
+    base = (turk_submit_to or "").rstrip("/")
+    return base if base in MTURK_HOSTS else MTURK_HOSTS[0]
+
+
+@require_GET
+def study_done(request: HttpRequest, study_pid: str) -> HttpResponse:
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    progress = engine.rater_progress(study=study, rater=rater)
+    context = {"study": study, "rater": rater, "progress": progress}
+    if rater.pool == Rater.Pool.CROWD and progress.done > 0:
+        context["completion_code"] = study.completion_code
+        if rater.platform == "prolific" and study.completion_url:
+            context["completion_url"] = study.completion_url
+        mturk = request.session.get(SESSION_MTURK, {}).get(study.public_id)
+        if rater.platform == "mturk" and mturk:
+            context["mturk_action"] = (
+                _safe_mturk_submit(mturk.get("turkSubmitTo", "")) + "/mturk/externalSubmit"
+            )
+            context["mturk_assignment_id"] = mturk.get("assignmentId", "")
+    return render(request, "annotation/done.html", context)
+
+
+@require_GET
+def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """Prolific: ?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=; MTurk: ?workerId=&assignmentId=&hitId=
+    &turkSubmitTo= (a preview while assignmentId is ASSIGNMENT_ID_NOT_AVAILABLE)."""
+    study = _study(study_pid)
+    if not study.admit_crowd:
+        raise Http404
+    q = request.GET
+    if q.get("assignmentId") == MTURK_PREVIEW:
+        return render(request, "annotation/crowd_preview.html", {"study": study})
+    if q.get("PROLIFIC_PID"):
+        platform, worker = "prolific", q["PROLIFIC_PID"]
+        meta = {"study_id": q.get("STUDY_ID", ""), "session_id": q.get("SESSION_ID", "")}
+    elif q.get("workerId"):
+        platform, worker = "mturk", q["workerId"]
+        meta = {"hit_id": q.get("hitId", ""), "assignment_id": q.get("assignmentId", "")}
+        mturk = dict(request.session.get(SESSION_MTURK, {}))
+        mturk[study.public_id] = {
+            "assignmentId": q.get("assignmentId", ""),
+            "turkSubmitTo": q.get("turkSubmitTo", ""),
+        }
+        request.session[SESSION_MTURK] = mturk
+    else:
+        return render(
+            request, "annotation/message.html",
+            {"study": study, "title": _("Missing worker id"),
+             "text": _("Open this study from the link on your crowd-sourcing platform.")},
+            status=400,
+        )  # fmt: skip
+    worker = worker.strip()[:200]
+    if not worker:
+        raise Http404
+    rater, created = Rater.objects.get_or_create(
+        kind=Rater.Kind.HUMAN,
+        pool=Rater.Pool.CROWD,
+        platform=platform,
+        external_id=worker,
+        defaults={"meta": meta},
+    )
+    if not created and meta:
+        rater.meta = {**rater.meta, **meta}
+        rater.save(update_fields=["meta"])
+    _remember(request, study, rater)
+    if study.status != Study.Status.LIVE:
+        return redirect("annotate:study", study_pid=study.public_id)
+    return redirect("annotate:next", study_pid=study.public_id)
+
+
+def _client_ip(request: HttpRequest) -> str:
+    return request.META.get("REMOTE_ADDR", "")
+
+
+@require_http_methods(["GET", "POST"])
+def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """Light sign-up for the public: a nickname and consent, rate-limited per address."""
+    study = _study(study_pid)
+    if not study.admit_public:
+        raise Http404
+    rater = _rater_for(request, study)
+    if rater is not None and rater.pool == Rater.Pool.PUBLIC:
+        return redirect("annotate:next", study_pid=study.public_id)
+    form = JoinForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data.get("website"):
+            raise Http404
+        key = f"annot-join:{_client_ip(request)}:{int(time.time() // 3600)}"
+        cache.add(key, 0, 3700)
+        if cache.incr(key) > PUBLIC_SIGNUPS_PER_HOUR:
+            return _too_many()
+        rater = Rater.objects.create(
+            kind=Rater.Kind.HUMAN,
+            pool=Rater.Pool.PUBLIC,
+            nickname=form.cleaned_data["nickname"],
+            consented_at=timezone.now(),
+        )
+        _remember(request, study, rater)
+        return redirect("annotate:next", study_pid=study.public_id)
+    return render(request, "annotation/join.html", {"study": study, "form": form})
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
+    """An onsite annotator invited by an organizer sets a password and is logged in."""
+    user_model = get_user_model()
+    try:
+        user = user_model.objects.get(pk=force_str(urlsafe_base64_decode(uidb64)))
+    except (ValueError, TypeError, OverflowError, user_model.DoesNotExist):
+        user = None
+    if user is None or not default_token_generator.check_token(user, token):
+        return render(
+            request, "annotation/message.html",
+            {"title": _("Invitation not valid"),
+             "text": _("This invitation link was used already or is wrong. Ask the organizer.")},
+            status=404,
+        )  # fmt: skip
+    form = SetPasswordForm(user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        next_url = request.GET.get("next", "")
+        if next_url and url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
+            return redirect(next_url)
+        return redirect("annotate:my_studies")
+    return render(request, "annotation/invite.html", {"form": form, "invited": user})
+
+
+@require_GET
+def my_studies(request: HttpRequest) -> HttpResponse:
+    """An onsite annotator's list of live studies open to accounts."""
+    rater = None
+    if request.user.is_authenticated:
+        rater = Rater.objects.filter(user=request.user, pool=Rater.Pool.ONSITE).first()
+    if rater is None:
+        if not request.user.is_authenticated:
+            return redirect(f"{reverse('login')}?{urlencode({'next': request.path})}")
+        raise Http404
+    studies = Study.objects.filter(status=Study.Status.LIVE, admit_onsite=True)
+    return render(request, "annotation/my_studies.html", {"studies": studies, "rater": rater})

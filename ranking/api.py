@@ -1,0 +1,232 @@
+"""REST API of the report: every table as JSON, with the report page's filters as query
+parameters; the comparison across settings. Organizer-only (the project's default permission),
+owner-only (``get_study_for_organizer``: someone else's study is a 404)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.permissions import get_study_for_organizer
+from ranking import exports, presenters, selectors
+from ranking.forms import MAX_SETTINGS, RANKINGS, RATER_KINDS
+from ranking.services import ReportFilters, report_build, table_names
+from ranking.stats.report import jsonable
+from ranking.views import compare_settings
+
+# --------------------------------------------------------------------------- serializers
+
+
+class ReportQuerySerializer(serializers.Serializer):
+    """Filters, as on the report page. Repeat a parameter for several values (?pool=onsite&pool=crowd)."""
+
+    pool = serializers.ListField(child=serializers.CharField(), required=False)
+    criterion = serializers.ListField(child=serializers.CharField(), required=False)
+    task_type = serializers.ListField(child=serializers.CharField(), required=False)
+    start = serializers.DateField(required=False, help_text="First day (UTC), inclusive.")
+    end = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
+    min_accuracy = serializers.FloatField(required=False, min_value=0, max_value=1)
+    min_consistency = serializers.FloatField(required=False, min_value=0, max_value=1)
+
+    def validate(self, attrs):
+        choices = self.context["choices"]
+        allowed = {
+            "pool": {p for p, _ in choices["pools"]} | {"onsite", "crowd", "public", "judge"},
+            "criterion": {c for c, _ in choices["criteria"]},
+            "task_type": {t for t, _ in choices["task_types"]},
+        }
+        errors = {}
+        for field, ok in allowed.items():
+            bad = [v for v in attrs.get(field, []) if v not in ok]
+            if bad:
+                errors[field] = [f"Not in this study: {', '.join(bad)}."]
+        if attrs.get("start") and attrs.get("end") and attrs["start"] > attrs["end"]:
+            errors["end"] = ["The start date is after the end date."]
+        if errors:
+            raise ValidationError(errors)
+        return attrs
+
+    def to_filters(self) -> ReportFilters:
+        d = self.validated_data
+        return ReportFilters.build(
+            pools=d.get("pool", ()),
+            criteria=d.get("criterion", ()),
+            task_types=d.get("task_type", ()),
+            start=d.get("start"),
+            end=d.get("end"),
+            min_accuracy=d.get("min_accuracy"),
+            min_consistency=d.get("min_consistency"),
+        )
+
+
+class StudyRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    mode = serializers.CharField(required=False)
+
+
+class ReportOutputSerializer(serializers.Serializer):
+    study = StudyRefSerializer()
+    filters = serializers.DictField()
+    meta = serializers.DictField(help_text="Counts, options used, excluded raters, timing.")
+    elo_variance = serializers.DictField(
+        help_text="Per rater kind: analytic (paper) and observed Elo variance."
+    )
+    tables = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="Every table of the report as a list of records; NaN is null.",
+    )
+
+
+class ReportTableOutputSerializer(serializers.Serializer):
+    study = StudyRefSerializer()
+    table = serializers.CharField()
+    filters = serializers.DictField()
+    columns = serializers.ListField(child=serializers.CharField())
+    rows = serializers.ListField(child=serializers.DictField())
+
+
+class CompareRowSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    value = serializers.FloatField()
+    rank = serializers.IntegerField()
+
+
+class CompareSettingOutputSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    study = StudyRefSerializer()
+    ranking = serializers.CharField()
+    kind = serializers.CharField()
+    filters = serializers.DictField()
+    rows = CompareRowSerializer(many=True)
+
+
+class CompareOutputSerializer(serializers.Serializer):
+    settings = CompareSettingOutputSerializer(many=True)
+    models = serializers.ListField(child=serializers.CharField())
+    correlations = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Spearman rho and Kendall tau-b (with p) for every two settings.",
+    )
+
+
+# --------------------------------------------------------------------------- views
+
+
+def _query_params(request: Request) -> dict:
+    q = request.query_params
+    out: dict = {}
+    for key in ("pool", "criterion", "task_type"):
+        values = [v for v in q.getlist(key) if v != ""]
+        if values:
+            out[key] = values
+    for key in ("start", "end", "min_accuracy", "min_consistency"):
+        if q.get(key):
+            out[key] = q[key]
+    return out
+
+
+def _filters(request: Request, study) -> ReportFilters:
+    s = ReportQuerySerializer(
+        data=_query_params(request), context={"choices": selectors.study_filter_choices(study)}
+    )
+    s.is_valid(raise_exception=True)
+    return s.to_filters()
+
+
+REPORT_PARAMETERS = [
+    OpenApiParameter("pool", OpenApiTypes.STR, many=True, description="onsite, crowd, public, judge"),
+    OpenApiParameter("criterion", OpenApiTypes.STR, many=True, description="Criterion key."),
+    OpenApiParameter("task_type", OpenApiTypes.STR, many=True, description="Task type / subject."),
+    OpenApiParameter("start", OpenApiTypes.DATE, description="First day (UTC), inclusive."),
+    OpenApiParameter("end", OpenApiTypes.DATE, description="Last day (UTC), inclusive."),
+    OpenApiParameter(
+        "min_accuracy", OpenApiTypes.FLOAT, description="Leave out raters below this accuracy."
+    ),
+    OpenApiParameter(
+        "min_consistency",
+        OpenApiTypes.FLOAT,
+        description="Leave out raters below this consistency.",
+    ),
+]
+
+
+class ReportAPI(APIView):
+    @extend_schema(
+        operation_id="study_report",
+        summary="The study's full report: every table",
+        parameters=REPORT_PARAMETERS,
+        responses=ReportOutputSerializer,
+        tags=["reports"],
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        study = get_study_for_organizer(request.user, study_id)
+        report = report_build(study=study, filters=_filters(request, study))
+        return Response(ReportOutputSerializer(exports.report_document(report)).data)
+
+
+class ReportTableAPI(APIView):
+    @extend_schema(
+        operation_id="study_report_table",
+        summary="One table of the study's report",
+        description="Tables: " + ", ".join(table_names()) + ".",
+        parameters=REPORT_PARAMETERS,
+        responses=ReportTableOutputSerializer,
+        tags=["reports"],
+    )
+    def get(self, request: Request, study_id: int, table: str) -> Response:
+        study = get_study_for_organizer(request.user, study_id)
+        if table not in table_names():
+            raise Http404(f"No table {table!r}.")
+        report = report_build(study=study, filters=_filters(request, study))
+        df = report.table(table)
+        data = {
+            "study": {"id": study.pk, "name": study.name, "mode": study.mode},
+            "table": table,
+            "filters": report.filters.as_dict(),
+            "columns": [str(c) for c in df.columns],
+            "rows": jsonable(df),
+        }
+        return Response(ReportTableOutputSerializer(data).data)
+
+
+def _compare_parameters() -> list[OpenApiParameter]:
+    params = []
+    for i in range(1, MAX_SETTINGS + 1):
+        params += [
+            OpenApiParameter(f"s{i}-study", OpenApiTypes.INT, description=f"Setting {i}: study id."),
+            OpenApiParameter(f"s{i}-pool", OpenApiTypes.STR, many=True, description="Pools."),
+            OpenApiParameter(f"s{i}-task_type", OpenApiTypes.STR, description="Task type."),
+            OpenApiParameter(
+                f"s{i}-ranking", OpenApiTypes.STR, enum=[k for k, _ in RANKINGS]
+            ),
+            OpenApiParameter(f"s{i}-kind", OpenApiTypes.STR, enum=[k for k, _ in RATER_KINDS]),
+            OpenApiParameter(f"s{i}-label", OpenApiTypes.STR),
+        ]
+    return params
+
+
+class CompareAPI(APIView):
+    @extend_schema(
+        operation_id="reports_compare",
+        summary="Rankings of 2-4 settings side by side, with rank correlations",
+        description="A setting is a study (yours), optional pool and task-type filters, a ranking "
+        "(star, total, points, elo, bt) and the raters it comes from (all, human, judge). "
+        "The same study may appear under several settings.",
+        parameters=_compare_parameters(),
+        responses=CompareOutputSerializer,
+        tags=["reports"],
+    )
+    def get(self, request: Request) -> Response:
+        _forms, settings, errors = compare_settings(request)
+        if errors:
+            raise ValidationError({"settings": errors})
+        if len(settings) < 2:
+            raise ValidationError({"settings": ["Give at least two settings (s1-study, s2-study)."]})
+        return Response(CompareOutputSerializer(presenters.compare(settings)).data)

@@ -1,0 +1,220 @@
+"""Server-side charts of the report, drawn with matplotlib (Agg, no pyplot state) as SVG.
+
+Each function takes report tables and returns an SVG document as text, or ``None`` when there is
+nothing to draw. Text stays text in the SVG (``svg.fonttype = none``) so Chinese model names are
+drawn by the browser's fonts and the files stay small. Pages embed the SVG as an ``<img>`` data
+URI (``as_data_uri``): an SVG loaded as an image can run no script, whatever text it carries.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+POOL_ORDER = ("onsite", "crowd", "public", "judge")
+PALETTE = ("#0969da", "#1a7f37", "#9a6700", "#cf222e", "#8250df", "#bf3989", "#1b7c83", "#656d76")
+_RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "llmeval-report",
+    "font.family": ["sans-serif"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    with matplotlib.rc_context(_RC):
+        FigureCanvasSVG(fig).print_svg(buf, metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def as_data_uri(svg: str | None) -> str | None:
+    if not svg:
+        return None
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def _pool_key(pool: str) -> tuple[int, str]:
+    return (POOL_ORDER.index(pool) if pool in POOL_ORDER else len(POOL_ORDER), pool)
+
+
+def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
+    """Figure 3: one box per (mode, pool) of the per-rater ``value`` (accuracy or consistency),
+    raters flagged ``excluded`` left out, every rater drawn as a dot over its box."""
+    if by_rater.empty or value not in by_rater.columns:
+        return None
+    df = by_rater
+    if "excluded" in df.columns:
+        df = df[~df["excluded"].astype(bool)]
+    df = df[df[value].notna()]
+    if df.empty:
+        return None
+    groups = []
+    for (mode, pool), g in df.groupby(["mode", "pool"], observed=True, sort=False):
+        groups.append(((str(mode), str(pool)), g[value].to_numpy(dtype=float)))
+    groups.sort(key=lambda item: (item[0][0], _pool_key(item[0][1])))
+    with matplotlib.rc_context(_RC):
+        fig = _figure(max(3.2, 0.9 * len(groups) + 1.4), 3.0)
+        ax = fig.add_subplot()
+        data = [vals for _, vals in groups]
+        ax.boxplot(data, widths=0.55, showfliers=False)
+        rng = np.random.default_rng(0)
+        for i, vals in enumerate(data, start=1):
+            ax.scatter(
+                i + rng.uniform(-0.12, 0.12, len(vals)), vals, s=8, alpha=0.55, color=PALETTE[0]
+            )
+        ax.set_xticks(
+            range(1, len(groups) + 1), [f"{pool}\n({mode}, n={len(v)})" for (mode, pool), v in groups]
+        )
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel(value)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    return _svg(fig)
+
+
+def leaderboard_bars(
+    table: pd.DataFrame, value: str, title: str, *, kinds: Sequence[str] = ("human", "judge", "all")
+) -> str | None:
+    """Horizontal bars of one leaderboard, one colour per rater kind present."""
+    if table.empty or value not in table.columns:
+        return None
+    present = [k for k in kinds if k in set(table["rater_kind"].astype(str))]
+    if not present:
+        return None
+    shown = present[:2] if len(present) > 1 and "all" in present else present
+    order_kind = shown[0]
+    base = table[table["rater_kind"].astype(str) == order_kind].sort_values(value)
+    models = base["model"].astype(str).tolist()
+    if not models:
+        return None
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.0, max(2.2, 0.22 * len(models) * len(shown) + 0.9))
+        ax = fig.add_subplot()
+        height = 0.8 / len(shown)
+        y = np.arange(len(models))
+        for j, kind in enumerate(shown):
+            t = table[table["rater_kind"].astype(str) == kind].set_index(
+                table[table["rater_kind"].astype(str) == kind]["model"].astype(str)
+            )
+            vals = [float(t[value].get(m, np.nan)) for m in models]
+            ax.barh(y + j * height, vals, height=height, color=PALETTE[j], label=kind)
+        ax.set_yticks(y + height * (len(shown) - 1) / 2, models)
+        ax.set_xlabel(value)
+        ax.set_title(title)
+        finite = table[value].replace([np.inf, -np.inf], np.nan).dropna()
+        if len(finite) and value in ("elo", "rating"):
+            ax.set_xlim(float(finite.min()) - 30, float(finite.max()) + 30)
+        if len(shown) > 1:
+            ax.legend(loc="lower right", frameon=False)
+        ax.grid(axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
+    """Bradley-Terry ratings (Elo scale) with their bootstrap intervals, best model on top."""
+    if table.empty or not {"rating", "ci_low", "ci_high"} <= set(table.columns):
+        return None
+    t = table[table["rater_kind"].astype(str) == kind]
+    if t.empty:
+        t = table[table["rater_kind"].astype(str) == str(table["rater_kind"].iloc[0])]
+        kind = str(table["rater_kind"].iloc[0])
+    t = t.sort_values("rating")
+    y = np.arange(len(t))
+    rating = t["rating"].to_numpy(dtype=float)
+    lo = np.nan_to_num(rating - t["ci_low"].to_numpy(dtype=float), nan=0.0).clip(min=0)
+    hi = np.nan_to_num(t["ci_high"].to_numpy(dtype=float) - rating, nan=0.0).clip(min=0)
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.0, max(2.2, 0.26 * len(t) + 0.9))
+        ax = fig.add_subplot()
+        ax.errorbar(rating, y, xerr=[lo, hi], fmt="o", color=PALETTE[0], ecolor="#8c959f", capsize=3)
+        ax.set_yticks(y, t["model"].astype(str).tolist())
+        ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% bootstrap interval")
+        ax.set_title(f"Bradley-Terry ({kind})")
+        ax.grid(axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def elo_trajectory(traj: pd.DataFrame, kind: str = "all", *, top: int = 8) -> str | None:
+    """Figure 5: every model's Elo rating over the last rounds (top models by final rating)."""
+    if traj.empty:
+        return None
+    t = traj[traj["rater_kind"].astype(str) == kind]
+    if t.empty:
+        kind = str(traj["rater_kind"].iloc[0])
+        t = traj[traj["rater_kind"].astype(str) == kind]
+    last = t[t["round"] == t["round"].max()].sort_values("rating", ascending=False)
+    models = last["model"].astype(str).head(top).tolist()
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.4, 3.2)
+        ax = fig.add_subplot()
+        for j, m in enumerate(models):
+            g = t[t["model"].astype(str) == m].sort_values("round")
+            ax.plot(g["round"], g["rating"], color=PALETTE[j % len(PALETTE)], lw=1.2, label=m)
+        ax.set_xlabel("match (time order)")
+        ax.set_ylabel("Elo rating")
+        ax.set_title(f"Elo over the last {t['round'].nunique() - 1} matches ({kind})")
+        ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        ax.grid(alpha=0.3)
+    return _svg(fig)
+
+
+def elo_shuffles(shuffles: pd.DataFrame, kind: str = "all") -> str | None:
+    """Figure 6: the spread of each model's final Elo over shuffled orders of the same matches."""
+    if shuffles.empty:
+        return None
+    t = shuffles[shuffles["rater_kind"].astype(str) == kind]
+    if t.empty:
+        kind = str(shuffles["rater_kind"].iloc[0])
+        t = shuffles[shuffles["rater_kind"].astype(str) == kind]
+    order = t.groupby("model", observed=True)["rating"].median().sort_values().index
+    data = [t.loc[t["model"] == m, "rating"].to_numpy(dtype=float) for m in order]
+    n_shuffles = t["shuffle"].nunique()
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.0, max(2.2, 0.26 * len(order) + 0.9))
+        ax = fig.add_subplot()
+        ax.boxplot(data, orientation="horizontal", widths=0.6, showfliers=True)
+        ax.set_yticks(range(1, len(order) + 1), [str(m) for m in order])
+        ax.set_xlabel("final Elo rating")
+        ax.set_title(f"Elo over {n_shuffles} shuffles of the same matches ({kind})")
+        ax.grid(axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def report_charts(tables: dict) -> dict[str, str | None]:
+    """Every chart of the report page, as SVG text (``None`` where a table is empty)."""
+
+    def table(name: str) -> pd.DataFrame:
+        value = tables.get(name)
+        return value if isinstance(value, pd.DataFrame) else pd.DataFrame()
+
+    star = table("leaderboard_star")
+    if not star.empty:
+        star = star[star["criterion"].astype(str) == "overall"]
+    return {
+        "accuracy": box_by_pool(table("accuracy_by_rater"), "accuracy", "Accuracy per pool"),
+        "consistency": box_by_pool(
+            table("consistency_by_rater"), "consistency", "Consistency per pool"
+        ),
+        "star": leaderboard_bars(star, "mean", "Mean stars (overall)"),
+        "points": leaderboard_bars(table("leaderboard_points"), "score", "Points (points / games)"),
+        "bt": bradley_terry(table("leaderboard_bt")),
+        "elo_trajectory": elo_trajectory(table("elo_trajectory")),
+        "elo_shuffles": elo_shuffles(table("elo_shuffles")),
+    }

@@ -1,0 +1,171 @@
+"""The report as files: JSON (one document), CSV (one file per table, zipped or in a folder) and
+XLSX (one sheet per table). Used by the download views and the ``report`` command.
+
+Spreadsheet safety: a cell whose text starts with ``= + - @`` (or a tab / carriage return) would be
+run as a formula by Excel or LibreOffice; such text — model names, pseudonyms, task types come
+from uploaded files — gets a leading apostrophe (OWASP's advice for CSV injection). Numbers are
+never touched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.styles import Font
+
+from ranking.services import StudyReport, table_names
+from ranking.stats.report import jsonable
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+FORMATS = ("json", "csv", "xlsx")
+CONTENT_TYPES = {
+    "json": "application/json",
+    "csv": "application/zip",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+EXTENSIONS = {"json": "json", "csv": "zip", "xlsx": "xlsx"}
+
+
+def safe_cell(value: Any) -> Any:
+    """The value as a spreadsheet should store it (see the module docstring)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def report_document(report: StudyReport) -> dict[str, Any]:
+    """The whole report as one JSON-ready dict: study, filters, meta and every table."""
+    tables = report.tables
+    return {
+        "study": {"id": report.study.pk, "name": report.study.name, "mode": report.study.mode},
+        "filters": report.filters.as_dict(),
+        "meta": jsonable(tables.get("meta", {})),
+        "elo_variance": jsonable(tables.get("elo_variance", {})),
+        "tables": {name: jsonable(report.table(name)) for name in table_names()},
+    }
+
+
+def to_json(report: StudyReport) -> bytes:
+    return json.dumps(report_document(report), ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _meta_rows(report: StudyReport) -> list[tuple[str, str]]:
+    doc = report_document(report)
+    rows = [("study", doc["study"]["name"]), ("study_id", str(doc["study"]["id"]))]
+    rows += [(f"filter.{k}", json.dumps(v, ensure_ascii=False)) for k, v in doc["filters"].items()]
+    rows += [(f"meta.{k}", json.dumps(v, ensure_ascii=False)) for k, v in doc["meta"].items()]
+    rows += [
+        (f"elo_variance.{k}", json.dumps(v, ensure_ascii=False))
+        for k, v in doc["elo_variance"].items()
+    ]
+    return rows
+
+
+def _csv_text(df: pd.DataFrame) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([safe_cell(str(c)) for c in df.columns])
+    for row in jsonable(df):
+        writer.writerow(["" if v is None else safe_cell(v) for v in row.values()])
+    return buf.getvalue()
+
+
+def _csv_files(report: StudyReport) -> dict[str, str]:
+    files = {}
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["key", "value"])
+    writer.writerows((k, safe_cell(v)) for k, v in _meta_rows(report))
+    files["meta.csv"] = buf.getvalue()
+    for name in table_names():
+        files[f"{name}.csv"] = _csv_text(report.table(name))
+    return files
+
+
+def to_csv_zip(report: StudyReport) -> bytes:
+    """A zip of one UTF-8 CSV per table plus ``meta.csv`` (study, filters, options, counts)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for filename, text in _csv_files(report).items():
+            zf.writestr(filename, text.encode("utf-8"))
+    return out.getvalue()
+
+
+def write_csv_dir(report: StudyReport, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for filename, text in _csv_files(report).items():
+        path = folder / filename
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _xlsx_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return safe_cell(value)
+
+
+def to_xlsx(report: StudyReport) -> bytes:
+    """One sheet per table (sheet names are the table names, at most 31 characters) plus ``meta``."""
+    wb = Workbook(write_only=True)
+    bold = Font(bold=True)
+
+    def header(ws, names):
+        cells = []
+        for n in names:
+            cell = WriteOnlyCell(ws, value=safe_cell(str(n)))
+            cell.font = bold
+            cells.append(cell)
+        ws.append(cells)
+
+    def text_row(ws, values):
+        # Strings are stored as strings even when they look like a formula: write-only cells
+        # would otherwise turn "=..." into a formula.
+        cells = []
+        for v in values:
+            cell = WriteOnlyCell(ws, value=_xlsx_value(v))
+            if isinstance(v, str):
+                cell.data_type = "s"
+            cells.append(cell)
+        ws.append(cells)
+
+    ws = wb.create_sheet("meta")
+    header(ws, ["key", "value"])
+    for row in _meta_rows(report):
+        text_row(ws, row)
+    for name in table_names():
+        df = report.table(name)
+        ws = wb.create_sheet(name[:31])
+        header(ws, list(df.columns))
+        for row in jsonable(df):
+            text_row(ws, list(row.values()))
+    out = io.BytesIO()
+    wb.save(out)
+    return out.getvalue()
+
+
+def render(report: StudyReport, fmt: str) -> bytes:
+    if fmt == "json":
+        return to_json(report)
+    if fmt == "csv":
+        return to_csv_zip(report)
+    if fmt == "xlsx":
+        return to_xlsx(report)
+    raise ValueError(f"Unknown format {fmt!r}: use one of {', '.join(FORMATS)}.")
+
+
+def filename(report: StudyReport, fmt: str) -> str:
+    return f"study-{report.study.pk}-report.{EXTENSIONS[fmt]}"

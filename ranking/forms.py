@@ -1,0 +1,149 @@
+"""GET forms of the report and comparison pages; the API reads the same query parameters."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from annotation.models import Rater, Study
+from ranking import selectors
+from ranking.services import ReportFilters
+
+MAX_SETTINGS = 4
+RANKINGS = [
+    ("star", _("Star mean (overall)")),
+    ("total", _("LLMEval-2 total score")),
+    ("points", _("Points")),
+    ("elo", _("Elo")),
+    ("bt", _("Bradley-Terry")),
+]
+RATER_KINDS = [("all", _("all raters")), ("human", _("humans")), ("judge", _("LLM judges"))]
+
+
+class ReportFilterForm(forms.Form):
+    """Filters of one study's report. Choices come from the study, so a value that the study
+    does not have is a validation error rather than a silently empty report."""
+
+    pool = forms.MultipleChoiceField(
+        label=_("Pool"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    criterion = forms.MultipleChoiceField(
+        label=_("Criteria"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    task_type = forms.MultipleChoiceField(
+        label=_("Task type"), required=False, widget=forms.SelectMultiple(attrs={"size": 4})
+    )
+    start = forms.DateField(
+        label=_("From"), required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    end = forms.DateField(
+        label=_("Until (inclusive)"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    min_accuracy = forms.FloatField(
+        label=_("Min. accuracy"),
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
+    )
+    min_consistency = forms.FloatField(
+        label=_("Min. consistency"),
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
+    )
+
+    def __init__(self, data=None, *, study: Study, choices=None, **kwargs):
+        super().__init__(data, **kwargs)
+        self.study = study
+        choices = choices or selectors.study_filter_choices(study)
+        # Every pool is offered (a study may not have raters of a pool yet); the study's own
+        # pools come first.
+        pools = dict(choices["pools"])
+        pools.update({k: str(v) for k, v in Rater.Pool.choices if k not in pools})
+        self.fields["pool"].choices = list(pools.items())
+        self.fields["criterion"].choices = choices["criteria"]
+        self.fields["task_type"].choices = choices["task_types"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            raise ValidationError(_("The start date is after the end date."))
+        return data
+
+    def to_filters(self) -> ReportFilters:
+        """The cleaned data as report filters (call after ``is_valid()``)."""
+        d = self.cleaned_data
+        return ReportFilters.build(
+            pools=d.get("pool") or (),
+            criteria=d.get("criterion") or (),
+            task_types=d.get("task_type") or (),
+            start=d.get("start"),
+            end=d.get("end"),
+            min_accuracy=d.get("min_accuracy"),
+            min_consistency=d.get("min_consistency"),
+        )
+
+
+class SettingForm(forms.Form):
+    """One column of the comparison: a study, optional pool / task-type filters, and which of its
+    rankings to compare."""
+
+    study = forms.ModelChoiceField(label=_("Study"), queryset=Study.objects.none(), required=False)
+    pool = forms.MultipleChoiceField(
+        label=_("Pools"), required=False, choices=Rater.Pool.choices
+    )
+    task_type = forms.CharField(label=_("Task type"), required=False, max_length=100)
+    ranking = forms.ChoiceField(label=_("Ranking"), choices=RANKINGS, initial="star")
+    kind = forms.ChoiceField(label=_("Raters"), choices=RATER_KINDS, initial="all")
+    label = forms.CharField(label=_("Label"), required=False, max_length=80)
+
+    def __init__(self, *args, studies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["study"].queryset = studies
+
+    def filters(self) -> ReportFilters:
+        d = self.cleaned_data
+        return ReportFilters.build(
+            pools=d.get("pool") or (),
+            task_types=[d["task_type"]] if d.get("task_type") else (),
+        )
+
+    def display_label(self) -> str:
+        d = self.cleaned_data
+        if d.get("label"):
+            return d["label"]
+        parts = [d["study"].name, f"{d['ranking']}/{d['kind']}"]
+        if d.get("pool"):
+            parts.append("+".join(d["pool"]))
+        if d.get("task_type"):
+            parts.append(d["task_type"])
+        return " · ".join(parts)
+
+
+def setting_forms(data, *, user_studies) -> list[SettingForm]:
+    """The comparison's settings, prefixed ``s1`` .. ``s4`` (query parameters ``s1-study`` ...)."""
+    bound = data if data and any(k.startswith("s") and "-" in k for k in data) else None
+    return [
+        SettingForm(bound, prefix=f"s{i}", studies=user_studies)
+        for i in range(1, MAX_SETTINGS + 1)
+    ]
+
+
+def chosen_settings(forms_: list[SettingForm]) -> tuple[list[SettingForm], list[str]]:
+    """Valid settings that name a study, and error messages of the invalid ones."""
+    chosen, errors = [], []
+    for i, f in enumerate(forms_, start=1):
+        if not f.is_bound:
+            continue
+        if not f.is_valid():
+            for field, errs in f.errors.items():
+                errors.extend(f"s{i}-{field}: {e}" for e in errs)
+            continue
+        if f.cleaned_data.get("study"):
+            chosen.append(f)
+    return chosen, errors

@@ -1,0 +1,105 @@
+"""python manage.py report --study STUDY --format {json,csv,xlsx} [--out PATH] [filters]"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Study
+from ranking import exports, selectors
+from ranking.services import ReportFilters, report_build
+
+
+def _date(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError as exc:
+        raise CommandError(f"Not a date (YYYY-MM-DD): {value!r}") from exc
+
+
+class Command(BaseCommand):
+    help = (
+        "Write a study's full statistics report (leaderboards, correlations, accuracy, "
+        "consistency, length bias, gaps, Elo stability, agreement, diagnostics). "
+        "json: one document; xlsx: one sheet per table; csv: one CSV per table, in a zip when "
+        "--out ends in .zip (the default name), else in the folder --out names."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", required=True, help="Study id or exact name.")
+        parser.add_argument("--format", choices=exports.FORMATS, default="json", dest="fmt")
+        parser.add_argument(
+            "--out",
+            help="Output file (or folder for csv). Default: study-<id>-report.<ext> in the "
+            "current folder; '-' writes json to standard output.",
+        )
+        parser.add_argument(
+            "--pool", action="append", default=[], help="onsite, crowd, public or judge (repeat)."
+        )
+        parser.add_argument("--criterion", action="append", default=[], help="Criterion key (repeat).")
+        parser.add_argument("--task-type", action="append", default=[], help="Task type (repeat).")
+        parser.add_argument("--start", type=_date, help="First day (UTC, YYYY-MM-DD), inclusive.")
+        parser.add_argument("--end", type=_date, help="Last day (UTC, YYYY-MM-DD), inclusive.")
+        parser.add_argument("--min-accuracy", type=float, help="Leave out raters below (0-1).")
+        parser.add_argument("--min-consistency", type=float, help="Leave out raters below (0-1).")
+        parser.add_argument(
+            "--min-ratings", type=int, default=5, help="Raters with fewer ratings are left out of "
+            "accuracy and consistency (default 5)."
+        )
+
+    def handle(self, *args, study, fmt, out, **opts):
+        found = Study.objects.filter(pk=int(study)) if study.isdigit() else Study.objects.none()
+        found = found or Study.objects.filter(name=study)
+        obj = found.first()
+        if obj is None:
+            raise CommandError(f"No study with id or name {study!r}.")
+        choices = selectors.study_filter_choices(obj)
+        checks = {
+            "--pool": (opts["pool"], {"onsite", "crowd", "public", "judge"}),
+            "--criterion": (opts["criterion"], {k for k, _ in choices["criteria"]}),
+            "--task-type": (opts["task_type"], {k for k, _ in choices["task_types"]}),
+        }
+        for flag, (values, allowed) in checks.items():
+            bad = [v for v in values if v not in allowed]
+            if bad:
+                raise CommandError(
+                    f"{flag}: not in study {obj.name!r}: {', '.join(bad)} "
+                    f"(choose from {', '.join(sorted(allowed)) or 'nothing'})."
+                )
+        for flag in ("min_accuracy", "min_consistency"):
+            if opts[flag] is not None and not 0 <= opts[flag] <= 1:
+                raise CommandError(f"--{flag.replace('_', '-')} must be between 0 and 1.")
+        if opts["start"] and opts["end"] and opts["start"] > opts["end"]:
+            raise CommandError("--start is after --end.")
+        filters = ReportFilters.build(
+            pools=opts["pool"],
+            criteria=opts["criterion"],
+            task_types=opts["task_type"],
+            start=opts["start"],
+            end=opts["end"],
+            min_accuracy=opts["min_accuracy"],
+            min_consistency=opts["min_consistency"],
+            min_ratings=opts["min_ratings"],
+        )
+        report = report_build(study=obj, filters=filters, use_cache=False)
+        if out == "-":
+            if fmt != "json":
+                raise CommandError("Only --format json can be written to standard output.")
+            sys.stdout.buffer.write(exports.to_json(report) + b"\n")
+            return
+        path = Path(out or exports.filename(report, fmt))
+        if fmt == "csv" and path.suffix.lower() != ".zip":
+            written = exports.write_csv_dir(report, path)
+            self.stdout.write(f"Wrote {len(written)} CSV files to {path}/")
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(exports.render(report, fmt))
+        meta = report.meta
+        self.stdout.write(
+            f"Wrote {path} ({meta.get('n_star_ratings', 0)} star ratings, "
+            f"{meta.get('n_pair_ratings', 0)} pairwise ratings, {meta.get('n_raters', 0)} raters, "
+            f"{meta.get('seconds', '?')} s)."
+        )

@@ -1,0 +1,219 @@
+"""Report tables shaped for templates: headers and formatted rows, leaderboards side by side, the
+correlation matrix, and the comparison across settings. Shared by the pages and the API."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ranking.services import ReportFilters, StudyReport, report_build
+from ranking.stats.rankings import correlation_table
+from ranking.stats.report import jsonable
+
+ROW_LIMIT = 200
+
+# Leaderboard sources: (report table, value column, short name, higher is better).
+LEADERBOARDS = {
+    "star": ("leaderboard_star", "mean"),
+    "total": ("leaderboard_total", "total"),
+    "points": ("leaderboard_points", "score"),
+    "elo": ("leaderboard_elo", "elo"),
+    "bt": ("leaderboard_bt", "rating"),
+}
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if math.isinf(value):
+            return "∞" if value > 0 else "-∞"
+        if value.is_integer() and abs(value) >= 1000:
+            return f"{value:.0f}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+@dataclass
+class Table:
+    name: str
+    columns: list[str]
+    rows: list[list[str]]
+    total_rows: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total_rows > len(self.rows)
+
+
+def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LIMIT) -> Table:
+    """A DataFrame as text cells (autoescaped by the template like any other string)."""
+    if df is None or not isinstance(df, pd.DataFrame) or df.empty:
+        return Table(name, [] if df is None else [str(c) for c in df.columns], [], 0)
+    shown = df if limit is None else df.head(limit)
+    records = jsonable(shown)
+    rows = [[fmt(v) for v in r.values()] for r in records]
+    return Table(name, [str(c) for c in df.columns], rows, len(df))
+
+
+def _series(report_tables: dict, source: str, kind: str, criterion: str = "overall") -> pd.Series:
+    name, col = LEADERBOARDS[source]
+    df = report_tables.get(name)
+    if not isinstance(df, pd.DataFrame) or df.empty or col not in df.columns:
+        return pd.Series(dtype=float)
+    df = df[df["rater_kind"].astype(str) == kind]
+    if source == "star":
+        df = df[df["criterion"].astype(str) == criterion]
+    return df.set_index(df["model"].astype(str))[col].astype(float)
+
+
+def side_by_side(report: StudyReport) -> Table:
+    """One row per model: every leaderboard the report has, per rater kind, as "value (rank)".
+
+    Rows follow the first column's order. Bradley-Terry shows its bootstrap interval too.
+    """
+    columns: list[tuple[str, pd.Series, pd.DataFrame | None]] = []
+    for source, (name, _col) in LEADERBOARDS.items():
+        if source == "total" and report.study.rubric.key != "llmeval2":
+            continue
+        df = report.table(name)
+        if df.empty:
+            continue
+        kinds = [k for k in ("human", "judge", "all") if k in set(df["rater_kind"].astype(str))]
+        # "all" repeats a single kind; show it only when both kinds are present.
+        if len(kinds) == 2:
+            kinds = [k for k in kinds if k != "all"]
+        for kind in kinds:
+            s = _series(report.tables, source, kind)
+            if len(s):
+                sub = df[df["rater_kind"].astype(str) == kind]
+                columns.append((f"{source} / {kind}", s, sub if source == "bt" else None))
+    if not columns:
+        return Table("leaderboards", [], [], 0)
+    models = list(columns[0][1].sort_values(ascending=False).index)
+    for _, s, _ in columns[1:]:
+        models += [m for m in s.sort_values(ascending=False).index if m not in models]
+    rows = []
+    for m in models:
+        row = [m]
+        for _, s, bt in columns:
+            if m not in s.index or pd.isna(s[m]):
+                row.append("")
+                continue
+            rank = int(s.rank(ascending=False, method="min")[m])
+            cell = f"{fmt(float(s[m]))} ({rank})"
+            if bt is not None:
+                r = bt[bt["model"].astype(str) == m]
+                if len(r) and pd.notna(r["ci_low"].iloc[0]):
+                    cell += f" [{fmt(float(r['ci_low'].iloc[0]), 0)}, {fmt(float(r['ci_high'].iloc[0]), 0)}]"
+            row.append(cell)
+        rows.append(row)
+    return Table("leaderboards", ["model", *[c[0] for c in columns]], rows, len(rows))
+
+
+def star_by_criterion(report: StudyReport, kind: str) -> Table:
+    """Mean stars per model (rows) and criterion (columns) for one rater kind."""
+    df = report.table("leaderboard_star")
+    if df.empty:
+        return Table(f"star / {kind}", [], [], 0)
+    df = df[df["rater_kind"].astype(str) == kind]
+    if df.empty:
+        return Table(f"star / {kind}", [], [], 0)
+    wide = df.pivot_table(index="model", columns="criterion", values="mean", observed=True)
+    wide.index = wide.index.astype(str)
+    wide.columns = [str(c) for c in wide.columns]
+    cols = [c for c in wide.columns if c != "overall"] + (
+        ["overall"] if "overall" in wide.columns else []
+    )
+    wide = wide[cols].sort_values(cols[-1], ascending=False)
+    rows = [[m, *(fmt(v) for v in r)] for m, r in zip(wide.index, wide.to_numpy(), strict=True)]
+    return Table(f"star / {kind}", ["model", *cols], rows, len(rows))
+
+
+def correlation_matrix(report: StudyReport) -> Table:
+    """Spearman rho above the diagonal, Kendall tau-b below it."""
+    df = report.table("correlations")
+    if df.empty:
+        return Table("correlations", [], [], 0)
+    names = list(dict.fromkeys([*df["ranking_a"].astype(str), *df["ranking_b"].astype(str)]))
+    cell: dict[tuple[str, str], str] = {}
+    for r in df.itertuples(index=False):
+        a, b = str(r.ranking_a), str(r.ranking_b)
+        cell[(a, b)] = fmt(r.spearman_rho)
+        cell[(b, a)] = fmt(r.kendall_tau_b)
+    rows = [[a, *("—" if a == b else cell.get((a, b), "") for b in names)] for a in names]
+    return Table("correlations", ["", *names], rows, len(rows))
+
+
+def dict_table(d: dict | None, name: str) -> Table:
+    """A dict of dicts (e.g. ``elo_variance`` per rater kind) as rows."""
+    if not d:
+        return Table(name, [], [], 0)
+    keys: list[str] = []
+    for v in d.values():
+        if isinstance(v, dict):
+            keys += [k for k in v if k not in keys]
+    rows = [[str(k), *(fmt(v.get(c)) for c in keys)] for k, v in d.items() if isinstance(v, dict)]
+    return Table(name, ["", *keys], rows, len(rows))
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass
+class Setting:
+    study: Any
+    filters: ReportFilters
+    ranking: str
+    kind: str
+    label: str
+
+
+def compare(settings: list[Setting]) -> dict[str, Any]:
+    """Rankings of 2+ settings side by side and Spearman / Kendall between every two of them."""
+    series: dict[str, pd.Series] = {}
+    columns = []
+    for i, s in enumerate(settings, start=1):
+        label = s.label if s.label not in series else f"{s.label} #{i}"
+        report = report_build(study=s.study, filters=s.filters)
+        values = _series(report.tables, s.ranking, s.kind).dropna()
+        series[label] = values
+        ranks = values.rank(ascending=False, method="min")
+        columns.append(
+            {
+                "label": label,
+                "study": {"id": s.study.pk, "name": s.study.name},
+                "ranking": s.ranking,
+                "kind": s.kind,
+                "filters": s.filters.as_dict(),
+                "rows": [
+                    {"model": m, "value": float(v), "rank": int(ranks[m])}
+                    for m, v in values.sort_values(ascending=False).items()
+                ],
+            }
+        )
+    corr = correlation_table(series) if len(series) > 1 else pd.DataFrame()
+    models: list[str] = []
+    for c in columns:
+        models += [r["model"] for r in c["rows"] if r["model"] not in models]
+    return {"settings": columns, "models": models, "correlations": jsonable(corr)}
+
+
+def compare_table(result: dict[str, Any]) -> Table:
+    cols = result["settings"]
+    lookup = [{r["model"]: r for r in c["rows"]} for c in cols]
+    rows = []
+    for m in result["models"]:
+        row = [m]
+        for lk in lookup:
+            r = lk.get(m)
+            row.append(f"{fmt(r['value'])} ({r['rank']})" if r else "")
+        rows.append(row)
+    return Table("compare", ["model", *[c["label"] for c in cols]], rows, len(rows))

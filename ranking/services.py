@@ -1,0 +1,193 @@
+"""Computing a study's report: frames from the selectors, statistics from ``ranking.stats``, and
+a snapshot in the cache.
+
+The snapshot key is the study, the filters and a stamp of its ratings (count, newest id and newest
+change), so a new or edited rating makes the next request recompute; nothing has to invalidate it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+from django.core.cache import cache
+
+from annotation.models import Study
+from ranking import selectors
+from ranking.stats.report import REPORT_KEYS, build_report
+
+CACHE_SECONDS = 60 * 60
+# Bump when the report's layout changes so that old snapshots are not served.
+CACHE_VERSION = 1
+
+# Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
+# are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
+TABLE_ORDER: tuple[str, ...] = (
+    "leaderboard_star",
+    "leaderboard_total",
+    "leaderboard_points",
+    "leaderboard_elo",
+    "leaderboard_bt",
+    "correlations",
+    "accuracy_by_pool",
+    "accuracy_by_rater",
+    "accuracy_by_criterion",
+    "consistency_by_pool",
+    "consistency_by_rater",
+    "consistency_by_criterion",
+    "length_bias",
+    "gaps",
+    "discrimination",
+    "hint_effect",
+    "elo_stability",
+    "elo_trajectory",
+    "elo_shuffles",
+    "krippendorff",
+    "kappa",
+    "position_bias",
+    "annotator_diagnostics",
+)
+
+
+def table_names() -> list[str]:
+    """Every DataFrame table the report has (for the API's table endpoint and the exports)."""
+    extra = [k for k in REPORT_KEYS if k not in TABLE_ORDER and k not in ("meta", "elo_variance")]
+    return [*TABLE_ORDER, *extra]
+
+
+@dataclass(frozen=True)
+class ReportFilters:
+    """What the organizer narrowed the report to. Empty tuples and ``None`` mean "no filter"."""
+
+    pools: tuple[str, ...] = ()
+    criteria: tuple[str, ...] = ()
+    task_types: tuple[str, ...] = ()
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    min_accuracy: float | None = None
+    min_consistency: float | None = None
+    min_ratings: int = 5
+    options: tuple[tuple[str, Any], ...] = field(default=())
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        pools: Iterable[str] = (),
+        criteria: Iterable[str] = (),
+        task_types: Iterable[str] = (),
+        start: dt.datetime | dt.date | None = None,
+        end: dt.datetime | dt.date | None = None,
+        min_accuracy: float | None = None,
+        min_consistency: float | None = None,
+        min_ratings: int | None = None,
+        **options: Any,
+    ) -> ReportFilters:
+        return cls(
+            pools=tuple(sorted(set(pools or ()))),
+            criteria=tuple(sorted(set(criteria or ()))),
+            task_types=tuple(sorted(set(task_types or ()))),
+            start=_as_datetime(start),
+            end=_as_datetime(end, end_of_day=True),
+            min_accuracy=min_accuracy,
+            min_consistency=min_consistency,
+            min_ratings=5 if min_ratings is None else int(min_ratings),
+            options=tuple(sorted(options.items())),
+        )
+
+    def is_empty(self) -> bool:
+        return self == ReportFilters()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["options"] = dict(self.options)
+        for key in ("start", "end"):
+            d[key] = d[key].isoformat() if d[key] else None
+        for key in ("pools", "criteria", "task_types"):
+            d[key] = list(d[key])
+        return d
+
+    def build_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``ranking.stats.report.build_report``."""
+        return {
+            "pools": list(self.pools) or None,
+            "criteria": list(self.criteria) or None,
+            "task_types": list(self.task_types) or None,
+            "start": self.start,
+            "end": self.end,
+            "min_accuracy": self.min_accuracy,
+            "min_consistency": self.min_consistency,
+            "min_ratings": self.min_ratings,
+            **dict(self.options),
+        }
+
+    def cache_token(self) -> str:
+        raw = json.dumps(self.as_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def _as_datetime(value, *, end_of_day: bool = False) -> dt.datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, dt.date):
+        # A date range is inclusive of its last day: the statistics' end bound is exclusive, so
+        # the end date becomes the following midnight.
+        day = value + dt.timedelta(days=1) if end_of_day else value
+        return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+    raise TypeError(f"Not a date or datetime: {value!r}")
+
+
+@dataclass
+class StudyReport:
+    study: Study
+    filters: ReportFilters
+    tables: dict[str, Any]
+    cached: bool = False
+
+    def table(self, name: str) -> pd.DataFrame:
+        """A table of the report, or an empty frame when the statistics did not produce it."""
+        value = self.tables.get(name)
+        return value if isinstance(value, pd.DataFrame) else pd.DataFrame()
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        value = self.tables.get("meta")
+        return value if isinstance(value, Mapping) else {}
+
+
+def report_build(
+    *,
+    study: Study,
+    filters: ReportFilters | None = None,
+    use_cache: bool = True,
+) -> StudyReport:
+    """The full report of ``study`` under ``filters``, from the cache when the ratings are unchanged.
+
+    Full marks per criterion come from the study's rubric (the LLMEval-2 total score needs them;
+    inferring them from the data would under-count a criterion nobody rated at the top).
+    """
+    filters = filters or ReportFilters()
+    key = None
+    if use_cache:
+        count, stamp = selectors.study_rating_stamp(study)
+        key = (
+            f"ranking:report:v{CACHE_VERSION}:{study.pk}:{filters.cache_token()}:"
+            f"{count}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
+        )
+        hit = cache.get(key)
+        if hit is not None:
+            return StudyReport(study=study, filters=filters, tables=hit, cached=True)
+    frames = selectors.study_frames(study)
+    kwargs = filters.build_kwargs()
+    kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
+    tables = build_report(frames.star_df, frames.pair_df, **kwargs)
+    if key is not None:
+        cache.set(key, tables, CACHE_SECONDS)
+    return StudyReport(study=study, filters=filters, tables=tables)

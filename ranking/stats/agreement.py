@@ -1,0 +1,484 @@
+"""Ground truth, accuracy, consistency and chance-corrected agreement.
+
+Star and pairwise ratings are first turned into one long table of *judgements* (one row per rating
+and criterion) so that every statistic here treats both modes, and humans and LLM judges, alike:
+
+* star: one judgement per (rating, criterion); ``score`` is the stars, ``value`` the same number;
+* pairwise: one judgement per rating with criterion ``"pairwise"``; ``score`` is the choice scored
+  from A's side (A 1, tie 0.5, both_bad 0.5, B 0) and ``value`` the choice itself coded
+  A=0, B=1, tie=2, both_bad=3, so that consistency and nominal agreement see four categories.
+
+Definitions and the choices made where the paper is silent are in docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
+
+PAIRWISE_CRITERION = "pairwise"
+_CHOICE_CODE = {c: i for i, c in enumerate(CHOICES)}
+
+JUDGEMENT_COLUMNS = {
+    "mode": "str",
+    "rating_id": "int64",
+    "rater_id": "str",
+    "rater_kind": "str",
+    "pool": "str",
+    "item_id": "int64",
+    "criterion": "str",
+    "score": "float64",
+    "value": "float64",
+    "is_repeat": "bool",
+    "is_first": "bool",
+    "submitted_at": "datetime64[ns, UTC]",
+    "hint_shown": "boolean",
+}
+
+
+def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Long table of judgements from both modes (see module docstring).
+
+    ``is_first`` marks a rater's first rating of an item: the earliest non-repeat rating
+    (by ``submitted_at``, then ``rating_id``). Only these enter the ground truth and agreement;
+    a duplicate non-repeat rating (a data defect) is therefore treated like a repeat.
+    """
+    parts = []
+    if len(star_df):
+        s = star_df[
+            [
+                "rating_id",
+                "rater_id",
+                "rater_kind",
+                "pool",
+                "item_id",
+                "criterion",
+                "score",
+                "is_repeat",
+                "submitted_at",
+                "hint_shown",
+            ]
+        ].copy()
+        s["value"] = s["score"]
+        s["mode"] = pd.Categorical(["star"] * len(s), categories=["pairwise", "star"])
+        parts.append(s)
+    if len(pair_df):
+        p = pair_df[
+            [
+                "rating_id",
+                "rater_id",
+                "rater_kind",
+                "pool",
+                "item_id",
+                "is_repeat",
+                "submitted_at",
+                "hint_shown",
+            ]
+        ].copy()
+        p["criterion"] = pd.Categorical([PAIRWISE_CRITERION] * len(p))
+        p["score"] = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
+        p["value"] = pair_df["choice"].map(_CHOICE_CODE).to_numpy(dtype=float)
+        p["mode"] = pd.Categorical(["pairwise"] * len(p), categories=["pairwise", "star"])
+        parts.append(p)
+    if not parts:
+        return empty_frame(JUDGEMENT_COLUMNS)
+    j = concat_aligned(parts)
+    j = j[j["score"].notna()]
+    # Earliest non-repeat rating of each (rater, item, criterion) is the "first" rating.
+    order = j.sort_values(["submitted_at", "rating_id"], kind="stable")
+    cand = order[~order["is_repeat"]]
+    first_idx = cand.drop_duplicates(["mode", "rater_id", "item_id", "criterion"]).index
+    j["is_first"] = False
+    j.loc[first_idx, "is_first"] = True
+    return j[list(JUDGEMENT_COLUMNS)].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ ground truth / accuracy
+
+
+def ground_truth(j: pd.DataFrame, *, ddof: int = 0) -> pd.DataFrame:
+    """Ground truth per (mode, item, criterion): mean and std of all raters' first ratings.
+
+    ``ddof=0``: sigma is the population standard deviation of the ratings the item received
+    (they are all the ratings there are, not a sample); docs/statistics.md explains the choice.
+    """
+    f = j[j["is_first"]]
+    g = f.groupby(["mode", "item_id", "criterion"], sort=False)["score"]
+    out = g.agg(gt="mean", n="size").reset_index()
+    out["sigma"] = g.std(ddof=ddof).to_numpy()
+    return out
+
+
+def accuracy_flags(j: pd.DataFrame, *, ddof: int = 0, min_raters: int = 2) -> pd.DataFrame:
+    """First-rating judgements with their ground truth and an ``accurate`` flag.
+
+    A judgement is accurate when |score - gt| < sigma, or score == gt when sigma == 0. Units
+    (item, criterion) with fewer than ``min_raters`` first ratings are left out: with one rating
+    the rater would only be compared with itself.
+    """
+    gt = ground_truth(j, ddof=ddof)
+    gt = gt[gt["n"] >= min_raters]
+    f = j[j["is_first"]].merge(gt, on=["mode", "item_id", "criterion"], how="inner")
+    diff = (f["score"] - f["gt"]).abs()
+    # A tiny tolerance: gt is a float mean, so "score == gt" must survive rounding.
+    zero = f["sigma"] <= 1e-12
+    f["accurate"] = np.where(zero, diff <= 1e-9, diff < f["sigma"])
+    return f
+
+
+def _rater_meta(j: pd.DataFrame) -> pd.DataFrame:
+    return j.drop_duplicates("rater_id")[["rater_id", "rater_kind", "pool"]]
+
+
+def rater_counts(j: pd.DataFrame) -> pd.DataFrame:
+    """Number of first ratings (distinct rating ids) per (rater, mode)."""
+    f = j[j["is_first"]]
+    return f.groupby(["rater_id", "mode"])["rating_id"].nunique().rename("n_ratings").reset_index()
+
+
+_ACC_RATER_COLS = {
+    "rater_id": "str",
+    "rater_kind": "str",
+    "pool": "str",
+    "mode": "str",
+    "n_ratings": "int64",
+    "n_judgements": "int64",
+    "n_accurate": "int64",
+    "accuracy": "float64",
+}
+
+
+def accuracy_by_rater(
+    flags: pd.DataFrame, j: pd.DataFrame, *, min_ratings: int = 5
+) -> pd.DataFrame:
+    """Accuracy per rater and mode; raters with < ``min_ratings`` first ratings are left out."""
+    if flags.empty:
+        return empty_frame(_ACC_RATER_COLS)
+    g = flags.groupby(["rater_id", "mode"])["accurate"].agg(["size", "sum"]).reset_index()
+    g.columns = ["rater_id", "mode", "n_judgements", "n_accurate"]
+    g = g.merge(rater_counts(j), on=["rater_id", "mode"], how="left")
+    g = g[g["n_ratings"] >= min_ratings]
+    g["accuracy"] = g["n_accurate"] / g["n_judgements"]
+    g = g.merge(_rater_meta(j), on="rater_id", how="left")
+    g["n_accurate"] = g["n_accurate"].astype(np.int64)
+    return g[list(_ACC_RATER_COLS)].sort_values(["mode", "pool", "rater_id"]).reset_index(drop=True)
+
+
+def _distribution(values: pd.core.groupby.SeriesGroupBy) -> pd.DataFrame:
+    return values.agg(
+        n_raters="size",
+        mean="mean",
+        median="median",
+        min="min",
+        q1=lambda s: s.quantile(0.25),
+        q3=lambda s: s.quantile(0.75),
+        max="max",
+    )
+
+
+_POOL_COLS = {
+    "mode": "str",
+    "pool": "str",
+    "n_raters": "int64",
+    "mean": "float64",
+    "median": "float64",
+    "min": "float64",
+    "q1": "float64",
+    "q3": "float64",
+    "max": "float64",
+    "pooled": "float64",
+    "n_judgements": "int64",
+}
+
+
+def summarise_by_pool(by_rater: pd.DataFrame, value: str, num: str, den: str) -> pd.DataFrame:
+    """Box-plot figures of a per-rater share per (mode, pool) plus the pooled (micro) share."""
+    if by_rater.empty:
+        return empty_frame(_POOL_COLS)
+    keys = ["mode", "pool"]
+    dist = _distribution(by_rater.groupby(keys)[value])
+    sums = by_rater.groupby(keys)[[num, den]].sum()
+    dist["pooled"] = sums[num] / sums[den]
+    dist["n_judgements"] = sums[den].astype(np.int64)
+    return dist.reset_index()[list(_POOL_COLS)]
+
+
+def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.DataFrame:
+    """Pooled accuracy per (mode, pool, criterion) over the raters kept in ``by_rater``."""
+    cols = {
+        "mode": "str",
+        "pool": "str",
+        "criterion": "str",
+        "n_judgements": "int64",
+        "accuracy": "float64",
+    }
+    if flags.empty or by_rater.empty:
+        return empty_frame(cols)
+    kept = flags.merge(by_rater[["rater_id", "mode"]], on=["rater_id", "mode"])
+    g = kept.groupby(["mode", "pool", "criterion"])["accurate"].agg(["size", "mean"]).reset_index()
+    g.columns = ["mode", "pool", "criterion", "n_judgements", "accuracy"]
+    return g
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+def consistency_units(j: pd.DataFrame) -> pd.DataFrame:
+    """Per (rater, mode, item, criterion) rated more than once: n ratings and n equal to the mode.
+
+    The seed's example: ratings 1, 1, 1, 0 of one task give n=4, n_mode=3 (consistency 3/4).
+    """
+    keys = ["rater_id", "mode", "item_id", "criterion"]
+    counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
+    g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
+    return g[g["n"] >= 2].reset_index(drop=True)
+
+
+_CONS_RATER_COLS = {
+    "rater_id": "str",
+    "rater_kind": "str",
+    "pool": "str",
+    "mode": "str",
+    "n_ratings": "int64",
+    "n_items_repeated": "int64",
+    "n_repeated": "int64",
+    "n_consistent": "int64",
+    "consistency": "float64",
+}
+
+
+def consistency_by_rater(
+    units: pd.DataFrame, j: pd.DataFrame, *, min_ratings: int = 5
+) -> pd.DataFrame:
+    """Consistency per rater and mode, pooled over items and criteria (micro average).
+
+    Criteria combine by pooling: every (item, criterion) a rater rated k times contributes k
+    ratings, of which n_mode count as consistent; consistency = sum n_mode / sum n.
+    """
+    if units.empty:
+        return empty_frame(_CONS_RATER_COLS)
+    g = units.groupby(["rater_id", "mode"]).agg(
+        n_items_repeated=("item_id", "nunique"),
+        n_repeated=("n", "sum"),
+        n_consistent=("n_mode", "sum"),
+    )
+    g = g.reset_index().merge(rater_counts(j), on=["rater_id", "mode"], how="left")
+    g["n_ratings"] = g["n_ratings"].fillna(0).astype(np.int64)
+    g = g[g["n_ratings"] >= min_ratings]
+    g["consistency"] = g["n_consistent"] / g["n_repeated"]
+    g = g.merge(_rater_meta(j), on="rater_id", how="left")
+    return (
+        g[list(_CONS_RATER_COLS)].sort_values(["mode", "pool", "rater_id"]).reset_index(drop=True)
+    )
+
+
+def consistency_by_criterion(
+    units: pd.DataFrame, by_rater: pd.DataFrame, j: pd.DataFrame
+) -> pd.DataFrame:
+    cols = {
+        "mode": "str",
+        "pool": "str",
+        "criterion": "str",
+        "n_repeated": "int64",
+        "consistency": "float64",
+    }
+    if units.empty or by_rater.empty:
+        return empty_frame(cols)
+    kept = units.merge(by_rater[["rater_id", "mode", "pool"]], on=["rater_id", "mode"])
+    g = kept.groupby(["mode", "pool", "criterion"])[["n", "n_mode"]].sum().reset_index()
+    g["consistency"] = g["n_mode"] / g["n"]
+    return g.rename(columns={"n": "n_repeated"})[list(cols)]
+
+
+# --------------------------------------------------------------------------- chance-corrected
+
+
+def krippendorff_alpha(units: np.ndarray, values: np.ndarray, level: str = "nominal") -> float:
+    """Krippendorff's alpha from (unit, value) pairs via the coincidence matrix.
+
+    ``level`` is "nominal", "ordinal" or "interval". Units with fewer than two values are not
+    pairable and drop out, as in Krippendorff (2011), "Computing Krippendorff's alpha-reliability".
+    """
+    units = np.asarray(units)
+    values = np.asarray(values, dtype=float)
+    keep = ~np.isnan(values)
+    units, values = units[keep], values[keep]
+    if len(values) == 0:
+        return float("nan")
+    u_codes, u_idx = np.unique(units, return_inverse=True)
+    cats, c_idx = np.unique(values, return_inverse=True)
+    n_units, n_cats = len(u_codes), len(cats)
+    counts = np.zeros((n_units, n_cats))
+    np.add.at(counts, (u_idx, c_idx), 1.0)
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    counts, m = counts[pairable], m[pairable]
+    if len(m) == 0:
+        return float("nan")
+    w = 1.0 / (m - 1.0)
+    # o_ck = sum_u n_uc n_uk / (m_u - 1) minus the unit's self-pairs on the diagonal.
+    coinc = (counts * w[:, None]).T @ counts - np.diag((counts * w[:, None]).sum(axis=0))
+    n_c = coinc.sum(axis=1)
+    n = n_c.sum()
+    if n_cats < 2:
+        return float("nan") if n == 0 else 1.0
+    if level == "nominal":
+        delta = 1.0 - np.eye(n_cats)
+    elif level == "ordinal":
+        cum = np.cumsum(n_c)
+        # delta_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2
+        lo = np.minimum.outer(np.arange(n_cats), np.arange(n_cats))
+        hi = np.maximum.outer(np.arange(n_cats), np.arange(n_cats))
+        between = cum[hi] - np.where(lo > 0, cum[lo - 1], 0.0)
+        delta = (between - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
+    elif level == "interval":
+        delta = np.subtract.outer(cats, cats) ** 2
+    else:
+        raise ValueError(f"unknown level {level!r}")
+    d_o = (coinc * delta).sum()
+    d_e = (np.outer(n_c, n_c) * delta).sum()
+    if d_e == 0:
+        return float("nan")
+    return float(1.0 - (n - 1.0) * d_o / d_e)
+
+
+def cohen_kappa(x: np.ndarray, y: np.ndarray) -> float:
+    """Cohen's kappa of two raters' nominal labels on the same units."""
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if len(x) == 0:
+        return float("nan")
+    cats, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
+    cx, cy = codes[: len(x)], codes[len(x) :]
+    po = float(np.mean(cx == cy))
+    px = np.bincount(cx, minlength=len(cats)) / len(x)
+    py = np.bincount(cy, minlength=len(cats)) / len(y)
+    pe = float(px @ py)
+    if pe >= 1.0:
+        return float("nan")
+    return (po - pe) / (1.0 - pe)
+
+
+def fleiss_kappa(counts: np.ndarray) -> float:
+    """Fleiss' kappa from a units x categories count matrix.
+
+    Units may have different numbers of ratings (>= 2): P_i = (sum_j n_ij^2 - n_i) /
+    (n_i (n_i - 1)) and p_j = share of all ratings in category j, which reduces to Fleiss (1971)
+    when every unit has the same number of ratings.
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.size == 0:
+        return float("nan")
+    n_i = counts.sum(axis=1)
+    counts = counts[n_i >= 2]
+    n_i = n_i[n_i >= 2]
+    if len(n_i) == 0:
+        return float("nan")
+    p_i = ((counts**2).sum(axis=1) - n_i) / (n_i * (n_i - 1))
+    p_bar = p_i.mean()
+    p_j = counts.sum(axis=0) / counts.sum()
+    pe = float((p_j**2).sum())
+    if pe >= 1.0:
+        return float("nan")
+    return float((p_bar - pe) / (1.0 - pe))
+
+
+def _unit_counts(f: pd.DataFrame) -> np.ndarray:
+    u = pd.factorize(f["item_id"])[0]
+    c = pd.factorize(f["value"], sort=True)[0]
+    counts = np.zeros((u.max() + 1, c.max() + 1))
+    np.add.at(counts, (u, c), 1.0)
+    return counts
+
+
+def mean_cohen_kappa(f: pd.DataFrame, *, min_common: int = 5) -> tuple[float, int]:
+    """Mean Cohen's kappa over pairs of raters with at least ``min_common`` items in common.
+
+    ``f`` holds first-rating judgements of one (mode, criterion). Returns (mean kappa, n pairs).
+    Vectorised: every pair of ratings of the same item becomes one row, rater pairs and
+    categories are integer-coded, and observed / expected agreement come from bincounts.
+    """
+    if f.empty:
+        return float("nan"), 0
+    rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
+    value, cats = pd.factorize(f["value"], sort=True)
+    value = value.astype(np.int64)
+    item = f["item_id"].to_numpy()
+    x = pd.DataFrame({"item": item, "r": rater, "v": value})
+    pairs = x.merge(x, on="item", suffixes=("1", "2"))
+    pairs = pairs[pairs["r1"] < pairs["r2"]]
+    if pairs.empty:
+        return float("nan"), 0
+    n_r, n_c = int(rater.max()) + 1, len(cats)
+    pid, _ = pd.factorize(pairs["r1"].to_numpy() * n_r + pairs["r2"].to_numpy())
+    n_p = int(pid.max()) + 1
+    n = np.bincount(pid, minlength=n_p).astype(float)
+    agree = np.bincount(
+        pid, weights=pairs["v1"].to_numpy() == pairs["v2"].to_numpy(), minlength=n_p
+    )
+    m1 = np.bincount(pid * n_c + pairs["v1"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
+    m2 = np.bincount(pid * n_c + pairs["v2"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
+    po = agree / n
+    pe = (m1 * m2).sum(axis=1) / n**2
+    keep = (n >= min_common) & (pe < 1.0)
+    if not keep.any():
+        return float("nan"), 0
+    kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
+    return float(kappa.mean()), int(keep.sum())
+
+
+_AGREE_COLS = {
+    "mode": "str",
+    "pool": "str",
+    "criterion": "str",
+    "level": "str",
+    "alpha": "float64",
+    "n_units": "int64",
+    "n_values": "int64",
+}
+_KAPPA_COLS = {
+    "mode": "str",
+    "pool": "str",
+    "criterion": "str",
+    "fleiss_kappa": "float64",
+    "n_units": "int64",
+    "mean_cohen_kappa": "float64",
+    "n_rater_pairs": "int64",
+}
+
+
+def _groups_with_all_pool(f: pd.DataFrame):
+    """Yield ((mode, pool, criterion), frame) per pool and for all pools together ("all")."""
+    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True):
+        yield (mode, "all", crit), g
+        for pool, gp in g.groupby("pool", sort=True):
+            yield (mode, pool, crit), gp
+
+
+def agreement_tables(j: pd.DataFrame, *, min_common: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Krippendorff's alpha (ordinal stars, nominal pairwise) and Fleiss / mean Cohen kappa
+    per (mode, pool, criterion), on first ratings only."""
+    f = j[j["is_first"]]
+    a_rows, k_rows = [], []
+    for (mode, pool, crit), g in _groups_with_all_pool(f):
+        level = "ordinal" if mode == "star" else "nominal"
+        m = g.groupby("item_id")["value"].transform("size")
+        g2 = g[m >= 2]
+        if g2.empty and pool != "all":
+            # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
+            continue
+        alpha = krippendorff_alpha(g2["item_id"].to_numpy(), g2["value"].to_numpy(), level)
+        n_units = int(g2["item_id"].nunique())
+        a_rows.append((mode, pool, crit, level, alpha, n_units, len(g2)))
+        fk = fleiss_kappa(_unit_counts(g2)) if len(g2) else float("nan")
+        ck, n_pairs = mean_cohen_kappa(g2, min_common=min_common) if len(g2) else (float("nan"), 0)
+        k_rows.append((mode, pool, crit, fk, n_units, ck, n_pairs))
+    alpha_df = (
+        pd.DataFrame(a_rows, columns=list(_AGREE_COLS)) if a_rows else empty_frame(_AGREE_COLS)
+    )
+    kappa_df = (
+        pd.DataFrame(k_rows, columns=list(_KAPPA_COLS)) if k_rows else empty_frame(_KAPPA_COLS)
+    )
+    return alpha_df, kappa_df

@@ -1,0 +1,436 @@
+"""Length bias, human-vs-judge gaps, discrimination, hint effect, position bias, diagnostics."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .rankings import match_arrays, points_arrays
+from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame
+
+# --------------------------------------------------------------------------- length bias
+
+_LEN_COLS = {
+    "group_by": "str",
+    "group": "str",
+    "min_delta": "int64",
+    "n": "int64",
+    "win": "int64",
+    "draw": "int64",
+    "loss": "int64",
+    "win_share": "float64",
+    "draw_share": "float64",
+    "loss_share": "float64",
+}
+
+
+def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -> pd.DataFrame:
+    """Among pairwise ratings with |len_a - len_b| >= threshold, how often the longer answer won,
+    drew (tie or both bad) or lost; per rater kind and per pool (seed Table 3)."""
+    if pair_df.empty:
+        return empty_frame(_LEN_COLS)
+    delta = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
+    s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    # Score of the longer answer: A's score when A is longer, else B's.
+    longer = np.where(delta > 0, s, 1.0 - s)
+    outcome = np.select([longer == 1.0, longer == 0.0], ["win", "loss"], "draw")
+    base = pd.DataFrame(
+        {
+            "rater_kind": pair_df["rater_kind"].to_numpy(),
+            "pool": pair_df["pool"].to_numpy(),
+            "absd": np.abs(delta),
+            "outcome": outcome,
+        }
+    )
+    rows = []
+    for t in thresholds:
+        sub = base[base["absd"] >= t]
+        for group_by in ("rater_kind", "pool"):
+            ct = pd.crosstab(sub[group_by], sub["outcome"]) if len(sub) else pd.DataFrame()
+            for grp in sorted(base[group_by].unique()):
+                c = ct.loc[grp] if grp in ct.index else pd.Series(dtype=float)
+                win, draw, loss = (int(c.get(o, 0)) for o in ("win", "draw", "loss"))
+                n = win + draw + loss
+                rows.append(
+                    (group_by, grp, int(t), n, win, draw, loss)
+                    + ((win / n, draw / n, loss / n) if n else (np.nan,) * 3)
+                )
+    return pd.DataFrame(rows, columns=list(_LEN_COLS))
+
+
+# --------------------------------------------------------------------------- human vs judge gaps
+
+_GAP_COLS = {
+    "criterion": "str",
+    "k": "float64",
+    "n_items": "int64",
+    "n_at_least_k": "int64",
+    "share": "float64",
+}
+
+
+def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFrame:
+    """Share of items where |mean human score - mean judge score| >= k, per criterion.
+
+    Only first ratings count and only items rated by at least one human and one judge. With one
+    human panel and one judge per item (LLMEval-2) this is exactly the paper's Tables 4-5.
+    ``ks`` default: 1, 2, ... up to the criterion's observed range.
+    """
+    df = star_df[~star_df["is_repeat"] & star_df["score"].notna()]
+    if df.empty:
+        return empty_frame(_GAP_COLS)
+    m = df.groupby(["criterion", "item_id", "rater_kind"])["score"].mean().unstack("rater_kind")
+    if "human" not in m.columns or "judge" not in m.columns:
+        return empty_frame(_GAP_COLS)
+    m = m.dropna(subset=["human", "judge"])
+    diff = (m["human"] - m["judge"]).abs()
+    rows = []
+    for crit, d in diff.groupby(level="criterion", sort=True):
+        crit_scores = df.loc[df["criterion"] == crit, "score"]
+        span = float(crit_scores.max() - crit_scores.min())
+        levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
+        for k in levels:
+            hit = int((d.to_numpy() >= k - 1e-9).sum())
+            rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
+    if not rows:
+        return empty_frame(_GAP_COLS)
+    return pd.DataFrame(rows, columns=list(_GAP_COLS))
+
+
+# --------------------------------------------------------------------------- discrimination
+
+_DISC_COLS = {
+    "mode": "str",
+    "rater_kind": "str",
+    "dimension": "str",
+    "value": "str",
+    "n_models": "int64",
+    "best_model": "str",
+    "best_score": "float64",
+    "worst_model": "str",
+    "worst_score": "float64",
+    "spread": "float64",
+}
+
+
+def _spread_rows(
+    scores: pd.DataFrame, mode: str, kind: str, dimension: str, col: str
+) -> list[tuple]:
+    rows = []
+    for value, g in scores.groupby(col, sort=True):
+        g = g.dropna(subset=["score"])
+        if g.empty:
+            continue
+        best = g.loc[g["score"].idxmax()]
+        worst = g.loc[g["score"].idxmin()]
+        rows.append(
+            (
+                mode,
+                kind,
+                dimension,
+                str(value),
+                len(g),
+                best["model"],
+                float(best["score"]),
+                worst["model"],
+                float(worst["score"]),
+                float(best["score"] - worst["score"]),
+            )
+        )
+    return rows
+
+
+def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Spread (best - worst model) per criterion and per task type, per rater kind.
+
+    Star: model means per criterion; per task type the model's mean over all its stars of that
+    task type (criteria pooled). Pairwise: the Points score per task type.
+    """
+    rows: list[tuple] = []
+    sdf = star_df[star_df["score"].notna()]
+    for kind, g in [("all", sdf), *sdf.groupby("rater_kind", sort=True)] if len(sdf) else []:
+        by_c = g.groupby(["criterion", "model"])["score"].mean().rename("score").reset_index()
+        rows += _spread_rows(by_c, "star", kind, "criterion", "criterion")
+        by_t = g.groupby(["task_type", "model"])["score"].mean().rename("score").reset_index()
+        rows += _spread_rows(by_t, "star", kind, "task_type", "task_type")
+    for kind, g in (
+        [("all", pair_df), *pair_df.groupby("rater_kind", sort=True)] if len(pair_df) else []
+    ):
+        parts = []
+        for tt, gt in g.groupby("task_type", sort=True):
+            a, b, s, models = match_arrays(gt)
+            if not models:
+                continue
+            p = points_arrays(a, b, s, len(models))
+            t = pd.DataFrame({"model": models, "score": p["score"], "games": p["games"]})
+            t = t[t["games"] > 0]
+            t["task_type"] = tt
+            parts.append(t)
+        if parts:
+            rows += _spread_rows(pd.concat(parts), "pairwise", kind, "task_type", "task_type")
+    if not rows:
+        return empty_frame(_DISC_COLS)
+    return pd.DataFrame(rows, columns=list(_DISC_COLS))
+
+
+# --------------------------------------------------------------------------- hint effect
+
+_HINT_COLS = {
+    "mode": "str",
+    "metric": "str",
+    "criterion": "str",
+    "n_hint": "int64",
+    "n_no_hint": "int64",
+    "mean_hint": "float64",
+    "mean_no_hint": "float64",
+    "diff": "float64",
+    "rel_diff": "float64",
+    "welch_t": "float64",
+    "welch_p": "float64",
+    "mannwhitney_p": "float64",
+}
+
+
+def _compare(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Welch t (statistic, p) and Mann-Whitney p of x (hint) vs y (no hint)."""
+    nan = float("nan")
+    if len(x) < 2 or len(y) < 2:
+        return nan, nan, nan
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # Identical samples (e.g. a criterion every answer maxes out) make scipy warn about
+        # precision loss; the resulting nan / p-value is reported as is.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t = stats.ttest_ind(x, y, equal_var=False)
+        try:
+            u = stats.mannwhitneyu(x, y, alternative="two-sided").pvalue
+        except ValueError:
+            u = nan
+    return float(t.statistic), float(t.pvalue), float(u)
+
+
+def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Mean stars and accuracy with vs without the hint, where ``hint_shown`` takes both values.
+
+    ``diff`` = no hint - hint and ``rel_diff`` = diff / mean with hint: the paper reports that
+    annotators scored 9.79 % higher without hints. Tests: Welch's t and Mann-Whitney U.
+    """
+    rows = []
+    sdf = star_df[star_df["hint_shown"].notna() & star_df["score"].notna()]
+    if len(sdf) and sdf["hint_shown"].nunique() == 2:
+        for crit, g in [("overall", sdf), *sdf.groupby("criterion", sort=True)]:
+            h = g.loc[g["hint_shown"].astype(bool), "score"].to_numpy(float)
+            nh = g.loc[~g["hint_shown"].astype(bool), "score"].to_numpy(float)
+            rows.append(("star", "score", crit, h, nh))
+    if flags is not None and len(flags):
+        f = flags[flags["hint_shown"].notna()]
+        for mode, gm in f.groupby("mode", sort=True):
+            if gm["hint_shown"].nunique() < 2:
+                continue
+            for crit, g in [("overall", gm), *gm.groupby("criterion", sort=True)]:
+                hs = g["hint_shown"].astype(bool)
+                rows.append(
+                    (
+                        mode,
+                        "accuracy",
+                        crit,
+                        g.loc[hs, "accurate"].to_numpy(float),
+                        g.loc[~hs, "accurate"].to_numpy(float),
+                    )
+                )
+    out = []
+    for mode, metric, crit, h, nh in rows:
+        mh = float(h.mean()) if len(h) else np.nan
+        mn = float(nh.mean()) if len(nh) else np.nan
+        diff = mn - mh
+        rel = diff / mh if mh else np.nan
+        out.append((mode, metric, crit, len(h), len(nh), mh, mn, diff, rel, *_compare(h, nh)))
+    if not out:
+        return empty_frame(_HINT_COLS)
+    return pd.DataFrame(out, columns=list(_HINT_COLS))
+
+
+# --------------------------------------------------------------------------- position bias
+
+_POS_COLS = {
+    "group_by": "str",
+    "group": "str",
+    "n": "int64",
+    "left_share": "float64",
+    "right_share": "float64",
+    "tie_share": "float64",
+    "both_bad_share": "float64",
+    "left_of_decisive": "float64",
+    "binom_p": "float64",
+    "n_both_orders": "int64",
+    "position_consistency": "float64",
+}
+
+
+def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
+    c = pair_df["choice"].to_numpy()
+    left_a = pair_df["left_is_a"].to_numpy(bool)
+    left = ((c == "A") & left_a) | ((c == "B") & ~left_a)
+    right = ((c == "B") & left_a) | ((c == "A") & ~left_a)
+    return pd.DataFrame(
+        {
+            "rater_id": pair_df["rater_id"].to_numpy(),
+            "rater_kind": pair_df["rater_kind"].to_numpy(),
+            "pool": pair_df["pool"].to_numpy(),
+            "left": left,
+            "right": right,
+            "tie": c == "tie",
+            "both_bad": c == "both_bad",
+        }
+    )
+
+
+def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Per (rater, item) judged with A on the left and A on the right: the first rating in each
+    order, and whether the canonical choice agrees."""
+    cols = ["rater_id", "item_id", "left_is_a", "choice", "submitted_at", "rating_id"]
+    d = pair_df[cols].sort_values(["submitted_at", "rating_id"], kind="stable")
+    d = d.drop_duplicates(["rater_id", "item_id", "left_is_a"])
+    w = d.pivot_table(
+        index=["rater_id", "item_id"], columns="left_is_a", values="choice", aggfunc="first"
+    )
+    if True not in w.columns or False not in w.columns:
+        return pd.DataFrame(
+            {"rater_id": pd.Series([], dtype=str), "consistent": pd.Series([], dtype=bool)}
+        )
+    w = w.dropna()
+    return pd.DataFrame(
+        {
+            "rater_id": w.index.get_level_values("rater_id"),
+            "consistent": (w[True] == w[False]).to_numpy(),
+        }
+    )
+
+
+def position_bias(
+    pair_df: pd.DataFrame, *, per_rater_kinds: Sequence[str] = ("judge",)
+) -> pd.DataFrame:
+    """Share of left / right / tie / both-bad choices per rater kind, pool and judge, a binomial
+    test of left vs right among decisive choices, and position consistency on items judged in
+    both orders (same canonical choice both times)."""
+    if pair_df.empty:
+        return empty_frame(_POS_COLS)
+    sd = _sides(pair_df)
+    bo = _both_orders(pair_df)
+    bo = bo.merge(sd.drop_duplicates("rater_id")[["rater_id", "rater_kind", "pool"]], on="rater_id")
+    rows = []
+    groupings = [("rater_kind", sd["rater_kind"]), ("pool", sd["pool"])]
+    per = sd[sd["rater_kind"].isin(per_rater_kinds)]
+    for group_by, key in groupings:
+        for grp, g in sd.groupby(key, sort=True):
+            rows.append(_pos_row(group_by, grp, g, bo[bo[group_by] == grp]))
+    for grp, g in per.groupby("rater_id", sort=True):
+        rows.append(_pos_row("rater_id", grp, g, bo[bo["rater_id"] == grp]))
+    return pd.DataFrame(rows, columns=list(_POS_COLS))
+
+
+def _pos_row(group_by: str, grp: str, g: pd.DataFrame, bo: pd.DataFrame) -> tuple:
+    n = len(g)
+    left, right = int(g["left"].sum()), int(g["right"].sum())
+    dec = left + right
+    p = float(stats.binomtest(left, dec, 0.5).pvalue) if dec else np.nan
+    return (
+        group_by,
+        str(grp),
+        n,
+        left / n,
+        right / n,
+        float(g["tie"].mean()),
+        float(g["both_bad"].mean()),
+        left / dec if dec else np.nan,
+        p,
+        len(bo),
+        float(bo["consistent"].mean()) if len(bo) else np.nan,
+    )
+
+
+# --------------------------------------------------------------------------- diagnostics
+
+_DIAG_COLS = {
+    "rater_id": "str",
+    "rater_kind": "str",
+    "pool": "str",
+    "n_ratings": "int64",
+    "n_star": "int64",
+    "n_pairwise": "int64",
+    "left_of_decisive": "float64",
+    "left_bias_p": "float64",
+    "tie_share": "float64",
+    "both_bad_share": "float64",
+    "tie_ratio_to_pool": "float64",
+    "both_bad_ratio_to_pool": "float64",
+    "median_duration_s": "float64",
+    "star_mean": "float64",
+}
+
+
+def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Per rater: counts, left/right bias (binomial p), tie and both-bad shares and their ratio to
+    the pool's share (overuse > 1), median seconds per rating, mean stars given."""
+    parts = []
+    if len(star_df):
+        s = star_df.drop_duplicates("rating_id")
+        parts.append(
+            s[["rating_id", "rater_id", "rater_kind", "pool", "duration_s"]].assign(mode="star")
+        )
+    if len(pair_df):
+        parts.append(
+            pair_df[["rating_id", "rater_id", "rater_kind", "pool", "duration_s"]].assign(
+                mode="pairwise"
+            )
+        )
+    if not parts:
+        return empty_frame(_DIAG_COLS)
+    r = concat_aligned(parts)
+    r["is_star"] = (r["mode"] == "star").astype(np.int64)
+    base = r.groupby("rater_id").agg(
+        rater_kind=("rater_kind", "first"),
+        pool=("pool", "first"),
+        n_ratings=("rating_id", "size"),
+        n_star=("is_star", "sum"),
+        median_duration_s=("duration_s", "median"),
+    )
+    base["n_pairwise"] = base["n_ratings"] - base["n_star"]
+    if len(pair_df):
+        sd = _sides(pair_df)
+        g = sd.groupby("rater_id")[["left", "right", "tie", "both_bad"]].sum()
+        n = sd.groupby("rater_id").size()
+        dec = g["left"] + g["right"]
+        base["left_of_decisive"] = (g["left"] / dec.where(dec > 0)).reindex(base.index)
+        # Exact binomial p per rater, vectorised: two-sided p = min(1, 2 * min tail).
+        k, m = g["left"].to_numpy(), dec.to_numpy()
+        with np.errstate(all="ignore"):
+            tail = np.minimum(stats.binom.cdf(k, m, 0.5), stats.binom.sf(k - 1, m, 0.5))
+        pval = pd.Series(np.where(m > 0, np.minimum(1.0, 2.0 * tail), np.nan), index=g.index)
+        base["left_bias_p"] = pval.reindex(base.index)
+        base["tie_share"] = (g["tie"] / n).reindex(base.index)
+        base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
+        pools = sd["pool"].astype(str)
+        pool_tie = sd["tie"].groupby(pools).mean().replace(0, np.nan)
+        pool_bb = sd["both_bad"].groupby(pools).mean().replace(0, np.nan)
+        base_pool = base["pool"].astype(str)
+        base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
+        base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(
+            float
+        )
+    else:
+        for c in ("left_of_decisive", "left_bias_p", "tie_share", "both_bad_share"):
+            base[c] = np.nan
+        base["tie_ratio_to_pool"] = np.nan
+        base["both_bad_ratio_to_pool"] = np.nan
+    if len(star_df):
+        base["star_mean"] = star_df.groupby("rater_id")["score"].mean().reindex(base.index)
+    else:
+        base["star_mean"] = np.nan
+    out = base.reset_index()
+    for c in ("n_ratings", "n_star", "n_pairwise"):
+        out[c] = out[c].astype(np.int64)
+    return out[list(_DIAG_COLS)].sort_values(["pool", "rater_id"]).reset_index(drop=True)

@@ -1,0 +1,295 @@
+"""Elo ratings: in time order, over many shuffles of the same matches, and the last rounds.
+
+Elo is sequential: match t needs the ratings left by match t-1, so it cannot be vectorised over
+matches. Over *shuffles* it can: S orders of the same matches are S independent chains. The inner
+loop is compiled with numba when it is installed (about 0.2 s for 100 shuffles x 100k matches on
+one core); without numba a numpy version steps through the matches and updates all S chains at
+once with fancy indexing (about 1-2 s for the same work). Both give identical numbers.
+
+Paper, Equations 3-4: E_A = 1 / (1 + 10^((R_B - R_A) / 400)), R'_A = R_A + K (S_A - E_A), and
+B moves by the opposite amount. K = 32, start 1500.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numba is optional: it only makes the same loop faster.
+    import numba
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is absent
+    numba = None
+    HAVE_NUMBA = False
+
+LN10_400 = np.log(10.0) / 400.0
+
+# Paper appendix, Equations 11 and 14: Var[R_A^inf] = c * p (1 - p), with c from the Taylor
+# expansion (32^2 / (1 - 0.632^2)) and from the linear fit on 1300..1700 (32^2 / (1 - 0.9264^2)).
+ELO_VAR_TAYLOR = 1706.67
+ELO_VAR_LINEAR_FIT = 7211.27
+
+
+def analytic_variance(p: float) -> dict[str, float]:
+    """The paper's approximate variance of a model's Elo rating for a judge of accuracy ``p``."""
+    q = float(p) * (1.0 - float(p))
+    return {
+        "p": float(p),
+        "var_linear_fit": ELO_VAR_LINEAR_FIT * q,
+        "var_taylor": ELO_VAR_TAYLOR * q,
+        "sd_linear_fit": float(np.sqrt(ELO_VAR_LINEAR_FIT * q)),
+    }
+
+
+def _elo_chains_py(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    order: np.ndarray,
+    n_models: int,
+    k: float,
+    start: float,
+) -> np.ndarray:
+    """Plain-loop kernel: ``order`` is (S, T) indices into the matches; returns (S, M) ratings."""
+    n_chains, n_steps = order.shape
+    out = np.full((n_chains, n_models), start)
+    for i in range(n_chains):
+        r = out[i]
+        for t in range(n_steps):
+            m = order[i, t]
+            x = a[m]
+            y = b[m]
+            e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
+            d = k * (s[m] - e)
+            r[x] += d
+            r[y] -= d
+    return out
+
+
+def _elo_history_py(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    n_models: int,
+    k: float,
+    start: float,
+    record_from: int,
+) -> np.ndarray:
+    """Ratings after each match from ``record_from`` on (row 0 = before that match)."""
+    n_steps = len(a)
+    hist = np.empty((n_steps - record_from + 1, n_models))
+    r = np.full(n_models, start)
+    for t in range(n_steps):
+        if t == record_from:
+            hist[0] = r
+        x = a[t]
+        y = b[t]
+        e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
+        d = k * (s[t] - e)
+        r[x] += d
+        r[y] -= d
+        if t >= record_from:
+            hist[t - record_from + 1] = r
+    if record_from >= n_steps:
+        hist[0] = r
+    return hist
+
+
+def _elo_shuffled_py(
+    packed: np.ndarray,
+    n_chains: int,
+    n_models: int,
+    k: float,
+    start: float,
+    seeds: np.ndarray,
+) -> np.ndarray:
+    """Compiled variant that shuffles as it goes, so no (S, T) order array is ever built.
+
+    ``packed[t] = (a * M + b) * 3 + 2 * s`` keeps a match in one int32 (a 265k-match study fits in
+    the CPU cache). Each chain draws its permutation (Fisher-Yates) from its own splitmix64
+    stream seeded by ``seeds[i]``, so chains are independent of each other (and could run on
+    several threads without changing the result).
+    """
+    n_steps = len(packed)
+    out = np.full((n_chains, n_models), start)
+    for i in range(n_chains):
+        order = packed.copy()
+        state = np.uint64(seeds[i])
+        for t in range(n_steps - 1, 0, -1):
+            # splitmix64 step; the modulo bias is below 2^-40 for any realistic t.
+            state = state + np.uint64(0x9E3779B97F4A7C15)
+            z = state
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+            j = np.int64(z % np.uint64(t + 1))
+            tmp = order[t]
+            order[t] = order[j]
+            order[j] = tmp
+        r = out[i]
+        for t in range(n_steps):
+            code = order[t]
+            pair = code // 3
+            x = pair // n_models
+            y = pair - x * n_models
+            sa = (code - pair * 3) * 0.5
+            e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
+            d = k * (sa - e)
+            r[x] += d
+            r[y] -= d
+    return out
+
+
+def pack_matches(a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int) -> np.ndarray:
+    """One int32 per match: (a * M + b) * 3 + 2 s (s in {0, 0.5, 1})."""
+    code = (np.asarray(a, np.int64) * n_models + np.asarray(b, np.int64)) * 3
+    code += np.rint(np.asarray(s, float) * 2).astype(np.int64)
+    return code.astype(np.int32 if n_models * n_models * 3 < 2**31 else np.int64)
+
+
+if HAVE_NUMBA:
+    _elo_chains = numba.njit(cache=True, nogil=True)(_elo_chains_py)
+    _elo_history = numba.njit(cache=True, nogil=True)(_elo_history_py)
+    # Deliberately not parallel=True: numba's default "workqueue" threading layer aborts the
+    # process when two threads (a threaded web server, a task worker) launch parallel kernels at
+    # once. One core already does 100 x 100k matches in about 0.2 s.
+    _elo_shuffled = numba.njit(cache=True, nogil=True)(_elo_shuffled_py)
+else:  # pragma: no cover
+    _elo_chains = None
+    _elo_history = _elo_history_py
+    _elo_shuffled = None
+
+
+def _elo_chains_numpy(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    order: np.ndarray,
+    n_models: int,
+    k: float,
+    start: float,
+) -> np.ndarray:
+    """Fallback without numba: one Python step per match, each step vectorised over S chains."""
+    n_chains = order.shape[0]
+    flat = np.full(n_chains * n_models, start)
+    offs = np.arange(n_chains) * n_models
+    # Precompute flat indices, transposed so that step t reads one contiguous row.
+    ia = np.ascontiguousarray((a[order] + offs[:, None]).T)
+    ib = np.ascontiguousarray((b[order] + offs[:, None]).T)
+    ss = np.ascontiguousarray(s[order].T)
+    for t in range(order.shape[1]):
+        xa = ia[t]
+        xb = ib[t]
+        ra = flat[xa]
+        rb = flat[xb]
+        d = k * (ss[t] - 1.0 / (1.0 + np.exp((rb - ra) * LN10_400)))
+        # Within one step each chain touches its own two slots, so no index repeats.
+        flat[xa] = ra + d
+        flat[xb] = rb - d
+    return flat.reshape(n_chains, n_models)
+
+
+def elo_chains(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    order: np.ndarray,
+    n_models: int,
+    *,
+    k: float = 32.0,
+    start: float = 1500.0,
+    use_numba: bool | None = None,
+) -> np.ndarray:
+    """Final Elo ratings of S chains; chain i plays matches ``order[i]`` in that order."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    b = np.ascontiguousarray(b, dtype=np.int64)
+    s = np.ascontiguousarray(s, dtype=np.float64)
+    order = np.ascontiguousarray(np.atleast_2d(order), dtype=np.int64)
+    if use_numba is None:
+        use_numba = HAVE_NUMBA
+    if order.shape[1] == 0 or n_models == 0:
+        return np.full((order.shape[0], n_models), float(start))
+    if use_numba and HAVE_NUMBA:
+        return _elo_chains(a, b, s, order, n_models, float(k), float(start))
+    return _elo_chains_numpy(a, b, s, order, n_models, float(k), float(start))
+
+
+def elo_ratings(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    n_models: int,
+    *,
+    k: float = 32.0,
+    start: float = 1500.0,
+) -> np.ndarray:
+    """Elo ratings after playing the matches in the given order (time order)."""
+    order = np.arange(len(a), dtype=np.int64)[None, :]
+    return elo_chains(a, b, s, order, n_models, k=k, start=start)[0]
+
+
+def shuffle_orders(n_matches: int, n_shuffles: int, rng: np.random.Generator) -> np.ndarray:
+    """(S, T) array: row i is a uniformly random permutation of the matches."""
+    base = np.broadcast_to(np.arange(n_matches, dtype=np.int64), (n_shuffles, n_matches))
+    return rng.permuted(base, axis=1)
+
+
+def elo_shuffles(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    n_models: int,
+    *,
+    n_shuffles: int = 100,
+    rng: np.random.Generator,
+    k: float = 32.0,
+    start: float = 1500.0,
+    use_numba: bool | None = None,
+) -> np.ndarray:
+    """(S, M) final ratings over ``n_shuffles`` random orders of the same matches.
+
+    With numba the permutations are drawn inside the compiled loop from a seed taken from
+    ``rng`` (reproducible, but not the same permutations as the numpy path would draw).
+    """
+    if use_numba is None:
+        use_numba = HAVE_NUMBA
+    if use_numba and HAVE_NUMBA and len(a) and n_models and n_shuffles:
+        seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
+        packed = pack_matches(a, b, s, n_models)
+        return _elo_shuffled(packed, int(n_shuffles), int(n_models), float(k), float(start), seeds)
+    order = shuffle_orders(len(a), n_shuffles, rng)
+    return elo_chains(a, b, s, order, n_models, k=k, start=start, use_numba=use_numba)
+
+
+def elo_history(
+    a: np.ndarray,
+    b: np.ndarray,
+    s: np.ndarray,
+    n_models: int,
+    *,
+    last: int = 100,
+    k: float = 32.0,
+    start: float = 1500.0,
+) -> np.ndarray:
+    """Ratings over the last ``last`` matches in order: (last + 1, M), row 0 before them."""
+    n = len(a)
+    record_from = max(n - int(last), 0)
+    if n == 0:
+        return np.full((1, n_models), float(start))
+    return _elo_history(
+        np.ascontiguousarray(a, dtype=np.int64),
+        np.ascontiguousarray(b, dtype=np.int64),
+        np.ascontiguousarray(s, dtype=np.float64),
+        n_models,
+        float(k),
+        float(start),
+        record_from,
+    )
+
+
+def ranks_desc(ratings: np.ndarray) -> np.ndarray:
+    """Rank 1 = highest rating, along the last axis (ties broken by position)."""
+    order = np.argsort(-ratings, axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, ratings.shape[-1] + 1), axis=-1)
+    return ranks

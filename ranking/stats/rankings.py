@@ -1,0 +1,280 @@
+"""Leaderboards: star means, the LLMEval-2 total score, Points, and rank correlations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .schema import CHOICE_SCORE_A, empty_frame
+
+OVERALL = "overall"
+
+
+def add_rank(df: pd.DataFrame, value: str, by: list[str] | None = None) -> pd.DataFrame:
+    """Add a ``rank`` column: 1 = best (highest ``value``); ties share the lowest rank."""
+    if df.empty:
+        df["rank"] = pd.Series([], dtype="int64")
+        return df
+    if by:
+        r = df.groupby(by)[value].rank(ascending=False, method="min")
+    else:
+        r = df[value].rank(ascending=False, method="min")
+    df["rank"] = r.astype("Int64")
+    return df
+
+
+_STAR_COLS = {
+    "rater_kind": "str",
+    "model": "str",
+    "criterion": "str",
+    "mean": "float64",
+    "n": "int64",
+    "rank": "int64",
+}
+
+
+def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.DataFrame:
+    """Mean stars per (rater kind, model, criterion) plus ``overall`` = mean of criterion means.
+
+    Rater kind is "all", "human" and "judge". ``overall`` averages the per-criterion means with
+    equal weight (the paper's Table 6: GPT-4's overall 2.917 is the mean of its five criteria).
+    Repeats are counted by default: each is a genuine rating, and the published LLMEval-1 GPT-4
+    table is reproduced only when every row of the released file is counted.
+    """
+    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
+    df = df[df["score"].notna()]
+    if df.empty:
+        return empty_frame(_STAR_COLS)
+    parts = []
+    for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
+        m = g.groupby(["model", "criterion"])["score"].agg(mean="mean", n="size").reset_index()
+        o = m.groupby("model").agg(mean=("mean", "mean"), n=("n", "sum")).reset_index()
+        o["criterion"] = OVERALL
+        m = pd.concat([m, o], ignore_index=True)
+        m.insert(0, "rater_kind", kind)
+        parts.append(m)
+    out = pd.concat(parts, ignore_index=True)
+    return add_rank(out, "mean", ["rater_kind", "criterion"])[list(_STAR_COLS)]
+
+
+def infer_criterion_max(star_df: pd.DataFrame) -> dict[str, float]:
+    """Highest score seen per criterion (used when the rubric's star range is not given)."""
+    if star_df.empty:
+        return {}
+    return star_df.groupby("criterion")["score"].max().astype(float).to_dict()
+
+
+_TOTAL_COLS = {
+    "rater_kind": "str",
+    "model": "str",
+    "total": "float64",
+    "n_subjects": "int64",
+    "rank": "int64",
+}
+
+
+def total_score(
+    star_df: pd.DataFrame,
+    criterion_max: Mapping[str, float],
+    *,
+    include_repeats: bool = True,
+) -> pd.DataFrame:
+    """LLMEval-2 total score: per subject (task type) score_i = actual / full * 100, then the mean
+    over the subjects the model was rated in.
+
+    actual = the sum of the model's stars in the subject, full = the sum of the maximum stars of the
+    same (rating, criterion) rows, so with several raters per answer this is the mean over raters.
+    """
+    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
+    df = df[df["score"].notna() & df["criterion"].isin(list(criterion_max))]
+    if df.empty:
+        return empty_frame(_TOTAL_COLS)
+    df = df.assign(full=df["criterion"].map(criterion_max).astype(float))
+    parts = []
+    for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
+        s = g.groupby(["model", "task_type"])[["score", "full"]].sum()
+        s["pct"] = s["score"] / s["full"] * 100.0
+        t = s.groupby("model")["pct"].agg(total="mean", n_subjects="size").reset_index()
+        t.insert(0, "rater_kind", kind)
+        parts.append(t)
+    out = pd.concat(parts, ignore_index=True)
+    return add_rank(out, "total", ["rater_kind"])[list(_TOTAL_COLS)]
+
+
+# --------------------------------------------------------------------------- points
+
+
+def match_arrays(
+    pair_df: pd.DataFrame, *, both_bad: str = "draw", models: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Matches as integer model codes and A's score, in the frame's row order.
+
+    ``both_bad`` is "draw" (default: 0.5 each, as in the paper's win/draw/loss tables) or
+    "exclude" (the match is dropped).
+    """
+    df = pair_df
+    if both_bad == "exclude":
+        df = df[df["choice"] != "both_bad"]
+    elif both_bad != "draw":
+        raise ValueError("both_bad must be 'draw' or 'exclude'")
+    if models is None:
+        models = sorted(set(labels(df["model_a"])).union(labels(df["model_b"])))
+    models = [str(m) for m in models]
+    a = _codes(df["model_a"], models)
+    b = _codes(df["model_b"], models)
+    s = _choice_score(df["choice"])
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    return a[ok], b[ok], s[ok], list(models)
+
+
+def labels(values: pd.Series) -> list[str]:
+    """Distinct labels present in ``values`` (fast path for categoricals)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes = np.unique(values.cat.codes.to_numpy())
+        return [str(values.cat.categories[c]) for c in codes if c >= 0]
+    return [str(v) for v in pd.unique(values.to_numpy())]
+
+
+def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
+    """Integer codes of ``values`` in ``categories`` (-1 when absent); cheap for categoricals."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.set_categories(categories).cat.codes.to_numpy(dtype=np.int64)
+    return values.astype(pd.CategoricalDtype(categories)).cat.codes.to_numpy(dtype=np.int64)
+
+
+def _choice_score(choice: pd.Series) -> np.ndarray:
+    if isinstance(choice.dtype, pd.CategoricalDtype):
+        lut = np.array([CHOICE_SCORE_A.get(str(c), np.nan) for c in choice.cat.categories])
+        codes = choice.cat.codes.to_numpy()
+        return np.where(codes >= 0, lut[codes], np.nan)
+    return choice.map(CHOICE_SCORE_A).to_numpy(dtype=float)
+
+
+def points_arrays(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int
+) -> dict[str, np.ndarray]:
+    """Points system (win 1, draw 0.5, loss 0) with bincount; order of matches is irrelevant."""
+    games = np.bincount(a, minlength=n_models) + np.bincount(b, minlength=n_models)
+    points = np.bincount(a, weights=s, minlength=n_models) + np.bincount(
+        b, weights=1.0 - s, minlength=n_models
+    )
+    wins = np.bincount(a, weights=s == 1.0, minlength=n_models) + np.bincount(
+        b, weights=s == 0.0, minlength=n_models
+    )
+    draws = np.bincount(a, weights=s == 0.5, minlength=n_models) + np.bincount(
+        b, weights=s == 0.5, minlength=n_models
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = points / games
+    return {
+        "games": games.astype(np.int64),
+        "wins": wins.astype(np.int64),
+        "draws": draws.astype(np.int64),
+        "losses": (games - wins - draws).astype(np.int64),
+        "points": points,
+        "score": score,
+    }
+
+
+_POINTS_COLS = {
+    "rater_kind": "str",
+    "model": "str",
+    "games": "int64",
+    "wins": "int64",
+    "draws": "int64",
+    "losses": "int64",
+    "points": "float64",
+    "score": "float64",
+    "rank": "int64",
+}
+
+
+def points_table(
+    pair_df: pd.DataFrame, *, both_bad: str = "draw", include_repeats: bool = True
+) -> pd.DataFrame:
+    """Points leaderboard per rater kind ("all", "human", "judge"): score = points / games."""
+    df = pair_df if include_repeats else pair_df[~pair_df["is_repeat"]]
+    if df.empty:
+        return empty_frame(_POINTS_COLS)
+    parts = []
+    for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
+        a, b, s, models = match_arrays(g, both_bad=both_bad)
+        if not models:
+            continue
+        t = pd.DataFrame(points_arrays(a, b, s, len(models)))
+        t.insert(0, "model", models)
+        t.insert(0, "rater_kind", kind)
+        parts.append(t[t["games"] > 0])
+    if not parts:
+        return empty_frame(_POINTS_COLS)
+    out = pd.concat(parts, ignore_index=True)
+    return add_rank(out, "score", ["rater_kind"])[list(_POINTS_COLS)]
+
+
+# --------------------------------------------------------------------------- correlations
+
+
+def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
+    """Spearman rho and Kendall tau-b (with p-values) of two model -> score series.
+
+    Computed on the models both rankings contain. Scores are used directly: both coefficients
+    depend on the order only, and tied scores become tied ranks (tau-b corrects for them).
+    """
+    common = x.dropna().index.intersection(y.dropna().index)
+    n = len(common)
+    nan = float("nan")
+    if n < 3:
+        return {
+            "n_models": n,
+            "spearman_rho": nan,
+            "spearman_p": nan,
+            "kendall_tau_b": nan,
+            "kendall_p": nan,
+        }
+    xv = x.loc[common].to_numpy(dtype=float)
+    yv = y.loc[common].to_numpy(dtype=float)
+    if np.ptp(xv) == 0 or np.ptp(yv) == 0:
+        return {
+            "n_models": n,
+            "spearman_rho": nan,
+            "spearman_p": nan,
+            "kendall_tau_b": nan,
+            "kendall_p": nan,
+        }
+    rho = stats.spearmanr(xv, yv)
+    tau = stats.kendalltau(xv, yv, variant="b")
+    return {
+        "n_models": n,
+        "spearman_rho": float(rho.statistic),
+        "spearman_p": float(rho.pvalue),
+        "kendall_tau_b": float(tau.statistic),
+        "kendall_p": float(tau.pvalue),
+    }
+
+
+_CORR_COLS = {
+    "ranking_a": "str",
+    "ranking_b": "str",
+    "n_models": "int64",
+    "spearman_rho": "float64",
+    "spearman_p": "float64",
+    "kendall_tau_b": "float64",
+    "kendall_p": "float64",
+}
+
+
+def correlation_table(rankings: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """Spearman / Kendall for every pair of named rankings (model -> score, higher is better)."""
+    names = list(rankings)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            rows.append(
+                {"ranking_a": a, "ranking_b": b, **rank_correlation(rankings[a], rankings[b])}
+            )
+    if not rows:
+        return empty_frame(_CORR_COLS)
+    return pd.DataFrame(rows)[list(_CORR_COLS)]

@@ -1,0 +1,140 @@
+"""Report pages and downloads for organizers. Each view checks organizer rights and fetches the
+study through ``get_study_for_organizer`` (someone else's study is a 404), including the htmx
+partial, which is the same view."""
+
+from __future__ import annotations
+
+import pandas as pd
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET
+
+from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
+from ranking import charts, exports, presenters
+from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setting_forms
+from ranking.services import ReportFilters, report_build
+
+def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, ReportFilters | None]:
+    form = ReportFilterForm(request.GET or None, study=study)
+    if not form.is_bound:
+        return form, ReportFilters()
+    if not form.is_valid():
+        return form, None
+    return form, form.to_filters()
+
+
+@require_GET
+@organizer_required
+def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's report; with htmx only the report body is re-rendered for new filters."""
+    study = get_study_for_organizer(request.user, study_id)
+    form, filters = _filters_from(request, study)
+    context = {"study": study, "form": form, "query": request.GET.urlencode()}
+    if filters is not None:
+        report = report_build(study=study, filters=filters)
+        t = report.table
+        svgs = charts.report_charts(report.tables)
+        context.update(
+            report=report,
+            meta=report.meta,
+            charts={k: charts.as_data_uri(v) for k, v in svgs.items()},
+            leaderboards=presenters.side_by_side(report),
+            star_tables=[
+                presenters.star_by_criterion(report, kind) for kind in ("human", "judge")
+            ],
+            correlation_matrix=presenters.correlation_matrix(report),
+            tables={
+                name: presenters.table(t(name), name)
+                for name in (
+                    "correlations",
+                    "accuracy_by_pool",
+                    "accuracy_by_criterion",
+                    "accuracy_by_rater",
+                    "consistency_by_pool",
+                    "consistency_by_criterion",
+                    "consistency_by_rater",
+                    "length_bias",
+                    "gaps",
+                    "discrimination",
+                    "hint_effect",
+                    "elo_stability",
+                    "krippendorff",
+                    "kappa",
+                    "position_bias",
+                    "annotator_diagnostics",
+                )
+            },
+            elo_variance=presenters.dict_table(report.tables.get("elo_variance"), "elo_variance"),
+            formats=exports.FORMATS,
+        )
+    status = 200 if filters is not None else 400
+    template = "ranking/report.html#report-body" if request.htmx else "ranking/report.html"
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@organizer_required
+def report_download(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
+    """The whole report under the page's current filters, as JSON, a zip of CSVs, or XLSX."""
+    study = get_study_for_organizer(request.user, study_id)
+    if fmt not in exports.FORMATS:
+        raise Http404
+    form, filters = _filters_from(request, study)
+    if filters is None:
+        return HttpResponseBadRequest(
+            _("Invalid filters: %(errors)s") % {"errors": form.errors.as_text()},
+            content_type="text/plain; charset=utf-8",
+        )
+    report = report_build(study=study, filters=filters)
+    response = HttpResponse(exports.render(report, fmt), content_type=exports.CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{exports.filename(report, fmt)}"'
+    return response
+
+
+def _check_compare_studies(request: HttpRequest):
+    """Someone else's study named in the query is a 404, as everywhere else."""
+    studies = studies_for(request.user)
+    for i in range(1, MAX_SETTINGS + 1):
+        raw = request.GET.get(f"s{i}-study")
+        if raw:
+            if not raw.isdigit() or not studies.filter(pk=int(raw)).exists():
+                raise Http404
+    return studies
+
+
+def compare_settings(request: HttpRequest):
+    """Parse the comparison's settings from the query: (forms, settings, errors)."""
+    studies = _check_compare_studies(request)
+    forms_ = setting_forms(request.GET, user_studies=studies)
+    chosen, errors = chosen_settings(forms_)
+    settings = [
+        presenters.Setting(
+            study=f.cleaned_data["study"],
+            filters=f.filters(),
+            ranking=f.cleaned_data["ranking"],
+            kind=f.cleaned_data["kind"],
+            label=f.display_label(),
+        )
+        for f in chosen
+    ]
+    return forms_, settings, errors
+
+
+@require_GET
+@organizer_required
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Two or more studies, or one study under several filters, side by side."""
+    forms_, settings, errors = compare_settings(request)
+    context = {"forms": forms_, "errors": errors, "n_chosen": len(settings)}
+    if len(settings) >= 2 and not errors:
+        result = presenters.compare(settings)
+        context.update(
+            result=result,
+            table=presenters.compare_table(result),
+            correlations=presenters.table(pd.DataFrame(result["correlations"]), "correlations"),
+        )
+    elif any(f.is_bound for f in forms_) and not errors:
+        errors.append(_("Choose at least two settings to compare."))
+    template = "ranking/compare.html#compare-body" if request.htmx else "ranking/compare.html"
+    return render(request, template, context, status=400 if errors else 200)

@@ -1,0 +1,158 @@
+// Annotator screens: keyboard shortcuts, "submit only when complete", active time.
+// Works with the htmx swaps (#annotate is replaced after each submit) and degrades to plain
+// forms without JavaScript: the server checks everything this script checks.
+(function () {
+  "use strict";
+
+  var IDLE_MS = 30000; // no input for this long: the time no longer counts as active
+  var activeMs = 0, lastTick = performance.now(), lastInput = performance.now();
+
+  function root() { return document.getElementById("annotate"); }
+  function rateForm() { return document.getElementById("rate-form"); }
+
+  // -- Active time: visible, focused and touched in the last IDLE_MS. -------------------------
+  function tick() {
+    var now = performance.now();
+    if (document.visibilityState === "visible" && document.hasFocus() && now - lastInput < IDLE_MS) {
+      activeMs += now - lastTick;
+    }
+    lastTick = now;
+    var field = document.querySelector("[data-active-ms]");
+    if (field) field.value = String(Math.round(activeMs));
+  }
+  setInterval(tick, 1000);
+  ["keydown", "mousemove", "mousedown", "scroll", "touchstart", "wheel"].forEach(function (ev) {
+    document.addEventListener(ev, function () { tick(); lastInput = performance.now(); }, { passive: true, capture: true });
+  });
+  document.addEventListener("visibilitychange", tick);
+
+  // -- Completeness: Submit is enabled once every criterion (or the choice) is given. --------
+  function criteria() { var r = root(); return r ? Array.prototype.slice.call(r.querySelectorAll("fieldset.criterion")) : []; }
+  function complete() {
+    var r = root();
+    if (!r) return false;
+    if (r.dataset.mode === "pairwise") return !!r.querySelector("input[name=choice]:checked");
+    return criteria().every(function (fs) { return !!fs.querySelector("input[type=radio]:checked"); });
+  }
+  function refresh() {
+    var r = root();
+    if (!r) return;
+    var btn = r.querySelector("[data-action=submit]");
+    if (btn) btn.disabled = !complete();
+    criteria().forEach(function (fs) {
+      var checked = fs.querySelector("input:checked");
+      var value = checked ? parseInt(checked.value, 10) : 0;
+      fs.querySelectorAll("label.star").forEach(function (lab) {
+        lab.classList.toggle("on", parseInt(lab.querySelector("input").value, 10) <= value);
+      });
+      var desc = fs.querySelector("[data-star-desc]");
+      if (desc) desc.textContent = checked ? checked.closest("label").title : "";
+    });
+  }
+  function setCurrent(index) {
+    var list = criteria();
+    list.forEach(function (fs, i) { fs.classList.toggle("current", i === index); });
+    var r = root();
+    if (r) r.dataset.current = String(index);
+  }
+  function current() { var r = root(); return r && r.dataset.current ? parseInt(r.dataset.current, 10) : 0; }
+
+  function init() {
+    tick();
+    activeMs = 0; // a new item starts its own active time
+    lastInput = performance.now();
+    var field = document.querySelector("[data-active-ms]");
+    if (field) field.value = "0";
+    setCurrent(0);
+    refresh();
+  }
+
+  document.addEventListener("change", function (e) {
+    var fs = e.target.closest && e.target.closest("fieldset.criterion");
+    if (fs) {
+      var list = criteria(), i = list.indexOf(fs);
+      if (i >= 0 && i + 1 < list.length) setCurrent(i + 1);
+    }
+    refresh();
+  });
+  // Star hover preview.
+  document.addEventListener("mouseover", function (e) {
+    var lab = e.target.closest && e.target.closest("label.star");
+    if (!lab) return;
+    var desc = lab.closest("fieldset").querySelector("[data-star-desc]");
+    if (desc) desc.textContent = lab.title;
+  });
+
+  function typing(el) {
+    if (!el) return false;
+    var tag = el.tagName;
+    if (el.isContentEditable || tag === "TEXTAREA" || tag === "SELECT") return true;
+    return tag === "INPUT" && !/^(radio|checkbox|button|submit|hidden)$/i.test(el.type);
+  }
+  function submit() {
+    var f = rateForm(), btn = root() && root().querySelector("[data-action=submit]");
+    if (!f || !btn || btn.disabled) return;
+    tick();
+    f.requestSubmit(btn);
+  }
+  function click(action) {
+    var el = root() && root().querySelector("[data-action=" + action + "]");
+    if (el) el.click();
+  }
+
+  document.addEventListener("keydown", function (e) {
+    var r = root();
+    if (!r || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (/^[0-9]$/.test(e.key)) {
+      var digit = parseInt(e.key, 10);
+      if (r.dataset.mode === "pairwise") {
+        var opt = r.querySelector("input[name=choice][data-key='" + digit + "']");
+        if (opt) { opt.checked = true; opt.focus(); refresh(); e.preventDefault(); }
+        return;
+      }
+      var list = criteria(), i = Math.min(current(), list.length - 1);
+      if (i < 0) return;
+      var input = list[i].querySelector("input[value='" + digit + "']");
+      if (!input) return; // out of this criterion's range
+      input.checked = true;
+      if (i + 1 < list.length) setCurrent(i + 1);
+      refresh();
+      e.preventDefault();
+    } else if (e.key === "Enter") {
+      if (e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A")) return;
+      e.preventDefault();
+      submit();
+    } else if (e.key === "s" || e.key === "S") {
+      e.preventDefault();
+      click("skip");
+    } else if (e.key === "Backspace" || e.key === "ArrowLeft") {
+      e.preventDefault();
+      click("previous");
+    } else if (e.key === "ArrowUp" && r.dataset.mode !== "pairwise") {
+      e.preventDefault(); setCurrent(Math.max(0, current() - 1));
+    } else if (e.key === "ArrowDown" && r.dataset.mode !== "pairwise") {
+      e.preventDefault(); setCurrent(Math.min(criteria().length - 1, current() + 1));
+    }
+  });
+
+  // Clicking a criterion makes it the current one for the digit keys.
+  document.addEventListener("click", function (e) {
+    var fs = e.target.closest && e.target.closest("fieldset.criterion");
+    if (fs && !(e.target.closest("label.star"))) setCurrent(criteria().indexOf(fs));
+  });
+
+  // One request at a time: a double click or a held Enter cannot post twice.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var r = root();
+    if (r && r.contains(e.target)) {
+      if (r.dataset.busy === "1") { e.preventDefault(); return; }
+      r.dataset.busy = "1";
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function () { var r = root(); if (r) r.dataset.busy = ""; });
+  document.addEventListener("htmx:afterSwap", function (e) { if (root() && (e.target.id === "annotate" || root().contains(e.target) || e.target === document.body)) init(); });
+  document.addEventListener("htmx:historyRestore", init);
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
