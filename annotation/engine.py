@@ -31,6 +31,7 @@ from django.utils.translation import gettext as _
 from annotation.models import (
     SHUFFLE_MAX,
     Assignment,
+    Criterion,
     Item,
     PairChoice,
     Rater,
@@ -151,48 +152,39 @@ def assignment_next(
     _lock(Rater.objects.filter(pk=rater.pk)).values_list("pk", flat=True).first()
     timeout = timedelta(seconds=study.reservation_timeout)
 
-    current = (
-        _lock(Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SERVED))
-        .order_by("-seq")
-        .first()
-    )
-    if current is not None:
+    # Only the latest exposure can be open: next always resumes an open one before creating.
+    last = _lock(Assignment.objects.filter(study=study, rater=rater)).order_by("-seq").first()
+    if last is not None and last.status == Assignment.Status.SERVED:
         # Resuming keeps the reservation (still counted in n_reserved) and renews its lease.
-        current.expires_at = now + timeout
-        current.save(update_fields=["expires_at"])
-        return current
+        last.expires_at = now + timeout
+        last.save(update_fields=["expires_at"])
+        return last
 
     quota = study.quota_for(rater.pool)
     if quota is not None and rater_submitted_count(study=study, rater=rater) >= quota:
         return None
+    seq = last.seq + 1 if last else 1
 
-    last = (
-        Assignment.objects.filter(study=study, rater=rater)
-        .order_by("-seq")
-        .values("seq", "is_repeat")
-        .first()
-    )
-    seq = last["seq"] + 1 if last else 1
-
-    if study.repeat_rate > 0 and not (last and last["is_repeat"]):
-        if rng.random() < study.repeat_rate:
-            origin = _repeat_origin(study=study, rater=rater, seq=seq, rng=rng)
-            if origin is not None:
-                return Assignment.objects.create(
-                    study=study,
-                    item_id=origin["item_id"],
-                    rater=rater,
-                    seq=seq,
-                    # Pairwise repeats show the sides swapped; star items have one side.
-                    left_is_a=not origin["left_is_a"]
-                    if study.mode == Rubric.Mode.PAIRWISE
-                    else True,
-                    hint_shown=origin["hint_shown"],
-                    is_repeat=True,
-                    repeat_of_id=origin["pk"],
-                    served_at=now,
-                    expires_at=now + timeout,
-                )
+    # Never two repeats in a row; the draw happens only when a repeat is allowed.
+    if (
+        study.repeat_rate > 0
+        and not (last and last.is_repeat)
+        and rng.random() < study.repeat_rate
+        and (origin := _repeat_origin(study=study, rater=rater, seq=seq, rng=rng)) is not None
+    ):
+        return Assignment.objects.create(
+            study=study,
+            item_id=origin["item_id"],
+            rater=rater,
+            seq=seq,
+            # Pairwise repeats show the sides swapped; star items have one side.
+            left_is_a=not origin["left_is_a"] if study.mode == Rubric.Mode.PAIRWISE else True,
+            hint_shown=origin["hint_shown"],
+            is_repeat=True,
+            repeat_of_id=origin["pk"],
+            served_at=now,
+            expires_at=now + timeout,
+        )
 
     item_id = _reserve_item(study=study, rater=rater, rng=rng)
     if item_id is None and assignments_expire(study=study, now=now):
@@ -235,8 +227,13 @@ def assignments_expire(*, study: Study | None = None, now: datetime | None = Non
     return len(rows)
 
 
+def criteria_for(rubric_id: int, question) -> list[Criterion]:
+    rows = Criterion.objects.filter(rubric_id=rubric_id).order_by("order", "id")
+    return [c for c in rows if c.applies(question)]
+
+
 def _clean_scores(assignment: Assignment, scores: dict[str, object] | None) -> dict:
-    criteria = assignment.study.rubric.criteria_for(assignment.item.question)
+    criteria = criteria_for(assignment.study.rubric_id, assignment.item.question)
     scores = scores or {}
     errors: list[str] = []
     values = {}
@@ -314,7 +311,7 @@ def assignment_submit(
     now = now or timezone.now()
     a = (
         _lock(Assignment.objects.filter(pk=assignment.pk, rater=rater))
-        .select_related("study__rubric", "item__question")
+        .select_related("study", "item__question")
         .first()
     )
     if a is None:
@@ -365,7 +362,12 @@ def assignment_submit(
     a.active_ms = active_ms
     a.save(update_fields=["status", "submitted_at", "active_ms"])
     rating = Rating.objects.create(
-        assignment=a, item_id=a.item_id, rater=rater, choice=canonical, created_at=now, updated_at=now
+        assignment=a,
+        item_id=a.item_id,
+        rater=rater,
+        choice=canonical,
+        created_at=now,
+        updated_at=now,
     )
     Score.objects.bulk_create(
         [Score(rating=rating, criterion=c, value=v) for c, v in values.items()]

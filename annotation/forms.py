@@ -57,6 +57,13 @@ class StudyForm(forms.Form):
             self.add_error("rubric", _("This rubric is for another mode."))
         return data
 
+    SERVICE_FIELDS = (
+        "name", "dataset", "mode", "rubric", "instructions", "pair_design", "baseline_llm",
+        "pairs_per_question", "ratings_per_item", "repeat_rate", "hint_policy", "admit_onsite",
+        "admit_crowd", "admit_public", "quota_onsite", "quota_crowd", "quota_public",
+        "reservation_timeout", "completion_code", "completion_url",
+    )  # fmt: skip
+
     def service_kwargs(self) -> dict:
         d = self.cleaned_data
         selection = {}
@@ -66,13 +73,7 @@ class StudyForm(forms.Form):
             selection["llms"] = [t.strip() for t in d["llms"].split(",") if t.strip()]
         if d["max_questions"]:
             selection["max_questions"] = d["max_questions"]
-        keys = (
-            "name dataset mode rubric instructions pair_design baseline_llm pairs_per_question "
-            "ratings_per_item repeat_rate hint_policy admit_onsite admit_crowd admit_public "
-            "quota_onsite quota_crowd quota_public reservation_timeout completion_code "
-            "completion_url"
-        ).split()
-        return {"selection": selection, **{k: d[k] for k in keys}}
+        return {"selection": selection, **{k: d[k] for k in self.SERVICE_FIELDS}}
 
 
 class AnnotatorCreateForm(forms.Form):

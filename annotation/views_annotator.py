@@ -139,7 +139,9 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
         choice = posted.get("choice", choice)
     if a.study.mode == Rubric.Mode.PAIRWISE:
         left, right = (
-            (item.response_a, item.response_b) if a.left_is_a else (item.response_b, item.response_a)
+            (item.response_a, item.response_b)
+            if a.left_is_a
+            else (item.response_b, item.response_a)
         )
         answers = {"left": left.text, "right": right.text}
     else:

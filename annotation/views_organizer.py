@@ -83,7 +83,9 @@ def study_new(request: HttpRequest) -> HttpResponse:
             else:
                 form.add_error(None, e.messages)
         else:
-            messages.success(request, _("Study created with %(n)d items.") % {"n": study.items.count()})
+            messages.success(
+                request, _("Study created with %(n)d items.") % {"n": study.items.count()}
+            )
             return redirect("organize:study", study_id=study.pk)
     return render(request, "annotation/organizer/study_new.html", {"form": form})
 
@@ -115,7 +117,9 @@ def study_status(request: HttpRequest, study_id: int, action: str) -> HttpRespon
     except ValidationError as e:
         messages.error(request, " ".join(e.messages))
     else:
-        messages.success(request, _("The study is now %(status)s.") % {"status": study.get_status_display()})
+        messages.success(
+            request, _("The study is now %(status)s.") % {"status": study.get_status_display()}
+        )
     return redirect("organize:study", study_id=study.pk)
 
 

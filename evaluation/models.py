@@ -1,0 +1,265 @@
+"""LLM judges: configurations, prompt templates, runs and every call a run makes.
+
+A judge is a rater: each JudgeConfig owns an annotation.Rater (kind and pool "judge"), and the
+ratings it produces are ordinary Assignment + Rating (+ Score) rows. The tables here keep what only
+judges have: the request, the raw output, parse status, tokens and cost of each call.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from annotation.models import Item, Rater, Rating, Rubric, Study
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def validate_env_name(value: str) -> None:
+    # Only the *name* of the variable is stored; refusing anything that is not an identifier
+    # keeps keys (which contain dashes) from being pasted here by mistake.
+    if not IDENTIFIER.match(value or ""):
+        raise ValidationError(
+            _("Give the name of an environment variable (letters, digits, _), not the key itself.")
+        )
+    if value.startswith("sk-") or len(value) > 64:
+        raise ValidationError(_("This looks like a key; store the key in the environment."))
+
+
+class PromptTemplate(models.Model):
+    class Kind(models.TextChoices):
+        STAR = "star", _("star scoring")
+        PAIRWISE = "pairwise", _("pairwise comparison")
+
+    class Parser(models.TextChoices):
+        STARS = "stars", _("per-criterion stars (text or JSON)")
+        ALIGNBENCH = "alignbench", _("AlignBench dimension dict with overall score")
+        CHOICE = "choice", _("pairwise option A/B/C/D")
+        RANKING = "ranking", _("ChineseAlpacaEval ranking list")
+
+    key = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    parser = models.CharField(max_length=20, choices=Parser.choices)
+    system = models.TextField(blank=True, help_text="System message (optional).")
+    user = models.TextField(
+        help_text="User message with {placeholders}; write {{ and }} for braces."
+    )
+    hint_format = models.TextField(
+        blank=True,
+        help_text="How {hint_section} renders when the hint is shown, e.g. "
+        "'The correct answer to user's question is: {hint}'.",
+    )
+    json_instructions = models.TextField(
+        blank=True, help_text="Appended when the server is asked for a JSON object."
+    )
+    builtin = models.BooleanField(default=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-builtin", "key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def clean(self) -> None:
+        from evaluation.prompts import validate_template
+
+        validate_template(self)
+
+
+class JudgeConfig(models.Model):
+    class JsonMode(models.TextChoices):
+        AUTO = "auto", _("auto (ask for JSON, fall back when refused)")
+        ON = "on", _("always ask for a JSON object")
+        OFF = "off", _("never (parse text)")
+
+    name = models.CharField(max_length=200, unique=True)
+    rater = models.OneToOneField(Rater, on_delete=models.PROTECT, related_name="judge_config")
+    model = models.CharField(max_length=200, default="gpt-4-0613")
+    base_url = models.URLField(max_length=500, default="https://api.openai.com/v1")
+    api_key_env = models.CharField(
+        max_length=64, default="OPENAI_API_KEY", validators=[validate_env_name]
+    )
+    temperature = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+    )
+    max_tokens = models.PositiveIntegerField(default=1024)
+    seed = models.IntegerField(null=True, blank=True, default=0)
+    template = models.ForeignKey(
+        PromptTemplate,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Blank: the built-in template that matches the study's rubric.",
+    )
+    price_in_per_1k = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0.03"))
+    price_out_per_1k = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0.06"))
+    json_mode = models.CharField(max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO)
+    concurrency = models.PositiveSmallIntegerField(
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
+    )
+    timeout_s = models.FloatField(default=120.0, validators=[MinValueValidator(0.1)])
+    max_attempts = models.PositiveSmallIntegerField(
+        default=6, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JudgeRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
+    judge = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    both_orders = models.BooleanField(default=False)
+    repeat_rate = models.FloatField(
+        default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)]
+    )
+    limit = models.PositiveIntegerField(null=True, blank=True, help_text="At most this many items.")
+    seed = models.IntegerField(default=0)
+    # Snapshot of the judge's request settings and prices at creation, so a resumed run sends
+    # the same requests (same cache keys) and costs stay tokens x the prices it ran with.
+    params = models.JSONField(default=dict)
+    price_in_per_1k = models.DecimalField(max_digits=12, decimal_places=6)
+    price_out_per_1k = models.DecimalField(max_digits=12, decimal_places=6)
+    # Counters, recomputed from the calls after every batch of writes.
+    n_planned = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0)
+    n_ok = models.PositiveIntegerField(default=0)
+    n_parse_failed = models.PositiveIntegerField(default=0)
+    n_call_failed = models.PositiveIntegerField(default=0)
+    n_cached = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=18, decimal_places=9, default=Decimal(0))
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=200, blank=True)
+    # host:pid of the process executing the run, so a resume can tell a dead executor from a
+    # live one at once instead of waiting for the heartbeat to go stale.
+    worker = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(repeat_rate__gte=0) & Q(repeat_rate__lte=0.5),
+                name="judgerun_repeat_rate_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.judge} on {self.study})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.n_done / self.n_planned) if self.n_planned else 0
+
+    @property
+    def is_pairwise(self) -> bool:
+        return self.study.mode == Rubric.Mode.PAIRWISE
+
+
+class JudgeCall(models.Model):
+    """One planned request of a run: (item, purpose) is unique per run, so a resumed run cannot
+    call twice for the same thing. Cached calls reuse an earlier call's output and cost nothing."""
+
+    class Purpose(models.TextChoices):
+        PRIMARY = "primary", _("primary")
+        SWAP = "swap", _("other order (both-orders mode)")
+        REPEAT = "repeat", _("repeat (judge self-consistency)")
+
+    class Status(models.TextChoices):
+        OK = "ok", _("answered")
+        FAILED = "failed", _("call failed")
+
+    class Parse(models.TextChoices):
+        OK = "ok", _("parsed")
+        FAILED = "failed", _("parse failed")
+        NONE = "", _("not parsed")
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="calls")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judge_calls")
+    purpose = models.CharField(max_length=10, choices=Purpose.choices)
+    left_is_a = models.BooleanField(default=True)
+    hint_shown = models.BooleanField(default=False)
+    request_hash = models.CharField(max_length=64, db_index=True)
+    request = models.JSONField(help_text="The full request body: model, messages, parameters.")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error = models.TextField(blank=True, help_text="Why the call failed, after all attempts.")
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cached = models.BooleanField(default=False)
+    cache_source = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    raw_output = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    parse_status = models.CharField(max_length=10, choices=Parse.choices, blank=True, default="")
+    parse_error = models.TextField(blank=True)
+    parsed = models.JSONField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=18, decimal_places=9, default=Decimal(0))
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    rating = models.ForeignKey(
+        Rating, null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_calls"
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "item", "purpose"], name="judgecall_one_per_purpose"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["run", "parse_status"], name="judgecall_run_parse"),
+            models.Index(fields=["request_hash", "status"], name="judgecall_cache"),
+        ]
+
+    def __str__(self) -> str:
+        return f"call {self.pk} ({self.purpose}, item {self.item_id})"

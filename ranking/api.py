@@ -33,6 +33,7 @@ class ReportQuerySerializer(serializers.Serializer):
     end = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
     min_accuracy = serializers.FloatField(required=False, min_value=0, max_value=1)
     min_consistency = serializers.FloatField(required=False, min_value=0, max_value=1)
+    exclude_simulated = serializers.BooleanField(required=False, default=False)
 
     def validate(self, attrs):
         choices = self.context["choices"]
@@ -62,6 +63,7 @@ class ReportQuerySerializer(serializers.Serializer):
             end=d.get("end"),
             min_accuracy=d.get("min_accuracy"),
             min_consistency=d.get("min_consistency"),
+            exclude_simulated=d.get("exclude_simulated", False),
         )
 
 
@@ -126,7 +128,7 @@ def _query_params(request: Request) -> dict:
         values = [v for v in q.getlist(key) if v != ""]
         if values:
             out[key] = values
-    for key in ("start", "end", "min_accuracy", "min_consistency"):
+    for key in ("start", "end", "min_accuracy", "min_consistency", "exclude_simulated"):
         if q.get(key):
             out[key] = q[key]
     return out
@@ -141,7 +143,9 @@ def _filters(request: Request, study) -> ReportFilters:
 
 
 REPORT_PARAMETERS = [
-    OpenApiParameter("pool", OpenApiTypes.STR, many=True, description="onsite, crowd, public, judge"),
+    OpenApiParameter(
+        "pool", OpenApiTypes.STR, many=True, description="onsite, crowd, public, judge"
+    ),
     OpenApiParameter("criterion", OpenApiTypes.STR, many=True, description="Criterion key."),
     OpenApiParameter("task_type", OpenApiTypes.STR, many=True, description="Task type / subject."),
     OpenApiParameter("start", OpenApiTypes.DATE, description="First day (UTC), inclusive."),
@@ -153,6 +157,11 @@ REPORT_PARAMETERS = [
         "min_consistency",
         OpenApiTypes.FLOAT,
         description="Leave out raters below this consistency.",
+    ),
+    OpenApiParameter(
+        "exclude_simulated",
+        OpenApiTypes.BOOL,
+        description="Leave out the simulated raters (manage.py simulate_ratings).",
     ),
 ]
 
@@ -200,12 +209,12 @@ def _compare_parameters() -> list[OpenApiParameter]:
     params = []
     for i in range(1, MAX_SETTINGS + 1):
         params += [
-            OpenApiParameter(f"s{i}-study", OpenApiTypes.INT, description=f"Setting {i}: study id."),
+            OpenApiParameter(
+                f"s{i}-study", OpenApiTypes.INT, description=f"Setting {i}: study id."
+            ),
             OpenApiParameter(f"s{i}-pool", OpenApiTypes.STR, many=True, description="Pools."),
             OpenApiParameter(f"s{i}-task_type", OpenApiTypes.STR, description="Task type."),
-            OpenApiParameter(
-                f"s{i}-ranking", OpenApiTypes.STR, enum=[k for k, _ in RANKINGS]
-            ),
+            OpenApiParameter(f"s{i}-ranking", OpenApiTypes.STR, enum=[k for k, _ in RANKINGS]),
             OpenApiParameter(f"s{i}-kind", OpenApiTypes.STR, enum=[k for k, _ in RATER_KINDS]),
             OpenApiParameter(f"s{i}-label", OpenApiTypes.STR),
         ]
@@ -228,5 +237,7 @@ class CompareAPI(APIView):
         if errors:
             raise ValidationError({"settings": errors})
         if len(settings) < 2:
-            raise ValidationError({"settings": ["Give at least two settings (s1-study, s2-study)."]})
+            raise ValidationError(
+                {"settings": ["Give at least two settings (s1-study, s2-study)."]}
+            )
         return Response(CompareOutputSerializer(presenters.compare(settings)).data)

@@ -80,7 +80,8 @@ def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
                 i + rng.uniform(-0.12, 0.12, len(vals)), vals, s=8, alpha=0.55, color=PALETTE[0]
             )
         ax.set_xticks(
-            range(1, len(groups) + 1), [f"{pool}\n({mode}, n={len(v)})" for (mode, pool), v in groups]
+            range(1, len(groups) + 1),
+            [f"{pool}\n({mode}, n={len(v)})" for (mode, pool), v in groups],
         )
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel(value)
@@ -143,7 +144,9 @@ def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
     with matplotlib.rc_context(_RC):
         fig = _figure(6.0, max(2.2, 0.26 * len(t) + 0.9))
         ax = fig.add_subplot()
-        ax.errorbar(rating, y, xerr=[lo, hi], fmt="o", color=PALETTE[0], ecolor="#8c959f", capsize=3)
+        ax.errorbar(
+            rating, y, xerr=[lo, hi], fmt="o", color=PALETTE[0], ecolor="#8c959f", capsize=3
+        )
         ax.set_yticks(y, t["model"].astype(str).tolist())
         ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% bootstrap interval")
         ax.set_title(f"Bradley-Terry ({kind})")

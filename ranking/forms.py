@@ -57,6 +57,8 @@ class ReportFilterForm(forms.Form):
         widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
     )
 
+    exclude_simulated = forms.BooleanField(label=_("Leave out simulated raters"), required=False)
+
     def __init__(self, data=None, *, study: Study, choices=None, **kwargs):
         super().__init__(data, **kwargs)
         self.study = study
@@ -86,6 +88,7 @@ class ReportFilterForm(forms.Form):
             end=d.get("end"),
             min_accuracy=d.get("min_accuracy"),
             min_consistency=d.get("min_consistency"),
+            exclude_simulated=bool(d.get("exclude_simulated")),
         )
 
 
@@ -94,17 +97,27 @@ class SettingForm(forms.Form):
     rankings to compare."""
 
     study = forms.ModelChoiceField(label=_("Study"), queryset=Study.objects.none(), required=False)
-    pool = forms.MultipleChoiceField(
-        label=_("Pools"), required=False, choices=Rater.Pool.choices
-    )
+    pool = forms.MultipleChoiceField(label=_("Pools"), required=False, choices=Rater.Pool.choices)
     task_type = forms.CharField(label=_("Task type"), required=False, max_length=100)
-    ranking = forms.ChoiceField(label=_("Ranking"), choices=RANKINGS, initial="star")
-    kind = forms.ChoiceField(label=_("Raters"), choices=RATER_KINDS, initial="all")
+    ranking = forms.ChoiceField(
+        label=_("Ranking"),
+        choices=[("", _("auto (star or Points)")), *RANKINGS],
+        required=False,
+    )
+    kind = forms.ChoiceField(label=_("Raters"), choices=RATER_KINDS, required=False)
     label = forms.CharField(label=_("Label"), required=False, max_length=80)
 
     def __init__(self, *args, studies, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["study"].queryset = studies
+
+    def clean(self):
+        data = super().clean()
+        study = data.get("study")
+        if study is not None and not data.get("ranking"):
+            data["ranking"] = "points" if study.mode == "pairwise" else "star"
+        data["kind"] = data.get("kind") or "all"
+        return data
 
     def filters(self) -> ReportFilters:
         d = self.cleaned_data
@@ -129,8 +142,7 @@ def setting_forms(data, *, user_studies) -> list[SettingForm]:
     """The comparison's settings, prefixed ``s1`` .. ``s4`` (query parameters ``s1-study`` ...)."""
     bound = data if data and any(k.startswith("s") and "-" in k for k in data) else None
     return [
-        SettingForm(bound, prefix=f"s{i}", studies=user_studies)
-        for i in range(1, MAX_SETTINGS + 1)
+        SettingForm(bound, prefix=f"s{i}", studies=user_studies) for i in range(1, MAX_SETTINGS + 1)
     ]
 
 

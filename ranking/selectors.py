@@ -24,14 +24,17 @@ class StudyFrames:
     pair_df: pd.DataFrame
 
 
-def _submitted_ratings(study: Study):
-    return Rating.objects.filter(
+def _submitted_ratings(study: Study, *, exclude_simulated: bool = False):
+    qs = Rating.objects.filter(
         assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
     )
+    if exclude_simulated:
+        qs = qs.exclude(rater__meta__simulated=True)
+    return qs
 
 
-def _ratings_frame(study: Study) -> pd.DataFrame:
-    rows = _submitted_ratings(study).values_list(
+def _ratings_frame(study: Study, *, exclude_simulated: bool) -> pd.DataFrame:
+    rows = _submitted_ratings(study, exclude_simulated=exclude_simulated).values_list(
         "id",
         "rater_id",
         "item_id",
@@ -98,14 +101,15 @@ def _items_frame(study: Study) -> pd.DataFrame:
     )
 
 
-def study_frames(study: Study) -> StudyFrames:
+def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrames:
     """The study's submitted ratings as the statistics' ``star_df`` and ``pair_df``.
 
     Raters appear by pseudonym only. Judges are raters like any other (rater_kind "judge").
     Both frames are always returned with the contract's columns (empty when the study has no
-    ratings of that mode), whatever the study's own mode.
+    ratings of that mode), whatever the study's own mode. ``exclude_simulated`` leaves out the
+    raters ``ranking.simulate`` made (``Rater.meta["simulated"]``).
     """
-    ratings = _ratings_frame(study)
+    ratings = _ratings_frame(study, exclude_simulated=exclude_simulated)
     if ratings.empty:
         return StudyFrames(empty_star_df(), empty_pair_df())
     base = ratings.merge(_raters_frame(study), on="rater_pk", how="left").merge(
@@ -190,12 +194,9 @@ def study_filter_choices(study: Study) -> dict[str, list[tuple[str, str]]]:
     )
     pool_labels = dict(Rater.Pool.choices)
     task_types = sorted(
-        {t for t in Item.objects.filter(study=study).values_list("question__task_type", flat=True)}
-        - {""}
+        set(Item.objects.filter(study=study).values_list("question__task_type", flat=True)) - {""}
     )
-    criteria = [
-        (c.key, c.label_en) for c in Criterion.objects.filter(rubric_id=study.rubric_id)
-    ]
+    criteria = [(c.key, c.label_en) for c in Criterion.objects.filter(rubric_id=study.rubric_id)]
     return {
         "pools": [(p, str(pool_labels.get(p, p))) for p in pools],
         "task_types": [(t, t) for t in task_types],

@@ -72,6 +72,7 @@ class ReportFilters:
     min_accuracy: float | None = None
     min_consistency: float | None = None
     min_ratings: int = 5
+    exclude_simulated: bool = False
     options: tuple[tuple[str, Any], ...] = field(default=())
 
     @classmethod
@@ -86,6 +87,7 @@ class ReportFilters:
         min_accuracy: float | None = None,
         min_consistency: float | None = None,
         min_ratings: int | None = None,
+        exclude_simulated: bool = False,
         **options: Any,
     ) -> ReportFilters:
         return cls(
@@ -97,6 +99,7 @@ class ReportFilters:
             min_accuracy=min_accuracy,
             min_consistency=min_consistency,
             min_ratings=5 if min_ratings is None else int(min_ratings),
+            exclude_simulated=bool(exclude_simulated),
             options=tuple(sorted(options.items())),
         )
 
@@ -150,6 +153,7 @@ class StudyReport:
     filters: ReportFilters
     tables: dict[str, Any]
     cached: bool = False
+    cache_key: str | None = None
 
     def table(self, name: str) -> pd.DataFrame:
         """A table of the report, or an empty frame when the statistics did not produce it."""
@@ -183,11 +187,22 @@ def report_build(
         )
         hit = cache.get(key)
         if hit is not None:
-            return StudyReport(study=study, filters=filters, tables=hit, cached=True)
-    frames = selectors.study_frames(study)
+            return StudyReport(study=study, filters=filters, tables=hit, cached=True, cache_key=key)
+    frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
     kwargs = filters.build_kwargs()
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)
     if key is not None:
         cache.set(key, tables, CACHE_SECONDS)
-    return StudyReport(study=study, filters=filters, tables=tables)
+    return StudyReport(study=study, filters=filters, tables=tables, cache_key=key)
+
+
+def report_charts(report: StudyReport) -> dict[str, str | None]:
+    """The report page's charts (SVG), cached next to the report snapshot they are drawn from."""
+    from ranking import charts
+
+    if report.cache_key is None:
+        return charts.report_charts(report.tables)
+    return cache.get_or_set(
+        f"{report.cache_key}:charts", lambda: charts.report_charts(report.tables), CACHE_SECONDS
+    )

@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
 from ranking import charts, exports, presenters
 from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setting_forms
-from ranking.services import ReportFilters, report_build
+from ranking.services import ReportFilters, report_build, report_charts
+
 
 def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, ReportFilters | None]:
     form = ReportFilterForm(request.GET or None, study=study)
@@ -34,15 +35,13 @@ def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
     if filters is not None:
         report = report_build(study=study, filters=filters)
         t = report.table
-        svgs = charts.report_charts(report.tables)
+        svgs = report_charts(report)
         context.update(
             report=report,
             meta=report.meta,
             charts={k: charts.as_data_uri(v) for k, v in svgs.items()},
             leaderboards=presenters.side_by_side(report),
-            star_tables=[
-                presenters.star_by_criterion(report, kind) for kind in ("human", "judge")
-            ],
+            star_tables=[presenters.star_by_criterion(report, kind) for kind in ("human", "judge")],
             correlation_matrix=presenters.correlation_matrix(report),
             tables={
                 name: presenters.table(t(name), name)
@@ -97,9 +96,8 @@ def _check_compare_studies(request: HttpRequest):
     studies = studies_for(request.user)
     for i in range(1, MAX_SETTINGS + 1):
         raw = request.GET.get(f"s{i}-study")
-        if raw:
-            if not raw.isdigit() or not studies.filter(pk=int(raw)).exists():
-                raise Http404
+        if raw and (not raw.isdigit() or not studies.filter(pk=int(raw)).exists()):
+            raise Http404
     return studies
 
 

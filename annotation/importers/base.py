@@ -118,7 +118,11 @@ class Bundle:
             self.questions[spec.external_id] = spec
             return spec
         for attr in ("task_type", "kind", "reference"):
-            if getattr(spec, attr) and getattr(have, attr) and getattr(spec, attr) != getattr(have, attr):
+            if (
+                getattr(spec, attr)
+                and getattr(have, attr)
+                and getattr(spec, attr) != getattr(have, attr)
+            ):
                 raise ImportRefused(
                     f"{where}: question {spec.external_id!r} has {attr} "
                     f"{getattr(spec, attr)!r} here but {getattr(have, attr)!r} earlier"
@@ -137,7 +141,7 @@ class Repair:
 
     def line(self) -> str:
         shown = ", ".join(self.records[:5]) + (" ..." if len(self.records) > 5 else "")
-        return f"repaired {len(self.records)}: {self.what} ({self.file}: {shown})"
+        return f"repaired {len(self.records)}: {self.what} ({self.file or 'all files'}: {shown})"
 
 
 class RepairLog:
@@ -147,7 +151,13 @@ class RepairLog:
         self._by_key: dict[tuple[str, str], Repair] = {}
 
     def add(self, what: str, file: str | Path, record: str) -> None:
-        name = Path(file).name if file else ""
+        path = Path(file) if file else None
+        # The parent folder tells apart same-named files (human-score/ and gpt-score/).
+        name = (
+            f"{path.parent.name}/{path.name}"
+            if path and path.parent.name
+            else (path.name if path else "")
+        )
         key = (what, name)
         if key not in self._by_key:
             self._by_key[key] = Repair(what=what, file=name)
@@ -163,7 +173,17 @@ class RepairLog:
         return sum(len(r.records) for r in self)
 
 
-ENTITIES = ("datasets", "questions", "llms", "responses", "studies", "items", "raters", "ratings", "scores")
+ENTITIES = (
+    "datasets",
+    "questions",
+    "llms",
+    "responses",
+    "studies",
+    "items",
+    "raters",
+    "ratings",
+    "scores",
+)
 
 
 @dataclass
@@ -275,7 +295,9 @@ def _canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
     raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
 
 
-def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_enabled: bool = True):
+def write_bundle(
+    bundle: Bundle, result: ImportResult, *, owner=None, progress_enabled: bool = True
+):
     """Add what is missing. Must run inside a transaction (run_import provides it)."""
     now = timezone.now()
     added, skipped = result.added, result.skipped
@@ -293,24 +315,36 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
         skipped["datasets"] += 1
     result.dataset_id = dataset.id
 
-    # LLMs.
+    # LLMs: created from responses; ratings may name LLMs whose answers are already stored.
     names = {r.llm for r in bundle.responses}
-    known = dict(LLM.objects.filter(name__in=names).values_list("name", "id"))
+    rated = {n for r in bundle.ratings for n in (r.llm, r.other_llm) if n}
+    known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
     missing = sorted(names - set(known))
     for llm in LLM.objects.bulk_create([LLM(name=n) for n in missing]):
         known[llm.name] = llm.id
     if any(n not in known for n in missing):  # backends that return no ids
-        known = dict(LLM.objects.filter(name__in=names).values_list("name", "id"))
+        known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
     added["llms"] += len(missing)
     skipped["llms"] += len(names) - len(missing)
     llm_ids = known
 
     # Questions.
+    referenced = (
+        set(bundle.questions)
+        | {r.question for r in bundle.responses}
+        | {r.question for r in bundle.ratings}
+    )
     q_ids = dict(
-        Question.objects.filter(dataset=dataset, external_id__in=list(bundle.questions)).values_list(
+        Question.objects.filter(dataset=dataset, external_id__in=list(referenced)).values_list(
             "external_id", "id"
         )
     )
+    for spec in [*bundle.responses, *bundle.ratings]:
+        if spec.question not in q_ids and spec.question not in bundle.questions:
+            raise ImportRefused(
+                f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
+                f"{dataset.name!r}"
+            )
     new_q = [
         Question(
             dataset=dataset,
@@ -326,12 +360,14 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
         for eid, s in bundle.questions.items()
         if eid not in q_ids
     ]
-    skipped["questions"] += len(bundle.questions) - len(new_q)
+    skipped["questions"] += sum(1 for eid in bundle.questions if eid in q_ids)
     _batched_create(Question, new_q, enabled=progress_enabled, desc="questions")
     added["questions"] += len(new_q)
     if new_q:
         q_ids = dict(
-            Question.objects.filter(dataset=dataset).values_list("external_id", "id")
+            Question.objects.filter(dataset=dataset, external_id__in=list(referenced)).values_list(
+                "external_id", "id"
+            )
         )
 
     # Responses: natural key (question, LLM). An existing response must carry the same text, or
@@ -345,14 +381,16 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
     new_r: list[Response] = []
     seen: dict[tuple[int, int], tuple[str, str]] = {}
     for spec in bundle.responses:
-        key = (q_ids[spec.question], llm_ids[spec.llm])
+        key = (q_ids[spec.question], llm_ids[spec.llm])  # both exist: checked and created above
         if key in existing:
             if existing[key][1] != spec.text:
                 raise ImportRefused(
                     f"{spec.where}: the answer of {spec.llm!r} to question {spec.question!r} "
                     "differs from the one already stored (the files disagree about what was rated)"
                 )
-            skipped["responses"] += 1
+            if key not in seen:
+                skipped["responses"] += 1
+            seen.setdefault(key, (spec.text, spec.where))
             continue
         if key in seen:
             if seen[key][0] != spec.text:
@@ -385,9 +423,7 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
     # Raters: named raters (no account, no external id) are unique by name.
     raters: dict[str, Rater] = {}
     for spec in bundle.raters.values():
-        rater = Rater.objects.filter(
-            name=spec.name, user__isnull=True, external_id=""
-        ).first()
+        rater = Rater.objects.filter(name=spec.name, user__isnull=True, external_id="").first()
         if rater is None:
             rater = Rater.objects.create(name=spec.name, kind=spec.kind, pool=spec.pool)
             added["raters"] += 1
@@ -425,7 +461,11 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
             added["studies"] += 1
         else:
             skipped["studies"] += 1
-            if (study.dataset_id, study.rubric_id, study.mode) != (dataset.id, rubric.id, spec.mode):
+            if (study.dataset_id, study.rubric_id, study.mode) != (
+                dataset.id,
+                rubric.id,
+                spec.mode,
+            ):
                 raise ImportRefused(
                     f"study {spec.name!r} already exists with another dataset, rubric or mode; "
                     "choose another name with --study"
@@ -484,12 +524,12 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
 
     # Assignments, ratings and scores. A rater's first rating of an item is its first exposure; a
     # second scoring in the same import (a repeat) is stored as a repeat of that first one.
-    first_exposure = dict(
-        (((item_id, rater_id), aid))
+    first_exposure = {
+        (item_id, rater_id): aid
         for aid, item_id, rater_id in Assignment.objects.filter(
             study__in=studies.values(), is_repeat=False
         ).values_list("id", "item_id", "rater_id")
-    )
+    }
     have_repeat = set(
         Assignment.objects.filter(study__in=studies.values(), is_repeat=True).values_list(
             "item_id", "rater_id"
@@ -502,7 +542,9 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
         rater = raters[spec.rater]
         k = (item_id, rater.id, spec.repeat)
         exists = (
-            (item_id, rater.id) in have_repeat if spec.repeat else (item_id, rater.id) in first_exposure
+            (item_id, rater.id) in have_repeat
+            if spec.repeat
+            else (item_id, rater.id) in first_exposure
         )
         if exists or k in taken:
             if k in taken:
@@ -599,9 +641,7 @@ def write_bundle(bundle: Bundle, result: ImportResult, *, owner=None, progress_e
             .values("n")
         )
         Item.objects.filter(study=study).update(n_ratings=Coalesce(Subquery(first_count), 0))
-        n_raters = (
-            Assignment.objects.filter(study=study).values("rater").distinct().count() or 1
-        )
+        n_raters = Assignment.objects.filter(study=study).values("rater").distinct().count() or 1
         if n_raters > study.ratings_per_item:
             Study.objects.filter(pk=study.pk).update(ratings_per_item=n_raters)
 

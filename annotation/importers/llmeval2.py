@@ -94,7 +94,9 @@ def load_list(path: Path) -> list:
             f"{path.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
     if not isinstance(data, list):
-        raise ImportRefused(f"{path.name}: expected a JSON list of records, got {type(data).__name__}")
+        raise ImportRefused(
+            f"{path.name}: expected a JSON list of records, got {type(data).__name__}"
+        )
     return data
 
 
@@ -139,11 +141,15 @@ def parse(
         ):
             rid = f"record {index}"
             if not isinstance(rec, dict):
-                raise ImportRefused(f"{path.name}, {rid}: expected an object, got {type(rec).__name__}")
+                raise ImportRefused(
+                    f"{path.name}, {rid}: expected an object, got {type(rec).__name__}"
+                )
             for key in ("question_uuid", "llm_name", "dialog", "type"):
                 if key not in rec or rec[key] in (None, ""):
                     raise ImportRefused(f"{path.name}, {rid}: the field {key!r} is missing")
-            qid = as_text(rec["question_uuid"], what="question_uuid", file=path, record=rid, repairs=repairs)
+            qid = as_text(
+                rec["question_uuid"], what="question_uuid", file=path, record=rid, repairs=repairs
+            )
             llm = as_text(rec["llm_name"], what="llm_name", file=path, record=rid, repairs=repairs)
             where = f"{path.name}, {rid} (question {qid}, LLM {llm})"
             rid = f"{qid}/{llm}"
@@ -168,15 +174,27 @@ def parse(
                     f"{len(turns['user'])} and {len(turns['llm'])}"
                 )
             question_text = as_text(
-                turns["user"][0], what="the question (user turn)", file=path, record=rid, repairs=repairs
+                turns["user"][0],
+                what="the question (user turn)",
+                file=path,
+                record=rid,
+                repairs=repairs,
             )
             answer = as_text(
-                turns["llm"][0], what="the answer (llm turn)", file=path, record=rid, repairs=repairs
+                turns["llm"][0],
+                what="the answer (llm turn)",
+                file=path,
+                record=rid,
+                repairs=repairs,
             )
             if not question_text.strip():
                 raise ImportRefused(f"{where}: the question text is empty")
             hint = rec.get("hint")
-            hint = "" if hint is None else as_text(hint, what="hint", file=path, record=rid, repairs=repairs)
+            hint = (
+                ""
+                if hint is None
+                else as_text(hint, what="hint", file=path, record=rid, repairs=repairs)
+            )
             dialog_uuid = rec.get("dialog_uuid")
             expected = f"{llm}_{qid}"
             if not isinstance(dialog_uuid, str) or not dialog_uuid:

@@ -62,16 +62,24 @@ def make_study(
 def make_rater(pool=Rater.Pool.ONSITE, **kw) -> Rater:
     n = next(_names)
     if pool == Rater.Pool.ONSITE and "user" not in kw:
-        kw["user"] = User.objects.create_user(f"annotator{n}", password="pw-123456789")
+        kw["user"] = User.objects.create_user(f"annotator{n}")
     if pool == Rater.Pool.CROWD:
         kw.setdefault("platform", "prolific")
         kw.setdefault("external_id", f"worker{n}")
     return Rater.objects.create(kind=Rater.Kind.HUMAN, pool=pool, **kw)
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The default hasher takes most of a test's time when it creates a handful of users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def star_study(db, organizer):
-    return make_study(owner=organizer, admit_crowd=True, admit_public=True, completion_code="C0DE42")
+    return make_study(
+        owner=organizer, admit_crowd=True, admit_public=True, completion_code="C0DE42"
+    )
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Count, F
 from django.utils import timezone
 
 from annotation import engine
@@ -45,9 +45,11 @@ def test_every_item_ends_with_exactly_n_first_ratings(db):
     study = make_study(ratings_per_item=3)
     raters = [make_rater() for _ in range(5)]
     run_to_the_end(study, raters)
-    counts = Rating.objects.filter(item__study=study, assignment__is_repeat=False).values(
-        "item"
-    ).annotate(c=Count("id"))
+    counts = (
+        Rating.objects.filter(item__study=study, assignment__is_repeat=False)
+        .values("item")
+        .annotate(c=Count("id"))
+    )
     assert {row["c"] for row in counts} == {3}
     assert counts.count() == study.items.count()
     assert not Item.objects.filter(study=study).exclude(n_ratings=3).exists()
@@ -238,7 +240,10 @@ def test_pairwise_tie_and_both_bad_and_invalid_choice(db):
 
 def test_repeats_are_about_the_study_rate_never_back_to_back_and_not_counted(db):
     """5,000 simulated ratings at repeat_rate 0.02: repeats are 1-3% of what was served."""
-    study = make_study(n_questions=250, n_llms=4, ratings_per_item=5, repeat_rate=0.02)
+    # Pairwise keeps the simulation fast (no per-criterion rows): 100 questions x 10 pairs.
+    study = make_study(
+        mode="pairwise", n_questions=100, n_llms=5, ratings_per_item=5, repeat_rate=0.02
+    )
     raters = [make_rater() for _ in range(5)]
     rng = random.Random(7)
     served = 0
@@ -270,13 +275,7 @@ def test_repeats_are_about_the_study_rate_never_back_to_back_and_not_counted(db)
     for item in Item.objects.filter(study=study, n_ratings__gt=0)[:200]:
         firsts = Rating.objects.filter(item=item, assignment__is_repeat=False).count()
         assert item.n_ratings == firsts
-    assert repeats.filter(repeat_of__item_id=F_item()).count() == repeats.count()
-
-
-def F_item():
-    from django.db.models import F
-
-    return F("item_id")
+    assert repeats.filter(repeat_of__item_id=F("item_id")).count() == repeats.count()
 
 
 def test_pairwise_repeats_show_the_sides_swapped(db):

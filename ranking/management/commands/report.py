@@ -39,15 +39,24 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pool", action="append", default=[], help="onsite, crowd, public or judge (repeat)."
         )
-        parser.add_argument("--criterion", action="append", default=[], help="Criterion key (repeat).")
+        parser.add_argument(
+            "--criterion", action="append", default=[], help="Criterion key (repeat)."
+        )
         parser.add_argument("--task-type", action="append", default=[], help="Task type (repeat).")
         parser.add_argument("--start", type=_date, help="First day (UTC, YYYY-MM-DD), inclusive.")
         parser.add_argument("--end", type=_date, help="Last day (UTC, YYYY-MM-DD), inclusive.")
         parser.add_argument("--min-accuracy", type=float, help="Leave out raters below (0-1).")
         parser.add_argument("--min-consistency", type=float, help="Leave out raters below (0-1).")
         parser.add_argument(
-            "--min-ratings", type=int, default=5, help="Raters with fewer ratings are left out of "
-            "accuracy and consistency (default 5)."
+            "--exclude-simulated",
+            action="store_true",
+            help="Leave out simulated raters (manage.py simulate_ratings).",
+        )
+        parser.add_argument(
+            "--min-ratings",
+            type=int,
+            default=5,
+            help="Raters with fewer ratings are left out of accuracy and consistency (default 5).",
         )
 
     def handle(self, *args, study, fmt, out, **opts):
@@ -83,6 +92,7 @@ class Command(BaseCommand):
             min_accuracy=opts["min_accuracy"],
             min_consistency=opts["min_consistency"],
             min_ratings=opts["min_ratings"],
+            exclude_simulated=opts["exclude_simulated"],
         )
         report = report_build(study=obj, filters=filters, use_cache=False)
         if out == "-":

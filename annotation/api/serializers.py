@@ -1,0 +1,278 @@
+"""Explicit input and output serializers of the data API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.exports import FORMATS as EXPORT_FORMATS
+from annotation.exports import WHATS
+from annotation.importers import FORMATS as IMPORT_FORMATS
+from annotation.models import (
+    LLM,
+    Criterion,
+    Dataset,
+    ImportRecord,
+    Question,
+    Response,
+    Rubric,
+    Study,
+)
+
+
+class DatasetOut(serializers.ModelSerializer):
+    n_questions = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "name", "description", "source", "created_at", "n_questions"]
+
+
+class QuestionOut(serializers.ModelSerializer):
+    dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    n_responses = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Question
+        fields = [
+            "id",
+            "dataset",
+            "external_id",
+            "text",
+            "task_type",
+            "subcategory",
+            "kind",
+            "answer_type",
+            "reference",
+            "meta",
+            "n_responses",
+        ]
+
+
+class LLMOut(serializers.ModelSerializer):
+    n_responses = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = LLM
+        fields = ["id", "name", "description", "n_responses"]
+
+
+class ResponseOut(serializers.ModelSerializer):
+    llm = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    question_external_id = serializers.CharField(source="question.external_id", read_only=True)
+    dataset = serializers.CharField(source="question.dataset.name", read_only=True)
+
+    class Meta:
+        model = Response
+        fields = [
+            "id",
+            "question",
+            "question_external_id",
+            "dataset",
+            "llm",
+            "external_id",
+            "text",
+            "length",
+        ]
+
+
+class CriterionOut(serializers.ModelSerializer):
+    class Meta:
+        model = Criterion
+        fields = [
+            "key",
+            "label_en",
+            "label_zh",
+            "min_score",
+            "max_score",
+            "descriptions",
+            "applies_to",
+            "order",
+        ]
+
+
+class RubricOut(serializers.ModelSerializer):
+    criteria = CriterionOut(many=True, read_only=True)
+
+    class Meta:
+        model = Rubric
+        fields = ["key", "name_en", "name_zh", "mode", "description", "builtin", "criteria"]
+
+
+DESIGN_FIELDS = [
+    "ratings_per_item",
+    "repeat_rate",
+    "hint_policy",
+    "reservation_timeout",
+    "admit_onsite",
+    "admit_crowd",
+    "admit_public",
+    "quota_onsite",
+    "quota_crowd",
+    "quota_public",
+    "completion_code",
+    "completion_url",
+]
+
+
+class StudyOut(serializers.ModelSerializer):
+    dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    rubric = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    baseline_llm = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    n_items = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Study
+        fields = [
+            "id",
+            "public_id",
+            "name",
+            "description",
+            "instructions",
+            "dataset",
+            "mode",
+            "rubric",
+            "status",
+            "owner",
+            "pair_design",
+            "baseline_llm",
+            "pairs_per_question",
+            "selection",
+            *DESIGN_FIELDS,
+            "created_at",
+            "n_items",
+        ]
+
+
+class StudyCreateIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    instructions = serializers.CharField(required=False, allow_blank=True, default="")
+    dataset = serializers.SlugRelatedField(slug_field="name", queryset=Dataset.objects.all())
+    mode = serializers.ChoiceField(choices=Rubric.Mode.choices)
+    rubric = serializers.SlugRelatedField(slug_field="key", queryset=Rubric.objects.all())
+    selection = serializers.JSONField(
+        required=False,
+        default=dict,
+        help_text='{"task_types": [...], "kinds": [...], "llms": [...], "question_ids": [...], '
+        '"max_questions": n}',
+    )
+    pair_design = serializers.ChoiceField(
+        choices=Study.PairDesign.choices, required=False, default=Study.PairDesign.ALL
+    )
+    baseline_llm = serializers.SlugRelatedField(
+        slug_field="name", queryset=LLM.objects.all(), required=False, allow_null=True
+    )
+    pairs_per_question = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    seed = serializers.IntegerField(required=False, default=0)
+    ratings_per_item = serializers.IntegerField(required=False, min_value=1)
+    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
+    reservation_timeout = serializers.IntegerField(required=False, min_value=1)
+    admit_onsite = serializers.BooleanField(required=False)
+    admit_crowd = serializers.BooleanField(required=False)
+    admit_public = serializers.BooleanField(required=False)
+    quota_onsite = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    completion_url = serializers.URLField(required=False, allow_blank=True)
+
+    def validate_selection(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("selection must be an object")
+        return value
+
+
+class StudyUpdateIn(serializers.Serializer):
+    """What can change after creation: texts and the assignment design (not the items)."""
+
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    instructions = serializers.CharField(required=False, allow_blank=True)
+    ratings_per_item = serializers.IntegerField(required=False, min_value=1)
+    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
+    reservation_timeout = serializers.IntegerField(required=False, min_value=1)
+    admit_onsite = serializers.BooleanField(required=False)
+    admit_crowd = serializers.BooleanField(required=False)
+    admit_public = serializers.BooleanField(required=False)
+    quota_onsite = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    completion_url = serializers.URLField(required=False, allow_blank=True)
+
+
+class ImportIn(serializers.Serializer):
+    format = serializers.ChoiceField(choices=list(IMPORT_FORMATS))
+    files = serializers.ListField(
+        child=serializers.FileField(), allow_empty=False, help_text="One or more files."
+    )
+    folder = serializers.ChoiceField(
+        choices=["", "human-score", "gpt-score"],
+        required=False,
+        default="",
+        help_text="llmeval2-scores: the score folder the files come from (selects the rater).",
+    )
+    dataset = serializers.CharField(required=False, allow_blank=True)
+    study = serializers.CharField(required=False, allow_blank=True)
+    rater = serializers.CharField(required=False, allow_blank=True)
+    rater_kind = serializers.ChoiceField(
+        choices=["", "human", "judge"], required=False, allow_blank=True
+    )
+    rubric = serializers.CharField(required=False, allow_blank=True)
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class CountsOut(serializers.Serializer):
+    datasets = serializers.IntegerField()
+    questions = serializers.IntegerField()
+    llms = serializers.IntegerField()
+    responses = serializers.IntegerField()
+    studies = serializers.IntegerField()
+    items = serializers.IntegerField()
+    raters = serializers.IntegerField()
+    ratings = serializers.IntegerField()
+    scores = serializers.IntegerField()
+
+
+class ImportOut(serializers.Serializer):
+    format = serializers.CharField()
+    dry_run = serializers.BooleanField()
+    added = CountsOut()
+    skipped = CountsOut()
+    repairs = serializers.ListField(child=serializers.CharField())
+    dataset_id = serializers.IntegerField(allow_null=True)
+    study_ids = serializers.ListField(child=serializers.IntegerField())
+    record_id = serializers.IntegerField(allow_null=True)
+    summary = serializers.ListField(child=serializers.CharField())
+
+
+class ImportRecordOut(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ImportRecord
+        fields = [
+            "id",
+            "format",
+            "paths",
+            "dataset",
+            "user",
+            "ok",
+            "counts",
+            "repairs",
+            "message",
+            "created_at",
+        ]
+
+
+class ExportQuery(serializers.Serializer):
+    # Not "format": DRF reserves ?format= for choosing a renderer.
+    what = serializers.ChoiceField(choices=list(WHATS), default="ratings")
+    file_format = serializers.ChoiceField(choices=list(EXPORT_FORMATS), default="csv")
+
+
+class ErrorOut(serializers.Serializer):
+    detail = serializers.CharField()

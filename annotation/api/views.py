@@ -1,0 +1,263 @@
+"""The data API: datasets, questions, responses, LLMs and rubrics (read), studies (organizers
+create and update their own), imports (upload -> the same importers as the command) and raw
+exports. Organizer-only (the default permission); someone else's study is a 404.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from django.core.exceptions import ValidationError
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response as ApiResponse
+from rest_framework.views import APIView
+
+from annotation import selectors
+from annotation.api import serializers as s
+from annotation.exports import CONTENT_TYPES, export_filename, export_iter
+from annotation.importers import ImportRefused, dataset_import, save_uploads
+from annotation.models import ImportRecord, Study
+from annotation.permissions import get_study_for_organizer
+from annotation.services import study_create
+
+
+def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
+    return ApiResponse({"detail": message}, status=code)
+
+
+def _validation_message(exc: ValidationError):
+    return exc.message_dict if hasattr(exc, "error_dict") else {"detail": " ".join(exc.messages)}
+
+
+# --- data (read) ------------------------------------------------------------------------------
+
+
+class DatasetList(generics.ListAPIView):
+    serializer_class = s.DatasetOut
+
+    def get_queryset(self):
+        return selectors.dataset_list()
+
+
+class DatasetDetail(generics.RetrieveAPIView):
+    serializer_class = s.DatasetOut
+
+    def get_queryset(self):
+        return selectors.dataset_list()
+
+
+QUESTION_FILTERS = [
+    OpenApiParameter("dataset", str, description="Dataset id or name."),
+    OpenApiParameter("task_type", str),
+    OpenApiParameter("kind", str, enum=["objective", "subjective", ""]),
+    OpenApiParameter("search", str, description="In the text and the external id."),
+]
+
+
+@extend_schema(parameters=QUESTION_FILTERS)
+class QuestionList(generics.ListAPIView):
+    serializer_class = s.QuestionOut
+
+    def get_queryset(self):
+        p = self.request.query_params
+        return selectors.question_list(
+            dataset=p.get("dataset"),
+            task_type=p.get("task_type"),
+            kind=p.get("kind"),
+            search=p.get("search"),
+        )
+
+
+class QuestionDetail(generics.RetrieveAPIView):
+    serializer_class = s.QuestionOut
+
+    def get_queryset(self):
+        return selectors.question_list()
+
+
+RESPONSE_FILTERS = [
+    OpenApiParameter("dataset", str, description="Dataset id or name."),
+    OpenApiParameter("question", int, description="Question id."),
+    OpenApiParameter("llm", str, description="LLM name."),
+    OpenApiParameter("task_type", str),
+]
+
+
+@extend_schema(parameters=RESPONSE_FILTERS)
+class ResponseList(generics.ListAPIView):
+    serializer_class = s.ResponseOut
+
+    def get_queryset(self):
+        p = self.request.query_params
+        question = p.get("question")
+        return selectors.response_list(
+            dataset=p.get("dataset"),
+            question=int(question) if question and question.isdigit() else None,
+            llm=p.get("llm"),
+            task_type=p.get("task_type"),
+        )
+
+
+class ResponseDetail(generics.RetrieveAPIView):
+    serializer_class = s.ResponseOut
+
+    def get_queryset(self):
+        return selectors.response_list()
+
+
+class LLMList(generics.ListAPIView):
+    serializer_class = s.LLMOut
+
+    def get_queryset(self):
+        return selectors.llm_list()
+
+
+class RubricList(generics.ListAPIView):
+    serializer_class = s.RubricOut
+
+    def get_queryset(self):
+        return selectors.rubric_list()
+
+
+class RubricDetail(generics.RetrieveAPIView):
+    serializer_class = s.RubricOut
+    lookup_field = "key"
+
+    def get_queryset(self):
+        return selectors.rubric_list()
+
+
+# --- studies ----------------------------------------------------------------------------------
+
+
+class StudyListCreate(generics.ListAPIView):
+    """GET: the studies you own (superusers: all). POST: create a study and its items."""
+
+    serializer_class = s.StudyOut
+
+    def get_queryset(self):
+        return selectors.study_list_for(self.request.user).order_by("-created_at")
+
+    @extend_schema(
+        request=s.StudyCreateIn,
+        responses={201: s.StudyOut, 400: s.ErrorOut},
+    )
+    def post(self, request: Request) -> ApiResponse:
+        data = s.StudyCreateIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            study = study_create(owner=request.user, **data.validated_data)
+        except ValidationError as exc:
+            return ApiResponse(_validation_message(exc), status=status.HTTP_400_BAD_REQUEST)
+        study = selectors.study_list_for(request.user).get(pk=study.pk)
+        return ApiResponse(s.StudyOut(study).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailUpdate(APIView):
+    @extend_schema(responses={200: s.StudyOut, 404: s.ErrorOut})
+    def get(self, request: Request, pk: int) -> ApiResponse:
+        study = get_object_or_404(selectors.study_list_for(request.user), pk=pk)
+        return ApiResponse(s.StudyOut(study).data)
+
+    @extend_schema(
+        request=s.StudyUpdateIn, responses={200: s.StudyOut, 400: s.ErrorOut, 404: s.ErrorOut}
+    )
+    def patch(self, request: Request, pk: int) -> ApiResponse:
+        study = get_study_for_organizer(request.user, pk)
+        data = s.StudyUpdateIn(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        for field, value in data.validated_data.items():
+            setattr(study, field, value)
+        try:
+            study.full_clean()
+        except ValidationError as exc:
+            return ApiResponse(_validation_message(exc), status=status.HTTP_400_BAD_REQUEST)
+        study.save(update_fields=list(data.validated_data) or None)
+        study = selectors.study_list_for(request.user).get(pk=study.pk)
+        return ApiResponse(s.StudyOut(study).data)
+
+
+# --- imports and exports ----------------------------------------------------------------------
+
+
+class ImportListCreate(generics.ListAPIView):
+    """GET: your import records (superusers: all). POST: upload files -> the same importers as
+    `manage.py import_dataset`; 201 with the counts, or 400 naming the file and record."""
+
+    serializer_class = s.ImportRecordOut
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_queryset(self):
+        qs = ImportRecord.objects.select_related("user").order_by("-created_at")
+        return qs if self.request.user.is_superuser else qs.filter(user=self.request.user)
+
+    @extend_schema(
+        request={"multipart/form-data": s.ImportIn},
+        responses={201: s.ImportOut, 200: s.ImportOut, 400: s.ErrorOut},
+    )
+    def post(self, request: Request) -> ApiResponse:
+        data = s.ImportIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        with tempfile.TemporaryDirectory(prefix="import-") as tmp:
+            paths = save_uploads(v["files"], v.get("folder") or "", tmp)
+            try:
+                result = dataset_import(
+                    format=v["format"],
+                    paths=paths,
+                    user=request.user,
+                    dry_run=v["dry_run"],
+                    progress=False,
+                    dataset=v.get("dataset") or None,
+                    study=v.get("study") or None,
+                    rater=v.get("rater") or None,
+                    rater_kind=v.get("rater_kind") or None,
+                    rubric=v.get("rubric") or None,
+                )
+            except ImportRefused as exc:
+                return _error(f"refused, nothing was written: {exc}")
+        out = {
+            "format": result.format,
+            "dry_run": result.dry_run,
+            "added": result.added,
+            "skipped": result.skipped,
+            "repairs": [r.line() for r in result.repairs],
+            "dataset_id": result.dataset_id,
+            "study_ids": result.study_ids,
+            "record_id": result.record_id,
+            "summary": result.summary_lines(),
+        }
+        code = status.HTTP_200_OK if result.dry_run else status.HTTP_201_CREATED
+        return ApiResponse(s.ImportOut(out).data, status=code)
+
+
+class StudyExport(APIView):
+    @extend_schema(
+        parameters=[s.ExportQuery],
+        responses={
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+            (200, CONTENT_TYPES["xlsx"]): OpenApiTypes.BINARY,
+            404: OpenApiResponse(description="Not your study."),
+        },
+        description="Raw export of one of your studies: its ratings (one row per rating x "
+        "criterion for star studies, per rating for pairwise; raters by pseudonym) or its "
+        "responses, as CSV, JSONL or XLSX.",
+    )
+    def get(self, request: Request, pk: int):
+        study: Study = get_study_for_organizer(request.user, pk)
+        query = s.ExportQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        what, fmt = query.validated_data["what"], query.validated_data["file_format"]
+        response = StreamingHttpResponse(
+            export_iter(study, what=what, fmt=fmt), content_type=CONTENT_TYPES[fmt]
+        )
+        name = export_filename(study, what=what, fmt=fmt)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

@@ -1,0 +1,121 @@
+"""Raw exports of a study: its responses, and its ratings (one row per rating x criterion for star
+studies, one row per rating for pairwise), as CSV, JSONL or XLSX. Shared by the export_data
+command and the API. Raters appear only by pseudonym."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from annotation.models import Study
+from annotation.selectors import (
+    RESPONSE_COLUMNS,
+    rating_columns,
+    rating_export_rows,
+    response_export_rows,
+)
+
+FORMATS = ("csv", "jsonl", "xlsx")
+WHATS = ("ratings", "responses")
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+XLSX_CELL_MAX = 32767  # Excel's limit on characters in a cell
+
+
+def export_rows(study: Study, what: str) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    if what == "ratings":
+        return rating_columns(study), rating_export_rows(study)
+    if what == "responses":
+        return RESPONSE_COLUMNS, response_export_rows(study)
+    raise ValueError(f"unknown export {what!r}: use ratings or responses")
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def iter_csv(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(columns)
+    for row in rows:
+        yield writer.writerow([_text(row.get(c)) for c in columns])
+
+
+def iter_jsonl(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps({c: _text(row.get(c)) for c in columns}, ensure_ascii=False) + "\n"
+
+
+def xlsx_bytes(columns: list[str], rows: Iterable[dict[str, Any]], *, title: str) -> bytes:
+    from openpyxl import Workbook
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    wb = Workbook(write_only=True)
+    ws = wb.create_sheet(title=title[:31])
+    ws.append(columns)
+    for row in rows:
+        cells = []
+        for c in columns:
+            v = row.get(c)
+            if isinstance(v, datetime):
+                # Excel has no time zones: UTC, naive.
+                if v.utcoffset() is not None:
+                    v = v.astimezone(UTC)
+                v = v.replace(tzinfo=None)
+            elif isinstance(v, str):
+                v = ILLEGAL_CHARACTERS_RE.sub("", v)
+                if len(v) > XLSX_CELL_MAX:
+                    v = v[: XLSX_CELL_MAX - 20] + " [truncated: xlsx]"
+            cells.append(v)
+        ws.append(cells)
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def export_iter(study: Study, *, what: str, fmt: str) -> Iterator[bytes]:
+    """The export as chunks of bytes (CSV and JSONL stream; XLSX is built whole)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: use csv, jsonl or xlsx")
+    columns, rows = export_rows(study, what)
+    if fmt == "xlsx":
+        yield xlsx_bytes(columns, rows, title=what)
+        return
+    lines = iter_csv(columns, rows) if fmt == "csv" else iter_jsonl(columns, rows)
+    buf: list[str] = []
+    size = 0
+    for line in lines:
+        buf.append(line)
+        size += len(line)
+        if size > 64_000:
+            yield "".join(buf).encode("utf-8")
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")
+
+
+def export_write(study: Study, *, what: str, fmt: str, out: IO[bytes]) -> int:
+    """Write the export to a binary stream; returns the number of bytes written."""
+    n = 0
+    for chunk in export_iter(study, what=what, fmt=fmt):
+        out.write(chunk)
+        n += len(chunk)
+    return n
+
+
+def export_filename(study: Study, *, what: str, fmt: str) -> str:
+    return f"study-{study.pk}-{what}.{fmt}"

@@ -1,0 +1,164 @@
+"""Importers: one module per format, one shared writer (base.py). The command, the API and the
+admin all call `dataset_import`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmeval1, llmeval2
+from annotation.importers.base import ImportRefused, ImportResult, RepairLog, run_import
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    help: str
+    options: tuple[str, ...]  # which of dataset/study/rater/rater_kind/rubric apply
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in [
+        Format(
+            "llmeval2",
+            "LLMEval-2 questions and answers: data/<Subject>_data.json (subject -> task type, "
+            "type A/B -> objective/subjective, hint -> reference).",
+            ("dataset",),
+        ),
+        Format(
+            "llmeval2-scores",
+            "LLMEval-2 scores: results/human-score/*.json (rater 'LLMEval-2 human panel') and "
+            "results/gpt-score/*.json (rater 'GPT-4 (LLMEval-2)'), or any such file with --rater "
+            "and --rater-kind. Adds missing questions and answers too; ratings go to a closed star "
+            "study (default 'LLMEval-2 (imported scores)').",
+            ("dataset", "study", "rater", "rater_kind"),
+        ),
+        Format(
+            "llmeval1-scores",
+            "LLMEval-1 GPT-4 star scores: data/分项测评_gpt4.csv (long format). The texts were not "
+            "released: questions and answers are empty placeholders (question.meta.placeholder).",
+            ("dataset", "study", "rater", "rater_kind"),
+        ),
+        Format(
+            "alignbench",
+            "AlignBench questions: data/data_v1.1_release.jsonl or data_release_v1.0.jsonl "
+            "(subcategory -> answer type; reference -> reference answer).",
+            ("dataset",),
+        ),
+        Format(
+            "chinese-alpaca-eval",
+            "ChineseAlpacaEval: data/chinese_alpaca_eval.jsonl, model_outputs/<model>.jsonl and "
+            "results/<model>_vs_<reference>.jsonl (judge's pairwise choices), or the folder.",
+            ("dataset", "study"),
+        ),
+        Format(
+            "jsonl",
+            "Your own data, one JSON object a line typed question/response/rating/pairwise "
+            "(docs/import-formats.md). Needs --dataset; star ratings need --rubric.",
+            ("dataset", "study", "rubric"),
+        ),
+        Format(
+            "csv",
+            "Your own data as CSV with a 'type' column, same fields as jsonl "
+            "(docs/import-formats.md). Needs --dataset; star ratings need --rubric.",
+            ("dataset", "study", "rubric"),
+        ),
+    ]
+}
+
+
+def _parser(fmt: str, paths: list[Path], options: dict[str, Any], progress_enabled: bool):
+    opts = {k: v for k, v in options.items() if v not in (None, "")}
+    if fmt == "llmeval2":
+        return partial(
+            llmeval2.parse, paths, scores=False, progress_enabled=progress_enabled, **opts
+        )
+    if fmt == "llmeval2-scores":
+        return partial(
+            llmeval2.parse, paths, scores=True, progress_enabled=progress_enabled, **opts
+        )
+    if fmt == "llmeval1-scores":
+        return partial(llmeval1.parse, paths, progress_enabled=progress_enabled, **opts)
+    if fmt == "alignbench":
+        return partial(alignbench.parse, paths, progress_enabled=progress_enabled, **opts)
+    if fmt == "chinese-alpaca-eval":
+        return partial(chinese_alpaca_eval.parse, paths, progress_enabled=progress_enabled, **opts)
+    return partial(generic.parse, paths, fmt=fmt, progress_enabled=progress_enabled, **opts)
+
+
+def dataset_import(
+    *,
+    format: str,
+    paths: list[str | Path],
+    user=None,
+    dry_run: bool = False,
+    progress: bool = True,
+    dataset: str | None = None,
+    study: str | None = None,
+    rater: str | None = None,
+    rater_kind: str | None = None,
+    rubric: str | None = None,
+) -> ImportResult:
+    """Import files of one format: everything or nothing (raises ImportRefused)."""
+    spec = FORMATS.get(format)
+    if spec is None:
+        raise ImportRefused(f"unknown format {format!r}: use one of {', '.join(FORMATS)}")
+    given = {
+        "dataset": dataset,
+        "study": study,
+        "rater": rater,
+        "rater_kind": rater_kind,
+        "rubric": rubric,
+    }
+    extra = [k for k, v in given.items() if v and k not in spec.options]
+    if extra:
+        raise ImportRefused(
+            f"the {format} format takes no {', '.join('--' + k.replace('_', '-') for k in extra)}"
+        )
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ImportRefused("no files given")
+    for p in paths:
+        if not p.exists():
+            raise ImportRefused(f"{p}: no such file")
+        if p.is_dir() and format != "chinese-alpaca-eval":
+            raise ImportRefused(f"{p}: a folder; give the files")
+    options = {k: v for k, v in given.items() if k in spec.options}
+
+    def parse(repairs: RepairLog):
+        return _parser(format, paths, options, progress)(repairs)
+
+    return run_import(
+        format=format,
+        paths=paths,
+        parse=parse,
+        user=user,
+        dry_run=dry_run,
+        progress_enabled=progress,
+    )
+
+
+def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
+    """Write uploaded files into a temporary folder for the importers (API and admin). The file
+    name is kept (formats read the subject or the model from it), never a client's path; folder
+    (e.g. "human-score") stands for the folder the files came from."""
+    base = Path(tmp) / folder if folder else Path(tmp)
+    base.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in files:
+        name = Path(f.name).name
+        if not name or name.startswith("."):
+            raise ImportRefused(f"unusable file name {f.name!r}")
+        target = base / name
+        with open(target, "wb") as fh:
+            for chunk in f.chunks():
+                fh.write(chunk)
+        out.append(target)
+    return out
+
+
+__all__ = ["FORMATS", "ImportRefused", "ImportResult", "dataset_import", "save_uploads"]

@@ -1,0 +1,189 @@
+"""AlignBench questions: `data/data_v1.1_release.jsonl` (and the earlier `data_release_v1.0.jsonl`),
+one JSON object a line: question_id, category, subcategory, question, reference, evidences (v1.1).
+
+The subcategory selects the answer type, which selects the judging dimensions of the built-in
+`alignbench` rubric. The mapping is AlignBench's config/subcategory_question_mapping.json, copied
+here because the app must not read ../shared at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from annotation.importers.base import (
+    Bundle,
+    ImportRefused,
+    QuestionSpec,
+    RepairLog,
+    as_text,
+    progress,
+)
+
+SUBCATEGORY_ANSWER_TYPE = {
+    "常识知识": "事实与解释型回答",
+    "阅读理解": "事实与解释型回答",
+    "翻译": "生成型回答",
+    "文本分类": "事实与解释型回答",
+    "信息抽取": "事实与解释型回答",
+    "字词理解": "事实与解释型回答",
+    "文化理解": "事实与解释型回答",
+    "观点表达": "建议型回答",
+    "寻求建议": "建议型回答",
+    "实用文体写作": "生成型回答",
+    "创意文体写作": "生成型回答",
+    "专业文体写作": "生成型回答",
+    "其他写作类": "生成型回答",
+    "证明": "逻辑推理型回答",
+    "推理": "逻辑推理型回答",
+    "初等数学": "逻辑推理型回答",
+    "高等数学": "逻辑推理型回答",
+    "应用数学": "逻辑推理型回答",
+    "现实生活类": "生成型回答",
+    "游戏娱乐类": "生成型回答",
+    "功能类": "生成型回答",
+    "现实名人类": "生成型回答",
+    "（虚拟）恋爱类": "生成型回答",
+    "物理": "事实与解释型回答",
+    "化学": "事实与解释型回答",
+    "计算机": "事实与解释型回答",
+    "生物医学": "事实与解释型回答",
+    "经济": "事实与解释型回答",
+    "天文": "事实与解释型回答",
+    "历史": "事实与解释型回答",
+    "音乐": "事实与解释型回答",
+    "法律": "事实与解释型回答",
+    "体育": "事实与解释型回答",
+    "地理": "事实与解释型回答",
+    "文学": "事实与解释型回答",
+    "其他": "事实与解释型回答",
+}
+KNOWN_KEYS = {"question_id", "category", "subcategory", "question", "reference", "evidences"}
+
+
+def dataset_name(path: Path) -> str:
+    name = path.name.lower()
+    if "v1.1" in name:
+        return "AlignBench v1.1"
+    if "v1.0" in name:
+        return "AlignBench v1.0"
+    return "AlignBench"
+
+
+def read_jsonl(path: Path) -> list[tuple[int, object]]:
+    """(line number, parsed object) for every non-blank line; bad JSON is refused by line."""
+    out = []
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    out.append((number, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise ImportRefused(
+                        f"{path.name}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
+                    ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+    return out
+
+
+def parse(
+    paths: list[Path],
+    repairs: RepairLog,
+    *,
+    dataset: str | None = None,
+    progress_enabled: bool = True,
+    **_ignored,
+) -> Bundle:
+    names = {dataset_name(Path(p)) for p in paths}
+    if dataset is None and len(names) > 1:
+        raise ImportRefused(
+            "the files are different AlignBench releases (their question ids overlap); import "
+            "them one at a time or name one dataset with --dataset"
+        )
+    bundle = Bundle(
+        dataset=dataset or names.pop(),
+        dataset_description="AlignBench: Chinese alignment benchmark, 8 categories, reference "
+        "answers; the subcategory selects the answer type and the judging dimensions.",
+        dataset_source="github.com/THUDM/AlignBench",
+    )
+    seen: dict[str, tuple[str, dict]] = {}
+    for path in paths:
+        path = Path(path)
+        lines = read_jsonl(path)
+        for number, rec in progress(
+            lines, total=len(lines), desc=path.name, enabled=progress_enabled
+        ):
+            rid = f"line {number}"
+            if not isinstance(rec, dict):
+                raise ImportRefused(f"{path.name}, {rid}: expected an object")
+            qid = rec.get("question_id")
+            if isinstance(qid, bool) or qid in (None, ""):
+                raise ImportRefused(f"{path.name}, {rid}: question_id is missing")
+            qid = str(qid).strip()
+            rid = f"line {number} (question_id {qid})"
+            for key in sorted(set(rec) - KNOWN_KEYS):
+                if key.isdigit() and isinstance(rec[key], dict):
+                    repairs.add(
+                        "an earlier revision of the record nested under a stray numeric key: "
+                        "dropped from the record, kept in question.meta['superseded_revision']",
+                        path,
+                        f"{rid} key {key!r}",
+                    )
+                else:
+                    repairs.add(f"ignored the unknown field {key!r}", path, rid)
+            for key in ("question", "subcategory"):
+                if not rec.get(key):
+                    raise ImportRefused(f"{path.name}, {rid}: {key} is missing or empty")
+            text = as_text(rec["question"], what="question", file=path, record=rid, repairs=repairs)
+            sub = as_text(
+                rec["subcategory"], what="subcategory", file=path, record=rid, repairs=repairs
+            )
+            answer_type = SUBCATEGORY_ANSWER_TYPE.get(sub)
+            if answer_type is None:
+                raise ImportRefused(
+                    f"{path.name}, {rid}: unknown subcategory {sub!r} (no answer type for it)"
+                )
+            reference = rec.get("reference")
+            reference = (
+                ""
+                if reference is None
+                else as_text(reference, what="reference", file=path, record=rid, repairs=repairs)
+            )
+            meta: dict = {}
+            evidences = rec.get("evidences")
+            if evidences:
+                if not isinstance(evidences, list):
+                    raise ImportRefused(f"{path.name}, {rid}: evidences must be a list")
+                meta["evidences"] = evidences
+            stray = [rec[k] for k in rec if k.isdigit() and isinstance(rec[k], dict)]
+            if stray:
+                meta["superseded_revision"] = stray[0]
+            category = as_text(
+                rec.get("category") or "", what="category", file=path, record=rid, repairs=repairs
+            )
+            snapshot = {"q": text, "r": reference, "s": sub, "c": category}
+            if qid in seen:
+                if seen[qid][1] == snapshot:
+                    repairs.add("duplicated record dropped", path, rid)
+                    continue
+                raise ImportRefused(
+                    f"{path.name}, {rid}: question_id {qid} appears twice with different content "
+                    f"(first in {seen[qid][0]})"
+                )
+            seen[qid] = (f"{path.name}, {rid}", snapshot)
+            bundle.add_question(
+                QuestionSpec(
+                    external_id=qid,
+                    text=text,
+                    task_type=category,
+                    subcategory=sub,
+                    answer_type=answer_type,
+                    reference=reference,
+                    meta=meta,
+                ),
+                where=f"{path.name}, {rid}",
+            )
+    return bundle

@@ -1,0 +1,189 @@
+"""LLMEval-1 star scores: `data/分项测评_gpt4.csv`, long format
+(id, question_uuid, llm_name, dialog_uuid, user_id, user_type, metric, score), GPT-4 scoring
+five criteria with 1-3 stars.
+
+The question and answer texts were not released. Questions and responses are created as
+placeholders (empty text, `question.meta["placeholder"] = True`) so the scores can be analysed
+(rankings, agreement with other raters); such items can never be served to annotators because the
+imported-scores study is closed.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+from annotation.importers.base import (
+    Bundle,
+    ImportRefused,
+    QuestionSpec,
+    RaterSpec,
+    RatingSpec,
+    RepairLog,
+    ResponseSpec,
+    StudySpec,
+    check_score,
+    progress,
+)
+
+DATASET = "LLMEval-1"
+STUDY = "LLMEval-1 (imported scores)"
+JUDGE_RATER = "GPT-4 (LLMEval-1)"
+COLUMNS = [
+    "id",
+    "question_uuid",
+    "llm_name",
+    "dialog_uuid",
+    "user_id",
+    "user_type",
+    "metric",
+    "score",
+]
+METRICS = {"accuracy", "informativeness", "fluency", "logicality", "harmlessness"}
+PLACEHOLDER = {
+    "placeholder": True,
+    "note": "LLMEval-1 released scores only; the question and answer texts were not published.",
+}
+
+
+def _rater(path: Path, rater: str | None, rater_kind: str | None) -> RaterSpec:
+    if rater or rater_kind:
+        if not (rater and rater_kind in ("human", "judge")):
+            raise ImportRefused("--rater NAME needs --rater-kind human|judge (and vice versa)")
+        return RaterSpec(rater, rater_kind, "judge" if rater_kind == "judge" else "onsite")
+    if "gpt4" in path.name.lower() or "gpt-4" in path.name.lower():
+        return RaterSpec(JUDGE_RATER, "judge", "judge")
+    raise ImportRefused(
+        f"{path.name}: cannot tell whose scores these are (no 'gpt4' in the name); "
+        "pass --rater NAME --rater-kind human|judge"
+    )
+
+
+def parse(
+    paths: list[Path],
+    repairs: RepairLog,
+    *,
+    dataset: str | None = None,
+    study: str | None = None,
+    rater: str | None = None,
+    rater_kind: str | None = None,
+    progress_enabled: bool = True,
+) -> Bundle:
+    bundle = Bundle(
+        dataset=dataset or DATASET,
+        dataset_description="LLMEval-1: 453 questions, 17 task types, 12 LLMs. Scores only: the "
+        "question and answer texts were not released (placeholders with empty text).",
+        dataset_source="github.com/llmeval/LLMEval-1",
+    )
+    study_key = study or STUDY
+    bundle.studies[study_key] = StudySpec(
+        name=study_key,
+        mode="star",
+        rubric="llmeval1",
+        description="GPT-4 star scores released with LLMEval-1, imported.",
+    )
+    for path in paths:
+        path = Path(path)
+        rater_spec = _rater(path, rater, rater_kind)
+        bundle.raters.setdefault(rater_spec.name, rater_spec)
+        try:
+            with open(path, encoding="utf-8-sig", newline="") as fh:
+                rows = list(csv.reader(fh))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+        if not rows or [c.strip() for c in rows[0]] != COLUMNS:
+            raise ImportRefused(
+                f"{path.name}: expected the header {','.join(COLUMNS)}, got "
+                f"{','.join(rows[0]) if rows else 'an empty file'}"
+            )
+        # dialog -> metric -> [(row id, score)] in file order.
+        by_dialog: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for line, row in enumerate(
+            progress(rows[1:], total=len(rows) - 1, desc=path.name, enabled=progress_enabled),
+            start=2,
+        ):
+            if not row or not any(c.strip() for c in row):
+                continue
+            if len(row) != len(COLUMNS):
+                raise ImportRefused(
+                    f"{path.name}, line {line}: expected {len(COLUMNS)} columns, got {len(row)}"
+                )
+            rec = dict(zip(COLUMNS, (c.strip() for c in row), strict=True))
+            rid = f"line {line} (id {rec['id']})"
+            for key in ("question_uuid", "llm_name", "metric", "score"):
+                if not rec[key]:
+                    raise ImportRefused(f"{path.name}, {rid}: {key} is empty")
+            if rec["metric"] not in METRICS:
+                raise ImportRefused(f"{path.name}, {rid}: unknown metric {rec['metric']!r}")
+            expected = f"{rec['llm_name']}_{rec['question_uuid']}"
+            if rec["dialog_uuid"] != expected:
+                raise ImportRefused(
+                    f"{path.name}, {rid}: dialog_uuid {rec['dialog_uuid']!r} does not match "
+                    f"llm_name and question_uuid ({expected!r})"
+                )
+            score = check_score(
+                rec["score"], lo=1, hi=3, criterion=rec["metric"], file=path, record=rid
+            )
+            by_dialog[(rec["question_uuid"], rec["llm_name"])][rec["metric"]].append(
+                (rec["id"], score)
+            )
+
+        for (qid, llm), metrics in by_dialog.items():
+            rid = f"{llm}_{qid}"
+            where = f"{path.name}, dialog {rid}"
+            counts = {m: len(v) for m, v in metrics.items()}
+            if set(counts) != METRICS:
+                raise ImportRefused(
+                    f"{where}: missing score(s) for {', '.join(sorted(METRICS - set(counts)))}"
+                )
+            rounds = set(counts.values())
+            if len(rounds) != 1:
+                raise ImportRefused(
+                    f"{where}: the criteria were scored a different number of times {counts}"
+                )
+            n = rounds.pop()
+            if n > 2:
+                raise ImportRefused(f"{where}: scored {n} times")
+            bundle.add_question(
+                QuestionSpec(
+                    external_id=qid,
+                    text="",
+                    task_type=qid.rsplit("_", 1)[0],
+                    meta=dict(PLACEHOLDER),
+                ),
+                where=where,
+            )
+            bundle.responses.append(
+                ResponseSpec(question=qid, llm=llm, text="", external_id=rid, where=where)
+            )
+            for round_ in range(n):
+                scores = {m: metrics[m][round_][1] for m in sorted(METRICS)}
+                if round_:
+                    first = {m: metrics[m][0][1] for m in METRICS}
+                    ids = ",".join(metrics[m][round_][0] for m in sorted(METRICS))
+                    what = (
+                        "dialog scored twice with the same scores"
+                        if first == scores
+                        else "dialog scored twice with different scores"
+                    )
+                    repairs.add(
+                        f"{what}: the second scoring (later rows) imported as a repeat rating "
+                        "(is_repeat, repeat_of the first)",
+                        path,
+                        f"{rid} ids {ids}",
+                    )
+                bundle.ratings.append(
+                    RatingSpec(
+                        study=study_key,
+                        rater=rater_spec.name,
+                        question=qid,
+                        llm=llm,
+                        scores=scores,
+                        repeat=bool(round_),
+                        where=where,
+                    )
+                )
+    return bundle

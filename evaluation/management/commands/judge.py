@@ -1,0 +1,155 @@
+"""python manage.py judge --study STUDY --judge JUDGE [--limit N] [--both-orders]
+[--repeat-rate R] [--seed S] [--resume RUN_ID] [--reparse] [--enqueue] [--force]"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from annotation.models import Study
+from evaluation import selectors, services
+from evaluation.models import JudgeConfig, JudgeRun
+from evaluation.runner import execute_run
+from evaluation.tasks import judge_run_execute
+
+
+def _get(model, value: str, field: str):
+    try:
+        if value.isdigit():
+            return model.objects.get(pk=int(value))
+        return model.objects.get(**{field: value})
+    except model.DoesNotExist:
+        raise CommandError(f"No {model._meta.verbose_name} {value!r}.") from None
+
+
+class Command(BaseCommand):
+    help = "Run an LLM judge over a study's items (or resume / re-parse a run)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--study", help="Study id or name.")
+        parser.add_argument("--judge", help="Judge configuration id or name.")
+        parser.add_argument("--limit", type=int, help="Judge at most N items.")
+        parser.add_argument(
+            "--both-orders",
+            action="store_true",
+            help="Pairwise: judge each pair in both orders (position consistency).",
+        )
+        parser.add_argument(
+            "--repeat-rate",
+            type=float,
+            default=0.02,
+            help="Share of items judged again with a fresh call (default 0.02).",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="Seed for order and repeats.")
+        parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue this run.")
+        parser.add_argument(
+            "--reparse",
+            action="store_true",
+            help="Re-run the parser over the "
+            "stored outputs of --resume RUN_ID (or the latest run of "
+            "--study/--judge); no API calls.",
+        )
+        parser.add_argument(
+            "--enqueue",
+            action="store_true",
+            help="Hand the run to the task queue instead of running it here.",
+        )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="With --resume: take over a run another executor seems to hold.",
+        )
+        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+
+    def handle(self, *args, **opts):
+        run = self._run(opts)
+        if opts["reparse"]:
+            result = services.judge_run_reparse(run=run)
+            self.stdout.write(
+                f"Re-parsed run {run.pk}: {result['changed']} changed, {result['ok']} parsed, "
+                f"{result['parse_failed']} parse failures."
+            )
+            return
+        if opts["enqueue"]:
+            job = judge_run_execute.enqueue(run.pk, force=opts["force"])
+            self.stdout.write(f"Run {run.pk} queued (job {job}).")
+            return
+        bar = None
+        if not opts["no_progress"]:
+            bar = tqdm(
+                total=run.n_planned or None,
+                unit="call",
+                desc=f"run {run.pk}",
+                file=self.stderr._out,
+                dynamic_ncols=True,
+            )
+
+        def progress(s: dict) -> None:
+            if bar is None:
+                return
+            bar.total = s["n_planned"] or bar.total
+            bar.n = s["n_done"]
+            bar.set_postfix(
+                failed=s["n_call_failed"],
+                unparsed=s["n_parse_failed"],
+                cached=s["n_cached"],
+                tokens=s["tokens_in"] + s["tokens_out"],
+                cost=f"{s['cost']:.4f}",
+                refresh=False,
+            )
+            bar.refresh()
+
+        done = execute_run(run.pk, force=opts["force"], progress=progress)
+        if bar is not None:
+            bar.close()
+        if done is None:
+            raise CommandError(
+                f"Run {run.pk} is finished or held by a live executor (use --force to take over)."
+            )
+        self._summary(done)
+        if done.status == JudgeRun.Status.FAILED:
+            raise CommandError(f"Run {done.pk} failed: {done.error}")
+
+    def _run(self, opts) -> JudgeRun:
+        if opts["resume"]:
+            try:
+                return JudgeRun.objects.get(pk=opts["resume"])
+            except JudgeRun.DoesNotExist:
+                raise CommandError(f"No run {opts['resume']}.") from None
+        if not opts["study"] or not opts["judge"]:
+            raise CommandError("Give --study and --judge (or --resume RUN_ID).")
+        study = _get(Study, opts["study"], "name")
+        judge = _get(JudgeConfig, opts["judge"], "name")
+        if opts["reparse"]:
+            run = JudgeRun.objects.filter(study=study, judge=judge).first()
+            if run is None:
+                raise CommandError("This judge has no run on this study to re-parse.")
+            return run
+        try:
+            return services.judge_run_create(
+                study=study,
+                judge=judge,
+                both_orders=opts["both_orders"],
+                repeat_rate=opts["repeat_rate"],
+                limit=opts["limit"],
+                seed=opts["seed"],
+            )
+        except ValidationError as e:
+            raise CommandError(" ".join(e.messages)) from None
+
+    def _summary(self, run: JudgeRun) -> None:
+        s = selectors.run_summary(run)
+        self.stdout.write(
+            f"Run {s['id']} {s['status']}: {s['done']}/{s['planned']} calls, {s['ok']} parsed, "
+            f"{s['parse_failed']} parse failures, {s['call_failed']} failed calls, "
+            f"{s['cached']} from cache; tokens in {s['tokens_in']}, out {s['tokens_out']}; "
+            f"cost {s['cost']:.6f}"
+        )
+        if s["position_consistency"]:
+            pc = s["position_consistency"]
+            rate = "n/a" if pc["rate"] is None else f"{pc['rate']:.3f}"
+            self.stdout.write(f"Position consistency: {rate} over {pc['pairs']} pairs")
+        if s["self_consistency"]:
+            sc = s["self_consistency"]
+            self.stdout.write(f"Repeat agreement: {sc['rate']:.3f} over {sc['pairs']} repeats")

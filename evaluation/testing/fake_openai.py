@@ -1,0 +1,405 @@
+"""A local OpenAI-compatible server for tests and the benchmark: real HTTP on 127.0.0.1, served
+by uvicorn (an ASGI app written here, no framework), started in a background thread
+(`FakeOpenAI().start()`) or as a process (`python -m evaluation.testing.fake_openai --port 0`).
+
+Answers are deterministic functions of the prompt (`answer_for`), so tests can predict them.
+Faults are asked for per request with markers anywhere in the messages (tests put them in a
+question's text), or for every request through the server settings:
+
+    <<fake:429:N>>        the first N attempts of this request get 429 with Retry-After
+    <<fake:retry-after:S>> the Retry-After value in seconds (default 1); <<fake:retry-date>> sends
+                          it as an HTTP date instead
+    <<fake:500:N>>        the first N attempts get 500
+    <<fake:hang:N>>       the first N attempts hang (past any client timeout)
+    <<fake:fail>>         every attempt gets 500
+    <<fake:malformed>>    a 200 whose content is prose, no scores
+    <<fake:wrongkeys>>    a 200 with JSON under the wrong keys
+    <<fake:outofrange>>   a 200 with scores of 99
+    <<fake:truncated>>    a 200 cut short with finish_reason "length"
+
+`json_supported=False` makes the server refuse `response_format` with a 400, like servers that
+have no JSON mode. Control and statistics over HTTP: GET /_fake/stats, POST /_fake/pause,
+/_fake/resume, /_fake/reset, /_fake/config (JSON body: latency, json_supported).
+
+"Paid" calls are 200 responses delivered to a connected client; a request whose client went away
+first (a killed run) is logged as aborted. Duplicates are paid calls with the same request hash
+and purpose (headers X-Request-Hash / X-Judge-Purpose sent by the runner, else the body hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import email.utils
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+MARKER = re.compile(r"<<fake:([a-z0-9-]+)(?::([0-9.]+))?>>")
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def _pick(digest: bytes, i: int, lo: int, hi: int) -> int:
+    return lo + digest[i % len(digest)] % (hi - lo + 1)
+
+
+STAR_LINE = re.compile(r"^- (\d+) stars? means", re.M)
+
+
+def star_criteria(prompt: str) -> list[tuple[str, int, int]]:
+    """(label, lo, hi) for each criterion block 'Label:' followed by '- N star(s) means' lines."""
+    out = []
+    lines = prompt.splitlines()
+    for i, line in enumerate(lines):
+        if not line.endswith(":") or line.startswith("-"):
+            continue
+        stars = []
+        for nxt in lines[i + 1 : i + 15]:
+            if not nxt.strip():
+                if stars:
+                    break
+                continue
+            m = STAR_LINE.match(nxt)
+            if not m:
+                break
+            stars.append(int(m.group(1)))
+        if stars:
+            out.append((line[:-1].strip(), min(stars), max(stars)))
+    return out
+
+
+def alignbench_dimensions(prompt: str) -> list[str]:
+    dims = re.findall(r"^\d+\. ([^:：\n]+)[:：]", prompt, re.M)
+    # The numbered procedure steps in the prompt are sentences, not dimension names.
+    return [d.strip() for d in dims if len(d.strip()) <= 12 and "AI" not in d]
+
+
+def answer_for(messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
+    """The answer the server gives to a clean request, derived from the prompt alone."""
+    prompt = _prompt_text(messages)
+    d = _digest(MARKER.sub("", prompt))
+    if "model_1" in prompt and "rank" in prompt:
+        first = 1 + d[0] % 2
+        ranking = [{"model": "model_1", "rank": first}, {"model": "model_2", "rank": 3 - first}]
+        if json_mode:
+            return json.dumps({"ranking": ranking})
+        return repr(ranking)
+    if "D: Both are bad" in prompt or "Please choose" in prompt:
+        letter = "ABCD"[d[0] % 4]
+        return json.dumps({"choice": letter}) if json_mode else f"{letter}"
+    if "综合得分" in prompt:
+        dims = alignbench_dimensions(prompt)
+        scores = {name: _pick(d, i, 1, 10) for i, name in enumerate(dims)}
+        scores["综合得分"] = _pick(d, len(dims), 1, 10)
+        if json_mode:
+            return json.dumps(
+                {"explanation": "与参考答案相比，回答基本正确。", "scores": scores},
+                ensure_ascii=False,
+            )
+        body = "".join(f"{name}：分析……得分 {v}\n" for name, v in scores.items())
+        return f"与参考答案相比，回答有一些不足。\n{body}最终评分：{scores!r}"
+    crits = star_criteria(prompt)
+    scores = {label: _pick(d, i, lo, hi) for i, (label, lo, hi) in enumerate(crits)}
+    if json_mode or "```" in prompt:
+        return json.dumps(scores)
+    return "\n".join(f"{label}: {v} stars" for label, v in scores.items())
+
+
+def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tuple[str, str]:
+    good = answer_for(messages, json_mode=json_mode)
+    if kind == "malformed":
+        return "I am not able to rate this answer.", "stop"
+    if kind == "wrongkeys":
+        return json.dumps({"quality": 2, "verdict": "fine"}), "stop"
+    if kind == "outofrange":
+        return re.sub(r"(?<=[:：] )\d+|(?<=\": )\d+|(?<=rank': )\d+", "99", good), "stop"
+    if kind == "truncated":
+        return good[: max(1, len(good) // 3)], "length"
+    return good, "stop"
+
+
+class FakeOpenAI:
+    def __init__(self, *, latency: float = 0.0, json_supported: bool = True, model_names=None):
+        self.latency = latency
+        self.json_supported = json_supported
+        self.models = list(model_names or ["gpt-4-0613", "fake-judge"])
+        self._lock = threading.Lock()
+        self.reset()
+        self.paused = False
+        self._server = None
+        self._thread: threading.Thread | None = None
+        self.port: int | None = None
+
+    # --- state ----------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        with self._lock:
+            self.attempts: Counter[str] = Counter()
+            self.log: list[dict[str, Any]] = []
+            self.in_flight = 0
+            self.max_in_flight = 0
+
+    def paid(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.log if r["paid"]]
+
+    def duplicates(self) -> int:
+        counts = Counter((r["request_hash"], r["purpose"]) for r in self.paid())
+        return sum(c - 1 for c in counts.values() if c > 1)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            statuses = Counter(r["status"] for r in self.log)
+            paid = [r for r in self.log if r["paid"]]
+            return {
+                "requests": len(self.log),
+                "paid": len(paid),
+                "aborted": sum(1 for r in self.log if r["aborted"]),
+                "statuses": {str(k): v for k, v in statuses.items()},
+                "tokens_in": sum(r["tokens_in"] for r in paid),
+                "tokens_out": sum(r["tokens_out"] for r in paid),
+                "max_in_flight": self.max_in_flight,
+                "duplicates": sum(
+                    c - 1
+                    for c in Counter((r["request_hash"], r["purpose"]) for r in paid).values()
+                    if c > 1
+                ),
+            }
+
+    # --- ASGI -----------------------------------------------------------------------------
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        path, method = scope["path"], scope["method"]
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if path.startswith("/_fake/"):
+            await self._control(path, method, body, send)
+        elif path.rstrip("/").endswith("/models") and method == "GET":
+            data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+            await self._send(send, 200, data)
+        elif path.rstrip("/").endswith("/chat/completions") and method == "POST":
+            await self._chat(body, headers, receive, send)
+        else:
+            await self._send(send, 404, {"error": {"message": "not found"}})
+
+    async def _send(self, send, status: int, data: Any, headers: dict[str, str] | None = None):
+        raw = json.dumps(data, ensure_ascii=False).encode()
+        hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+        hdrs += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await send({"type": "http.response.body", "body": raw})
+
+    async def _control(self, path: str, method: str, body: bytes, send) -> None:
+        action = path[len("/_fake/") :].strip("/")
+        if action == "stats":
+            return await self._send(send, 200, self.stats())
+        if method != "POST":
+            return await self._send(send, 405, {})
+        if action == "pause":
+            self.paused = True
+        elif action == "resume":
+            self.paused = False
+        elif action == "reset":
+            self.reset()
+        elif action == "config":
+            cfg = json.loads(body or b"{}")
+            self.latency = float(cfg.get("latency", self.latency))
+            self.json_supported = bool(cfg.get("json_supported", self.json_supported))
+        else:
+            return await self._send(send, 404, {})
+        await self._send(send, 200, {"ok": True})
+
+    async def _wait_or_disconnect(self, seconds: float, receive) -> bool:
+        """Sleep (and hold while paused); True when the client went away meanwhile."""
+        disconnect = asyncio.ensure_future(receive())
+
+        async def hold():
+            await asyncio.sleep(seconds)
+            while self.paused:
+                await asyncio.sleep(0.01)
+
+        waiter = asyncio.ensure_future(hold())
+        done, _ = await asyncio.wait({disconnect, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if disconnect in done and disconnect.result().get("type") == "http.disconnect":
+            waiter.cancel()
+            return True
+        disconnect.cancel()
+        return False
+
+    async def _chat(self, body: bytes, headers: dict[str, str], receive, send) -> None:
+        try:
+            req = json.loads(body)
+            messages = req["messages"]
+        except (ValueError, KeyError, TypeError):
+            return await self._send(send, 400, {"error": {"message": "invalid JSON body"}})
+        body_hash = hashlib.sha256(body).hexdigest()
+        prompt = _prompt_text(messages)
+        markers = {m.group(1): m.group(2) for m in MARKER.finditer(prompt)}
+        entry = {
+            "t": time.time(),
+            "body_hash": body_hash,
+            "request_hash": headers.get("x-request-hash") or body_hash,
+            "purpose": headers.get("x-judge-purpose", ""),
+            "status": None,
+            "paid": False,
+            "aborted": False,
+            "tokens_in": 0,
+            "tokens_out": 0,
+        }
+        with self._lock:
+            self.attempts[body_hash] += 1
+            attempt = self.attempts[body_hash]
+            self.log.append(entry)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._answer(req, messages, markers, attempt, entry, receive, send)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, req, messages, markers, attempt, entry, receive, send) -> None:
+        json_mode = (req.get("response_format") or {}).get("type") == "json_object"
+        if json_mode and not self.json_supported:
+            entry["status"] = 400
+            return await self._send(
+                send,
+                400,
+                {
+                    "error": {
+                        "message": "response_format is not supported by this server",
+                        "type": "invalid_request_error",
+                        "param": "response_format",
+                    }
+                },
+            )
+        if "hang" in markers and attempt <= int(float(markers["hang"] or 1)):
+            entry["status"] = "hang"
+            entry["aborted"] = await self._wait_or_disconnect(120.0, receive)
+            return
+        if await self._wait_or_disconnect(self.latency, receive):
+            entry["aborted"] = True
+            entry["status"] = "aborted"
+            return
+        if "429" in markers and attempt <= int(float(markers["429"] or 1)):
+            wait = markers.get("retry-after") or "1"
+            value = wait
+            if "retry-date" in markers:
+                value = email.utils.formatdate(time.time() + float(wait), usegmt=True)
+            entry["status"] = 429
+            return await self._send(
+                send,
+                429,
+                {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
+                {"retry-after": value},
+            )
+        if "fail" in markers or ("500" in markers and attempt <= int(float(markers["500"] or 1))):
+            entry["status"] = 500
+            return await self._send(send, 500, {"error": {"message": "The server had an error"}})
+        kind = next(
+            (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
+        )
+        content, finish = bad_answer(kind, messages, json_mode)
+        tokens_in = max(1, len(_prompt_text(messages)) // 2)
+        tokens_out = max(1, len(content) // 2)
+        data = {
+            "id": f"chatcmpl-{entry['body_hash'][:12]}-{attempt}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens_in,
+                "completion_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        }
+        await self._send(send, 200, data)
+        entry.update(status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, port: int = 0) -> FakeOpenAI:
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self,
+            log_level="error",
+            lifespan="off",
+            access_log=False,
+            backlog=2048,
+            timeout_keep_alive=60,
+            http="h11",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="fake-openai"
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def main() -> None:  # pragma: no cover - used by the benchmark as a separate process
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--no-json", action="store_true", help="refuse response_format")
+    args = parser.parse_args()
+    server = FakeOpenAI(latency=args.latency, json_supported=not args.no_json).start(args.port)
+    print(f"PORT {server.port}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

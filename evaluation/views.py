@@ -1,0 +1,168 @@
+"""Organizer pages for LLM judges: configurations, templates, starting runs, live progress,
+cancel / resume / re-parse, failures with their raw output. Organizers only; runs only on
+studies they own, judges only their own (superusers see all)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation.permissions import get_study_for_organizer, organizer_required
+from evaluation import selectors, services
+from evaluation.forms import JudgeConfigForm, PromptTemplateForm, RunStartForm
+from evaluation.models import JudgeRun
+from evaluation.tasks import judge_run_execute
+
+
+def _errors_to_form(form, e: ValidationError) -> None:
+    if hasattr(e, "error_dict"):
+        for field, errs in e.message_dict.items():
+            form.add_error(field if field in form.fields else None, errs)
+    else:
+        form.add_error(None, e.messages)
+
+
+def _get_run(request: HttpRequest, run_id: int) -> JudgeRun:
+    """The run, if it belongs to a study this organizer owns; anyone else's is a 404."""
+    return get_object_or_404(selectors.runs_for(request.user), pk=run_id)
+
+
+@organizer_required
+@require_GET
+def judge_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "evaluation/judge_list.html",
+        {
+            "judges": services.judges_for(request.user),
+            "runs": selectors.runs_for(request.user)[:50],
+        },
+    )
+
+
+@organizer_required
+@require_http_methods(["GET", "POST"])
+def judge_new(request: HttpRequest) -> HttpResponse:
+    templates = services.templates_for(request.user)
+    form = JudgeConfigForm(request.POST or None, templates=templates)
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = services.judge_config_create(owner=request.user, **form.service_kwargs())
+        except ValidationError as e:
+            _errors_to_form(form, e)
+        else:
+            messages.success(request, _("Judge %(name)s created.") % {"name": judge.name})
+            return redirect("judges:list")
+    return render(request, "evaluation/judge_new.html", {"form": form})
+
+
+@organizer_required
+@require_http_methods(["GET", "POST"])
+def template_list(request: HttpRequest) -> HttpResponse:
+    form = PromptTemplateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.prompt_template_create(owner=request.user, **form.cleaned_data)
+        except ValidationError as e:
+            _errors_to_form(form, e)
+        else:
+            messages.success(request, _("Template saved."))
+            return redirect("judges:templates")
+    return render(
+        request,
+        "evaluation/template_list.html",
+        {"templates": services.templates_for(request.user), "form": form},
+    )
+
+
+@organizer_required
+@require_http_methods(["GET", "POST"])
+def run_start(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = get_study_for_organizer(request.user, study_id)
+    form = RunStartForm(request.POST or None, judges=services.judges_for(request.user))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = services.judge_run_create(
+                study=study,
+                judge=data["judge"],
+                created_by=request.user,
+                both_orders=data["both_orders"],
+                repeat_rate=data["repeat_rate"],
+                limit=data["limit"],
+                seed=data["seed"] or 0,
+            )
+        except ValidationError as e:
+            _errors_to_form(form, e)
+        else:
+            run.task_id = judge_run_execute.enqueue(run.pk)
+            JudgeRun.objects.filter(pk=run.pk).update(task_id=run.task_id)
+            messages.success(request, _("Judge run started."))
+            return redirect("judges:run", run_id=run.pk)
+    runs = selectors.runs_for(request.user).filter(study=study)
+    return render(
+        request, "evaluation/run_start.html", {"study": study, "form": form, "runs": runs}
+    )
+
+
+@organizer_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    failures = Paginator(selectors.run_failures(run), 25).get_page(request.GET.get("page"))
+    context = {"run": run, "summary": selectors.run_summary(run), "failures": failures}
+    template = "evaluation/run_detail.html"
+    if request.htmx and request.GET.get("part") == "progress":
+        template += "#progress"
+    return render(request, template, context)
+
+
+@organizer_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    try:
+        services.judge_run_cancel(run=run)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+    else:
+        messages.success(
+            request, _("Cancel requested: calls in flight finish, nothing new starts.")
+        )
+    return redirect("judges:run", run_id=run.pk)
+
+
+@organizer_required
+@require_POST
+def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    if run.status in (JudgeRun.Status.DONE, JudgeRun.Status.CANCELLED):
+        messages.error(request, _("This run is finished; start a new run to judge what is left."))
+    else:
+        judge_run_execute.enqueue(run.pk)
+        messages.success(request, _("Run handed to the task queue; it continues where it stopped."))
+    return redirect("judges:run", run_id=run.pk)
+
+
+@organizer_required
+@require_POST
+def run_reparse(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = _get_run(request, run_id)
+    if run.is_active:
+        messages.error(request, _("Wait for the run to finish (or cancel it) before re-parsing."))
+    else:
+        result = services.judge_run_reparse(run=run)
+        messages.success(
+            request,
+            _(
+                "Re-parsed without calling the API: %(changed)d changed, %(ok)d parsed, "
+                "%(failed)d parse failures."
+            )
+            % {"changed": result["changed"], "ok": result["ok"], "failed": result["parse_failed"]},
+        )
+    return redirect("judges:run", run_id=run.pk)

@@ -1,0 +1,129 @@
+"""Exactly N under concurrency: real threads, each with its own PostgreSQL connection, racing
+through next / submit / skip. SQLite serialises writers and is only promised one user at a time."""
+
+from __future__ import annotations
+
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections
+from django.db.models import Count
+
+from annotation import engine
+from annotation.models import Assignment, Item, Rating
+
+from .conftest import make_rater, make_study
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _needs_postgres():
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and SKIP LOCKED need PostgreSQL (set DATABASE_URL=postgres://...)")
+
+
+def _work(study_id, rater_ids, seed, barrier, errors):
+    from annotation.models import Rater, Study
+
+    rng = random.Random(seed)
+    try:
+        study = Study.objects.get(pk=study_id)
+        raters = list(Rater.objects.filter(pk__in=rater_ids))
+        barrier.wait()
+        active = list(raters)
+        while active:
+            r = rng.choice(active)
+            a = engine.assignment_next(study=study, rater=r, rng=rng)
+            if a is None:
+                active.remove(r)
+                continue
+            if rng.random() < 0.1:
+                engine.assignment_skip(assignment=a, rater=r)
+                continue
+            choice = rng.choice(["left", "right", "tie", "both_bad"])
+            engine.assignment_submit(assignment=a, rater=r, choice=choice)
+            if rng.random() < 0.05:  # a double submit
+                engine.assignment_submit(assignment=a, rater=r, choice=choice)
+    except Exception as e:  # pragma: no cover - reported below
+        errors.append(repr(e))
+    finally:
+        connections.close_all()
+
+
+def test_no_item_gets_more_or_fewer_than_n_ratings_under_concurrent_annotators():
+    study = make_study(
+        mode="pairwise", n_questions=12, n_llms=4, ratings_per_item=3, repeat_rate=0.05
+    )
+    raters = [make_rater() for _ in range(24)]
+    threads = 12
+    barrier = threading.Barrier(threads)
+    errors: list[str] = []
+    groups = [[r.pk for r in raters[i::threads]] for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        for i, group in enumerate(groups):
+            pool.submit(_work, study.pk, group, i, barrier, errors)
+    assert errors == []
+    firsts = (
+        Rating.objects.filter(item__study=study, assignment__is_repeat=False)
+        .values("item")
+        .annotate(c=Count("id"))
+    )
+    per_item = {row["item"]: row["c"] for row in firsts}
+    assert len(per_item) == study.items.count()
+    assert set(per_item.values()) == {3}
+    assert not Item.objects.filter(study=study).exclude(n_ratings=3).exists()
+    assert not Item.objects.filter(study=study).exclude(n_reserved=0).exists()
+    # One rating per assignment even with double submits.
+    assert Rating.objects.count() == Assignment.objects.filter(status="submitted").count()
+
+
+def test_two_simultaneous_submits_of_one_assignment_record_one_rating():
+    study = make_study(mode="pairwise", n_questions=1, n_llms=2)
+    rater = make_rater()
+    a = engine.assignment_next(study=study, rater=rater)
+    barrier = threading.Barrier(4)
+    errors: list[str] = []
+
+    def submit():
+        try:
+            barrier.wait()
+            engine.assignment_submit(assignment=a, rater=rater, choice="left")
+        except Exception as e:  # pragma: no cover
+            errors.append(repr(e))
+        finally:
+            connections.close_all()
+
+    ts = [threading.Thread(target=submit) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    assert Rating.objects.filter(assignment=a).count() == 1
+    item = Item.objects.get(pk=a.item_id)
+    assert (item.n_ratings, item.n_reserved) == (1, 0)
+
+
+def test_one_rater_in_two_tabs_gets_one_open_assignment():
+    study = make_study(n_questions=3)
+    rater = make_rater()
+    barrier = threading.Barrier(6)
+    got: list[int] = []
+
+    def nxt():
+        try:
+            barrier.wait()
+            got.append(engine.assignment_next(study=study, rater=rater).pk)
+        finally:
+            connections.close_all()
+
+    ts = [threading.Thread(target=nxt) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(set(got)) == 1
+    assert Assignment.objects.filter(rater=rater).count() == 1

@@ -1,0 +1,207 @@
+"""Small rated studies built through the ORM, with known ratings: star (three human pools and a
+judge, repeats, a hidden hint) and pairwise (humans and a judge, both sides, a swapped repeat)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import pytest
+from django.core.cache import cache
+
+from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from annotation.services import study_create
+
+T0 = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The shared user fixtures set passwords; the default hasher costs ~0.3 s per user.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_report_cache():
+    """Report snapshots live in the cache; ids are reused across tests, so start empty."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@dataclass
+class Built:
+    study: Study
+    raters: dict[str, Rater]
+    items: list[Item]
+    ratings: list[Rating] = field(default_factory=list)
+
+
+def rate(
+    study: Study,
+    item: Item,
+    rater: Rater,
+    *,
+    at: dt.datetime,
+    scores: dict[str, int] | None = None,
+    choice: str = "",
+    repeat_of: Assignment | None = None,
+    left_is_a: bool = True,
+    hint_shown: bool = False,
+    seconds: float = 30.0,
+) -> Rating:
+    assignment = Assignment.objects.create(
+        study=study,
+        item=item,
+        rater=rater,
+        status=Assignment.Status.SUBMITTED,
+        is_repeat=repeat_of is not None,
+        repeat_of=repeat_of,
+        left_is_a=left_is_a,
+        hint_shown=hint_shown,
+        served_at=at - dt.timedelta(seconds=seconds),
+        submitted_at=at,
+    )
+    rating = Rating.objects.create(
+        assignment=assignment, item=item, rater=rater, choice=choice, created_at=at, updated_at=at
+    )
+    for key, value in (scores or {}).items():
+        Score.objects.create(
+            rating=rating,
+            criterion=Criterion.objects.get(rubric=study.rubric, key=key),
+            value=value,
+        )
+    return rating
+
+
+def make_raters(prefix: str = "") -> dict[str, Rater]:
+    return {
+        "onsite": Rater.objects.create(kind="human", pool="onsite", name=f"{prefix}onsite-1"),
+        "crowd": Rater.objects.create(kind="human", pool="crowd", name=f"{prefix}crowd-1"),
+        "public": Rater.objects.create(kind="human", pool="public", name=f"{prefix}public-1"),
+        "judge": Rater.objects.create(kind="judge", pool="judge", name=f"{prefix}GPT-4"),
+    }
+
+
+# Star scores per rater, one row per model x, y, z: on the objective question Q1 (correctness 1-3,
+# explanation 1-2) and on the subjective Q2 (accuracy 1-5, informativeness, fluency, logicality
+# 1-3). The judge is generous on model-z.
+STAR_SCORES = {
+    "onsite": [(3, 2), (2, 1), (1, 1)],
+    "crowd": [(3, 2), (2, 2), (1, 1)],
+    "public": [(2, 1), (3, 2), (2, 1)],
+    "judge": [(3, 2), (2, 1), (3, 2)],
+}
+SUBJECTIVE_SCORES = {
+    "onsite": [(5, 3, 3, 3), (3, 2, 3, 2), (2, 1, 2, 1)],
+    "crowd": [(4, 3, 3, 3), (3, 2, 2, 2), (1, 1, 2, 1)],
+    "public": [(2, 1, 1, 2), (5, 3, 3, 3), (3, 2, 3, 2)],
+    "judge": [(5, 3, 3, 3), (4, 2, 3, 3), (5, 3, 3, 3)],
+}
+OBJECTIVE = ("correctness", "explanation_correctness")
+SUBJECTIVE = ("accuracy", "informativeness", "fluency", "logicality")
+
+
+@pytest.fixture
+def star_study(organizer, small_dataset, star_rubric) -> Built:
+    """Both questions: 6 items (3 models x 2 questions) x 4 raters (onsite, crowd, public, the
+    judge), plus the onsite rater's repeat of model-x's objective answer (a different
+    correctness). Hints are randomised; the public rater never saw one."""
+    study = study_create(
+        name="Star study",
+        dataset=small_dataset,
+        mode="star",
+        rubric=star_rubric,
+        owner=organizer,
+        hint_policy=Study.HintPolicy.RANDOM,
+    )
+    items = list(study.items.order_by("question__external_id", "response_a__llm__name"))
+    raters = make_raters()
+    built = Built(study, raters, items)
+    minute = 0
+    for pool in STAR_SCORES:
+        rows = [dict(zip(OBJECTIVE, r, strict=True)) for r in STAR_SCORES[pool]]
+        rows += [dict(zip(SUBJECTIVE, r, strict=True)) for r in SUBJECTIVE_SCORES[pool]]
+        for item, scores in zip(items, rows, strict=True):
+            minute += 1
+            built.ratings.append(
+                rate(
+                    study,
+                    item,
+                    raters[pool],
+                    at=T0 + dt.timedelta(minutes=minute),
+                    scores=scores,
+                    hint_shown=pool != "public",
+                )
+            )
+    first = built.ratings[0].assignment
+    built.ratings.append(
+        rate(
+            study,
+            items[0],
+            raters["onsite"],
+            at=T0 + dt.timedelta(days=2),
+            scores={"correctness": 2, "explanation_correctness": 2},
+            repeat_of=first,
+            hint_shown=True,
+        )
+    )
+    return built
+
+
+# (pair index, rater, choice, left_is_a); pairs are (x, y), (x, z), (y, z) by model name.
+PAIR_CHOICES = [
+    (0, "crowd", "A", True),
+    (1, "crowd", "A", False),
+    (2, "crowd", "tie", True),
+    (0, "public", "B", False),
+    (1, "public", "A", True),
+    (2, "public", "both_bad", True),
+    (0, "judge", "A", True),
+    (1, "judge", "B", True),
+    (2, "judge", "B", True),
+]
+
+
+@pytest.fixture
+def pair_study(organizer, small_dataset, pairwise_rubric) -> Built:
+    """Pairwise, objective question: the three pairs rated by crowd, public and the judge, in
+    time order, plus the judge's repeat of the first pair with the sides swapped."""
+    study = study_create(
+        name="Pair study",
+        dataset=small_dataset,
+        mode="pairwise",
+        rubric=pairwise_rubric,
+        owner=organizer,
+        selection={"kinds": ["objective"]},
+    )
+    items = sorted(
+        study.items.select_related("response_a__llm", "response_b__llm"),
+        key=lambda i: (i.response_a.llm.name, i.response_b.llm.name),
+    )
+    raters = make_raters("p-")
+    built = Built(study, raters, items)
+    for minute, (idx, pool, choice, left) in enumerate(PAIR_CHOICES, start=1):
+        built.ratings.append(
+            rate(
+                study,
+                items[idx],
+                raters[pool],
+                at=T0 + dt.timedelta(minutes=minute),
+                choice=choice,
+                left_is_a=left,
+            )
+        )
+    judge_first = built.ratings[6].assignment
+    built.ratings.append(
+        rate(
+            study,
+            items[0],
+            raters["judge"],
+            at=T0 + dt.timedelta(hours=5),
+            choice="A",
+            repeat_of=judge_first,
+            left_is_a=False,
+        )
+    )
+    return built
