@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
@@ -429,9 +430,13 @@ def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
     quota = study.quota_for(rater.pool)
     remaining = None
     if quota is None:
-        # The study's outstanding ratings: an aggregate, so it says nothing about any item.
-        agg = Item.objects.filter(study=study).aggregate(r=Sum("n_ratings"), c=Count("id"))
-        remaining = max(0, (agg["c"] or 0) * study.ratings_per_item - (agg["r"] or 0))
+        # The study's outstanding ratings: an aggregate, so it says nothing about any item. It
+        # scans the study's items, so every page shares one figure for a few seconds.
+        def outstanding() -> int:
+            agg = Item.objects.filter(study=study).aggregate(r=Sum("n_ratings"), c=Count("id"))
+            return max(0, (agg["c"] or 0) * study.ratings_per_item - (agg["r"] or 0))
+
+        remaining = cache.get_or_set(f"annot-remaining:{study.public_id}", outstanding, 5)
     return RaterProgress(done=done, quota=quota, remaining=remaining)
 
 

@@ -21,6 +21,8 @@ app.conf.task_acks_late = True
 app.conf.task_reject_on_worker_lost = True
 app.conf.worker_prefetch_multiplier = 1
 app.conf.broker_connection_retry_on_startup = True
+# A named queue lets several deployments (or test runs) share one Redis without stealing jobs.
+app.conf.task_default_queue = os.environ.get("CELERY_QUEUE", "celery")
 app.autodiscover_tasks()
 
 

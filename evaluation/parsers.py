@@ -274,7 +274,7 @@ def parse_choice(text: str) -> dict:
     patterns = [
         r"\[\[([ABCD])\]\]",
         r"(?:output|answer|choice|option|选择|答案)\s*[:：]?\s*\**\(?([ABCD])\)?(?![A-Za-z])",
-        r"^\**\(?([ABCD])\)?\**(?:[\s.:：)]|$)",
+        r"^\**\(?([ABCD])\)?\**(?:[.:：)]|\s*$)",
     ]
     for p in patterns:
         hits = {h.upper() for h in re.findall(p, stripped, re.I | re.M)}

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
+import json
 import logging
 import os
 import queue
 import random
+import tempfile
 import threading
 import time
 import traceback
@@ -32,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import openai
+from django.conf import settings
 from django.utils import timezone
 
 from evaluation import services
@@ -42,7 +46,7 @@ log = logging.getLogger(__name__)
 
 BACKOFF_CAP = 60.0
 RETRY_AFTER_CAP = 600.0
-FLUSH_EVERY = 0.2  # seconds between writes of finished calls
+FLUSH_EVERY = 0.05  # seconds to gather finished calls before a write
 FLUSH_MAX = 200  # calls per write
 
 
@@ -126,10 +130,102 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
         fut.set_result(result)
 
 
+class Journal:
+    """An append-only file of answered calls, written the moment each answer arrives.
+
+    The database writer batches, so a kill -9 can lose answers that were paid for but not yet
+    committed. Each answer is therefore first appended here with a plain write() from the event
+    loop (no await in between: it survives the process being killed, as the data is in the
+    kernel). A resumed run records journal entries missing from the database instead of calling
+    again; the file is removed when the run finishes. Best effort: it is local to the machine.
+    """
+
+    def __init__(self, run_id: int) -> None:
+        base = os.environ.get("JUDGE_JOURNAL_DIR") or os.path.join(
+            tempfile.gettempdir(), "llmeval-judge-journal"
+        )
+        db = settings.DATABASES["default"]
+        tag = hashlib.sha256(
+            f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{db.get('NAME')}".encode()
+        ).hexdigest()[:16]
+        os.makedirs(base, exist_ok=True)
+        self.path = os.path.join(base, f"run-{tag}-{run_id}.jsonl")
+        self._fd: int | None = None
+
+    def append(self, o: Outcome) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        line = json.dumps(
+            {
+                "item": o.job.item_id,
+                "purpose": o.job.purpose,
+                "json_mode": o.json_mode,
+                "raw": o.raw,
+                "finish_reason": o.finish_reason,
+                "tokens_in": o.tokens_in,
+                "tokens_out": o.tokens_out,
+                "latency_ms": o.latency_ms,
+                "attempts": o.attempts,
+                "started_at": o.started_at.isoformat() if o.started_at else None,
+                "finished_at": o.finished_at.isoformat() if o.finished_at else None,
+            },
+            ensure_ascii=False,
+        )
+        os.write(self._fd, (line + "\n").encode("utf-8"))
+
+    def recover(self, plan: Plan) -> list[Outcome]:
+        """Answers journaled by a killed executor and missing from the database."""
+        if not os.path.exists(self.path):
+            return []
+        pending = {(j.item_id, j.purpose): j for j in plan.pending}
+        out: list[Outcome] = []
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by the kill
+                job = pending.pop((e["item"], e["purpose"]), None)
+                if job is None or e["json_mode"] not in job.bodies:
+                    continue
+                out.append(
+                    Outcome(
+                        job=job,
+                        json_mode=e["json_mode"],
+                        status=JudgeCall.Status.OK,
+                        raw=e["raw"],
+                        finish_reason=e["finish_reason"],
+                        tokens_in=e["tokens_in"],
+                        tokens_out=e["tokens_out"],
+                        latency_ms=e["latency_ms"],
+                        attempts=e["attempts"],
+                        http_status=200,
+                        started_at=_dt(e["started_at"]),
+                        finished_at=_dt(e["finished_at"]),
+                    )
+                )
+        plan.pending = list(pending.values())
+        return out
+
+    def close(self, *, remove: bool) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if remove and os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def _dt(value: str | None):
+    return datetime.fromisoformat(value) if value else None
+
+
 class _Executor:
-    def __init__(self, plan: Plan, *, api_key: str, bridge: DbBridge, progress, backoff: float):
+    def __init__(
+        self, plan: Plan, *, api_key: str, bridge: DbBridge, progress, backoff: float, journal
+    ):
         p = plan.params
         self.plan = plan
+        self.journal = journal
         self.bridge = bridge
         self.progress = progress
         self.backoff = backoff
@@ -214,7 +310,7 @@ class _Executor:
             else:
                 choice = resp.choices[0] if resp.choices else None
                 usage = resp.usage
-                return Outcome(
+                outcome = Outcome(
                     job=job,
                     json_mode=json_mode,
                     status=JudgeCall.Status.OK,
@@ -228,6 +324,9 @@ class _Executor:
                     started_at=started,
                     finished_at=timezone.now(),
                 )
+                # Paid for: on disk before anything else can happen (see Journal).
+                self.journal.append(outcome)
+                return outcome
             if attempts >= self.max_attempts:
                 return self._failed(
                     job,
@@ -394,7 +493,8 @@ def execute_run(
             raise RunError(f"The environment variable {env} (the judge's API key) is not set.")
         plan = services.judge_run_plan(run=run)
         JudgeRun.objects.filter(pk=run_id).update(n_planned=plan.n_planned)
-        cached = _from_cache(plan)
+        journal = Journal(run_id)
+        cached = journal.recover(plan) + _from_cache(plan)
         bridge = DbBridge()
         ex = _Executor(
             plan,
@@ -402,6 +502,7 @@ def execute_run(
             bridge=bridge,
             progress=progress,
             backoff=services.backoff_base() if backoff is None else backoff,
+            journal=journal,
         )
         failure: list[BaseException] = []
 
@@ -417,6 +518,7 @@ def execute_run(
         t.start()
         bridge.serve(t)
         t.join()
+        journal.close(remove=not failure)
         if failure:
             raise failure[0]
         status = JudgeRun.Status.CANCELLED if ex.stop else JudgeRun.Status.DONE

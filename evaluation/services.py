@@ -468,14 +468,17 @@ def _rating_for_call(*, call: JudgeCall, run: JudgeRun, criteria: dict) -> Ratin
         rating.scores.all().delete()
     else:
         repeat_of = None
+        first = (
+            Assignment.objects.filter(item_id=call.item_id, rater=rater, is_repeat=False)
+            .select_related("rating")
+            .first()
+        )
         if call.purpose == JudgeCall.Purpose.REPEAT:
-            repeat_of = Assignment.objects.filter(
-                item_id=call.item_id, rater=rater, is_repeat=False
-            ).first()
-            if repeat_of is None:
-                return None
-        elif Assignment.objects.filter(item_id=call.item_id, rater=rater, is_repeat=False).exists():
-            return None
+            if first is None:
+                return None  # the primary was not judged: nothing to repeat
+            repeat_of = first
+        elif first is not None:
+            return None  # this judge already rated the item (an earlier run)
         assignment = Assignment.objects.create(
             study_id=run.study_id,
             item_id=call.item_id,
@@ -516,12 +519,91 @@ def _drop_rating(call: JudgeCall) -> None:
         assignment.delete()
 
 
+def _record_bulk(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> None:
+    """The fast path: a few multi-row INSERTs per batch (calls, assignments, ratings, scores)."""
+    rater = run.judge.rater
+    firsts = {
+        a.item_id: a
+        for a in Assignment.objects.filter(
+            rater=rater, is_repeat=False, item_id__in={c.item_id for c in calls}
+        )
+    }
+    rated: list[tuple[JudgeCall, Assignment]] = []
+    for purpose in (JudgeCall.Purpose.PRIMARY, JudgeCall.Purpose.REPEAT):
+        new: list[tuple[JudgeCall, Assignment]] = []
+        for call in calls:
+            if call.purpose != purpose or call.parse_status != JudgeCall.Parse.OK:
+                continue
+            first = firsts.get(call.item_id)
+            if purpose == JudgeCall.Purpose.PRIMARY and first is not None:
+                continue  # this judge already rated the item (an earlier run)
+            if purpose == JudgeCall.Purpose.REPEAT and first is None:
+                continue  # the primary was not judged: nothing to repeat
+            a = Assignment(
+                study_id=run.study_id,
+                item_id=call.item_id,
+                rater=rater,
+                seq=call.item_id,
+                status=Assignment.Status.SUBMITTED,
+                left_is_a=call.left_is_a,
+                hint_shown=call.hint_shown,
+                is_repeat=purpose == JudgeCall.Purpose.REPEAT,
+                repeat_of=first if purpose == JudgeCall.Purpose.REPEAT else None,
+                served_at=call.started_at or call.finished_at,
+                submitted_at=call.finished_at,
+                active_ms=call.latency_ms,
+            )
+            new.append((call, a))
+            if purpose == JudgeCall.Purpose.PRIMARY:
+                firsts[call.item_id] = a
+        Assignment.objects.bulk_create([a for _, a in new])
+        rated += new
+    ratings = [
+        Rating(
+            assignment=a,
+            item_id=call.item_id,
+            rater=rater,
+            choice=(call.parsed or {}).get("choice", ""),
+            created_at=call.finished_at,
+            updated_at=call.finished_at,
+        )
+        for call, a in rated
+    ]
+    Rating.objects.bulk_create(ratings)
+    scores = []
+    for (call, _), rating in zip(rated, ratings, strict=True):
+        call.rating = rating
+        for key, value in ((call.parsed or {}).get("scores") or {}).items():
+            cid, lo, hi = criteria[key]
+            if not lo <= int(value) <= hi:  # parsers check this too; no stray value gets in
+                raise ValidationError(f"{key}={value} is outside {lo}-{hi}")
+            scores.append(Score(rating=rating, criterion_id=cid, value=int(value)))
+    Score.objects.bulk_create(scores)
+    JudgeCall.objects.bulk_create(calls)
+
+
+def _record_one_by_one(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> None:
+    """The careful path, when the batch collides with rows another executor wrote."""
+    for call in calls:
+        call.pk, call.rating = None, None
+        try:
+            with transaction.atomic():
+                call.save()
+                if call.parse_status == JudgeCall.Parse.OK:
+                    call.rating = _rating_for_call(call=call, run=run, criteria=criteria)
+                    if call.rating is not None:
+                        call.save(update_fields=["rating"])
+        except IntegrityError:
+            continue  # already recorded: the unique constraint keeps one
+
+
 def judge_calls_record(*, run_id: int, parser: str, outcomes: list[Outcome]) -> dict[str, Any]:
     """Store a batch of finished calls, their parses and ratings, refresh the run's counters
     and heartbeat. Returns the counters and whether a cancel was asked for."""
     with transaction.atomic():
         run = JudgeRun.objects.select_related("judge__rater", "study__rubric").get(pk=run_id)
         criteria = _criteria_ids(run.study) if outcomes else {}
+        calls = []
         for o in outcomes:
             source_id = o.cache_source_id
             if o.cached and source_id is None:
@@ -551,16 +633,13 @@ def judge_calls_record(*, run_id: int, parser: str, outcomes: list[Outcome]) -> 
                 finished_at=o.finished_at or timezone.now(),
             )
             parse_output(parser, call, o.job.specs)
+            calls.append(call)
+        if calls:
             try:
                 with transaction.atomic():
-                    call.save()
-                    if call.parse_status == JudgeCall.Parse.OK:
-                        call.rating = _rating_for_call(call=call, run=run, criteria=criteria)
-                        if call.rating is not None:
-                            call.save(update_fields=["rating"])
+                    _record_bulk(run=run, calls=calls, criteria=criteria)
             except IntegrityError:
-                # Already recorded (a second executor raced us): the unique constraint keeps one.
-                continue
+                _record_one_by_one(run=run, calls=calls, criteria=criteria)
         judge_run_recount(run=run)
         run.heartbeat_at = timezone.now()
         run.save(

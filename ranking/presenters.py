@@ -47,10 +47,24 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     total_rows: int
+    numeric: list[bool] | None = None  # per column: right-align (numbers)
 
     @property
     def truncated(self) -> bool:
         return self.total_rows > len(self.rows)
+
+    @property
+    def cells(self) -> list[list[tuple[str, bool]]]:
+        """Rows as (text, is_number) pairs for the template."""
+        numeric = self.numeric or [
+            i > 0 and all(_looks_numeric(r[i]) for r in self.rows) for i in range(len(self.columns))
+        ]
+        return [list(zip(row, numeric, strict=False)) for row in self.rows]
+
+
+def _looks_numeric(text: str) -> bool:
+    head = text.split(" ", 1)[0].replace("∞", "1").lstrip("-")
+    return head == "" or head.replace(".", "", 1).isdigit()
 
 
 def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LIMIT) -> Table:
@@ -60,7 +74,11 @@ def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LI
     shown = df if limit is None else df.head(limit)
     records = jsonable(shown)
     rows = [[fmt(v) for v in r.values()] for r in records]
-    return Table(name, [str(c) for c in df.columns], rows, len(df))
+    numeric = [
+        pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        for c in df.columns
+    ]
+    return Table(name, [str(c) for c in df.columns], rows, len(df), numeric)
 
 
 def _series(report_tables: dict, source: str, kind: str, criterion: str = "overall") -> pd.Series:

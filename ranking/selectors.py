@@ -29,7 +29,9 @@ def _submitted_ratings(study: Study, *, exclude_simulated: bool = False):
         assignment__study=study, assignment__status=Assignment.Status.SUBMITTED
     )
     if exclude_simulated:
-        qs = qs.exclude(rater__meta__simulated=True)
+        # A subquery rather than exclude() across the JSON key: raters without the key must stay
+        # (exclude() on a missing JSON key drops them on SQLite).
+        qs = qs.exclude(rater_id__in=Rater.objects.filter(meta__simulated=True).values("id"))
     return qs
 
 

@@ -49,7 +49,7 @@ POOLS = ("onsite", "crowd", "public")
 # left-side bias spread, stability on repeats, median seconds per item, share of careless raters.
 PROFILES: dict[str, dict[str, float]] = {
     "onsite": {
-        "noise": 0.10,
+        "noise": 0.22,
         "bias": 0.03,
         "left": 0.01,
         "stability": 0.92,
@@ -57,7 +57,7 @@ PROFILES: dict[str, dict[str, float]] = {
         "careless": 0.0,
     },
     "crowd": {
-        "noise": 0.20,
+        "noise": 0.32,
         "bias": 0.06,
         "left": 0.03,
         "stability": 0.78,
@@ -65,7 +65,7 @@ PROFILES: dict[str, dict[str, float]] = {
         "careless": 0.05,
     },
     "public": {
-        "noise": 0.32,
+        "noise": 0.45,
         "bias": 0.10,
         "left": 0.06,
         "stability": 0.62,
@@ -96,6 +96,11 @@ def _simulated_assignments(study: Study):
     return Assignment.objects.filter(study=study, rater__meta__simulated=True)
 
 
+def _simulated_rater_ids():
+    # A subquery: exclude() across a JSON key would also drop raters without the key on SQLite.
+    return Rater.objects.filter(meta__simulated=True).values("id")
+
+
 def _rater_profile(pool: str, index: int, seed: int) -> dict[str, float]:
     """A rater's own noise, bias, side bias and stability, fixed by its name (pool + number)."""
     p = PROFILES[pool]
@@ -103,7 +108,7 @@ def _rater_profile(pool: str, index: int, seed: int) -> dict[str, float]:
     careless = bool(rng.random() < p["careless"])
     return {
         "simulated": True,
-        "noise": round(float(p["noise"] * rng.uniform(0.7, 1.3) * (3.0 if careless else 1.0)), 4),
+        "noise": round(float(p["noise"] * rng.uniform(0.7, 1.3) * (2.5 if careless else 1.0)), 4),
         "bias": round(float(rng.normal(0, p["bias"])), 4),
         "left_bias": round(float(rng.normal(0, p["left"])), 4),
         "stability": round(float(np.clip(rng.normal(p["stability"], 0.05), 0.3, 0.99)), 4),
@@ -112,12 +117,19 @@ def _rater_profile(pool: str, index: int, seed: int) -> dict[str, float]:
     }
 
 
-def _raters(pools, raters_per_pool: int, start_index: int, seed: int) -> list[Rater]:
+def _raters(
+    pools, raters_per_pool: int, start_index: int, seed: int, *, refresh: bool
+) -> list[Rater]:
+    """The simulated raters, created on first use; ``refresh`` redraws an existing rater's
+    profile from the seed (a forced re-simulation starts from scratch)."""
     out = []
     for pool in pools:
         for i in range(start_index + 1, start_index + raters_per_pool + 1):
             name = f"sim-{pool}-{i:02d}"
             rater = Rater.objects.filter(name=name, user__isnull=True, external_id="").first()
+            if rater is not None and refresh:
+                rater.meta = {**(rater.meta or {}), **_rater_profile(pool, i, seed)}
+                rater.save(update_fields=["meta"])
             if rater is None:
                 rater = Rater.objects.create(
                     kind=Rater.Kind.HUMAN,
@@ -150,7 +162,7 @@ def _real_scores(filter_kwargs: dict, kind: str) -> dict[tuple[int, str], float]
             rating__rater__kind=kind,
             **filter_kwargs,
         )
-        .exclude(rating__rater__meta__simulated=True)
+        .exclude(rating__rater_id__in=_simulated_rater_ids())
         .values_list("rating__item__response_a_id", "criterion__key", "criterion_id")
         .annotate(mean=Avg("value"))
     )
@@ -171,7 +183,7 @@ def _response_quality(study: Study) -> dict[int, float]:
                 rating__item__study__dataset_id=study.dataset_id,
                 rating__item__response_b__isnull=True,
             )
-            .exclude(rating__rater__meta__simulated=True)
+            .exclude(rating__rater_id__in=_simulated_rater_ids())
             .values_list("rating__item__response_a_id", "criterion_id")
             .annotate(mean=Avg("value"))
         )
@@ -227,7 +239,7 @@ def simulate_ratings(
             return result
 
     rng = np.random.default_rng([seed, study.pk, start_index])
-    raters = _raters(pools, raters_per_pool, start_index, seed)
+    raters = _raters(pools, raters_per_pool, start_index, seed, refresh=force)
     result.raters = len(raters)
 
     items = list(

@@ -233,6 +233,7 @@ class CountsOut(serializers.Serializer):
     studies = serializers.IntegerField()
     items = serializers.IntegerField()
     raters = serializers.IntegerField()
+    assignments = serializers.IntegerField()
     ratings = serializers.IntegerField()
     scores = serializers.IntegerField()
 

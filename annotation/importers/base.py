@@ -181,6 +181,7 @@ ENTITIES = (
     "studies",
     "items",
     "raters",
+    "assignments",
     "ratings",
     "scores",
 )
@@ -224,16 +225,47 @@ class ImportResult:
 # --- progress ---------------------------------------------------------------------------------
 
 
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
 def progress(iterable: Iterable, *, total: int | None, desc: str, enabled: bool):
-    """A tqdm bar on stderr for large inputs when stderr is a terminal; the iterable otherwise."""
-    if not enabled or (total is not None and total < PROGRESS_MIN) or not sys.stderr.isatty():
+    """A tqdm bar on stderr over a large input when stderr is a terminal; the iterable otherwise."""
+    if not enabled or (total is not None and total < PROGRESS_MIN) or not _tty():
         return iterable
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False, unit="rec")
 
 
+class Bar:
+    """A bar advanced by hand (records over several files, rows written in batches)."""
+
+    def __init__(self, *, total: int, desc: str, enabled: bool) -> None:
+        self._bar = None
+        if enabled and total >= PROGRESS_MIN and _tty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, unit="rec")
+
+    def update(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 # --- shared parsing helpers -------------------------------------------------------------------
+
+
+def at(file: str | Path, record: str) -> str:
+    """'file, record N' for messages; records already named 'line N' or 'record N' stay so."""
+    record = str(record)
+    if not record.startswith(("line ", "record ", "dialog ")):
+        record = f"record {record}"
+    return f"{Path(file).name}, {record}"
 
 
 def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: RepairLog) -> str:
@@ -248,10 +280,8 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
         repairs.add(f"{what} was a JSON number, stored as text", file, record)
         return str(value)
     if value is None:
-        raise ImportRefused(f"{Path(file).name}, record {record}: {what} is missing (null)")
-    raise ImportRefused(
-        f"{Path(file).name}, record {record}: {what} must be text, not {type(value).__name__}"
-    )
+        raise ImportRefused(f"{at(file, record)}: {what} is missing (null)")
+    raise ImportRefused(f"{at(file, record)}: {what} must be text, not {type(value).__name__}")
 
 
 def check_score(
@@ -264,12 +294,11 @@ def check_score(
             value = int(value.strip())
         else:
             raise ImportRefused(
-                f"{Path(file).name}, record {record}: score {criterion}={value!r} is not a whole number"
+                f"{at(file, record)}: score {criterion}={value!r} is not a whole number"
             )
     if not lo <= value <= hi:
         raise ImportRefused(
-            f"{Path(file).name}, record {record}: score {criterion}={value} is outside the "
-            f"rubric's range {lo}-{hi}"
+            f"{at(file, record)}: score {criterion}={value} is outside the rubric's range {lo}-{hi}"
         )
     return value
 
@@ -279,9 +308,12 @@ def check_score(
 
 def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
     out = []
-    chunks = range(0, len(objs), BATCH)
-    for start in progress(chunks, total=len(objs), desc=desc, enabled=enabled):
-        out.extend(model.objects.bulk_create(objs[start : start + BATCH]))
+    bar = Bar(total=len(objs), desc=f"writing {desc}", enabled=enabled)
+    for start in range(0, len(objs), BATCH):
+        batch = objs[start : start + BATCH]
+        out.extend(model.objects.bulk_create(batch))
+        bar.update(len(batch))
+    bar.close()
     return out
 
 
@@ -551,6 +583,7 @@ def write_bundle(
                 raise ImportRefused(
                     f"{spec.where}: rater {spec.rater!r} rates this item twice in the same import"
                 )
+            skipped["assignments"] += 1
             skipped["ratings"] += 1
             skipped["scores"] += len(spec.scores)
             continue
@@ -594,6 +627,7 @@ def write_bundle(
         )
         if any(a.pk is None for a in assignments):
             raise ImportRefused("the database backend did not return ids from a bulk insert")
+        added["assignments"] += len(assignments)
         if not repeat:
             for a in assignments:
                 first_exposure[(a.item_id, a.rater_id)] = a.pk
@@ -710,6 +744,7 @@ __all__ = [
     "StudySpec",
     "as_text",
     "check_score",
+    "Bar",
     "progress",
     "run_import",
     "write_bundle",

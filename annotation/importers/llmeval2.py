@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.importers.base import (
+    Bar,
     Bundle,
     ImportRefused,
     QuestionSpec,
@@ -23,7 +24,6 @@ from annotation.importers.base import (
     StudySpec,
     as_text,
     check_score,
-    progress,
 )
 
 DATASET = "LLMEval-2"
@@ -129,16 +129,19 @@ def parse(
     records_by_key: dict[tuple[str, str], tuple[str, tuple]] = {}
     answers: dict[tuple[str, str], tuple[str, str]] = {}
 
-    for path in paths:
-        path = Path(path)
+    loaded = []
+    for path in map(Path, paths):
         subject = subject_of(path)
         rater_spec = rater_for(path, rater, rater_kind) if scores else None
+        loaded.append((path, subject, rater_spec, load_list(path)))
+    bar = Bar(
+        total=sum(len(x[3]) for x in loaded), desc="reading records", enabled=progress_enabled
+    )
+    for path, subject, rater_spec, data in loaded:
         if rater_spec:
             bundle.raters.setdefault(rater_spec.name, rater_spec)
-        data = load_list(path)
-        for index, rec in enumerate(
-            progress(data, total=len(data), desc=path.name, enabled=progress_enabled)
-        ):
+        for index, rec in enumerate(data):
+            bar.update()
             rid = f"record {index}"
             if not isinstance(rec, dict):
                 raise ImportRefused(
@@ -257,6 +260,7 @@ def parse(
                     )
                 )
 
+    bar.close()
     # The question text is the wording most models were shown; the others are kept per LLM.
     for qid, by_llm in prompts.items():
         counts = Counter(by_llm.values())

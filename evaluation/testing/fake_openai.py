@@ -171,6 +171,9 @@ class FakeOpenAI:
                 "tokens_in": sum(r["tokens_in"] for r in paid),
                 "tokens_out": sum(r["tokens_out"] for r in paid),
                 "max_in_flight": self.max_in_flight,
+                "in_flight": self.in_flight,
+                "first_request_t": min((r["t"] for r in self.log), default=None),
+                "last_paid_t": max((r["done_t"] for r in paid), default=None),
                 "duplicates": sum(
                     c - 1
                     for c in Counter((r["request_hash"], r["purpose"]) for r in paid).values()
@@ -195,10 +198,10 @@ class FakeOpenAI:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         if path.startswith("/_fake/"):
             await self._control(path, method, body, send)
-        elif path.rstrip("/").endswith("/models") and method == "GET":
+        elif path.rstrip("/") == "/v1/models" and method == "GET":
             data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
             await self._send(send, 200, data)
-        elif path.rstrip("/").endswith("/chat/completions") and method == "POST":
+        elif path.rstrip("/") == "/v1/chat/completions" and method == "POST":
             await self._chat(body, headers, receive, send)
         else:
             await self._send(send, 404, {"error": {"message": "not found"}})
@@ -342,7 +345,9 @@ class FakeOpenAI:
             },
         }
         await self._send(send, 200, data)
-        entry.update(status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out)
+        entry.update(
+            status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
+        )
 
     # --- lifecycle ------------------------------------------------------------------------
 

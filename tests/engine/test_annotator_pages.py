@@ -376,3 +376,20 @@ def test_invitation_link_sets_a_password_once(client, db, organizer):
     assert User.objects.get(username="dan").check_password("a-long-pass-123")
     client.logout()
     assert client.get(invite).status_code == 404
+
+
+def test_pages_speak_chinese_from_the_browser_language(annotator_client, star_study):
+    a = serve(annotator_client, star_study)
+    url = reverse("annotate:assignment", args=[a.public_id])
+    zh = annotator_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    assert "提交结果" in zh and "上一条" in zh and "跳过" in zh
+    criterion = star_study.rubric.criteria_for(a.item.question)[0]
+    assert criterion.label_zh in zh and criterion.descriptions[0]["zh"] in zh
+    en = annotator_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Submit" in en and criterion.label_en in en
+
+
+def test_the_language_can_be_switched(annotator_client, star_study):
+    annotator_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    page = annotator_client.get(reverse("annotate:study", args=[star_study.public_id]))
+    assert "开始" in page.content.decode()

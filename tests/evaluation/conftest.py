@@ -33,14 +33,26 @@ def fake(_fake_server, monkeypatch):
     return _fake_server
 
 
-def make_dataset(name: str, questions: list[str], *, n_llms: int = 2, kind: str = "subjective",
-                 reference: str = "the reference", answer_type: str = "") -> Dataset:
+def make_dataset(
+    name: str,
+    questions: list[str],
+    *,
+    n_llms: int = 2,
+    kind: str = "subjective",
+    reference: str = "the reference",
+    answer_type: str = "",
+) -> Dataset:
     dataset = Dataset.objects.create(name=name)
     llms = [LLM.objects.get_or_create(name=f"llm-{i}")[0] for i in range(n_llms)]
     for qi, text in enumerate(questions):
         q = Question.objects.create(
-            dataset=dataset, external_id=f"{name}-{qi}", text=text, kind=kind,
-            reference=reference, answer_type=answer_type, task_type="Physics",
+            dataset=dataset,
+            external_id=f"{name}-{qi}",
+            text=text,
+            kind=kind,
+            reference=reference,
+            answer_type=answer_type,
+            task_type="Physics",
         )
         for li, llm in enumerate(llms):
             Response.objects.create(question=q, llm=llm, text=f"answer {li} to question {qi}")
@@ -56,8 +68,12 @@ def make_study(organizer):
         ds_kw = {k: kw.pop(k) for k in ("kind", "reference", "answer_type") if k in kw}
         ds = make_dataset(f"ds{counter['n']}", questions, n_llms=n_llms, **ds_kw)
         return study_create(
-            name=f"study {counter['n']}", dataset=ds, mode=mode,
-            rubric=Rubric.objects.get(key=rubric), owner=owner or organizer, **kw,
+            name=f"study {counter['n']}",
+            dataset=ds,
+            mode=mode,
+            rubric=Rubric.objects.get(key=rubric),
+            owner=owner or organizer,
+            **kw,
         )
 
     return factory

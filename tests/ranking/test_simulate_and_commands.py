@@ -125,30 +125,41 @@ def test_simulation_is_seeded(star_study, django_db_blocker):
     assert a == b
 
 
-def test_noisier_pools_agree_less_with_the_real_scores(organizer, small_dataset, star_rubric):
-    """With many items the pools' noise shows: onsite scores sit closer to the real human score
-    than public ones."""
+def test_simulated_scores_follow_the_real_human_scores(organizer, small_dataset, star_rubric):
+    """The real annotator gave every answer full marks: simulated raters score near the top,
+    and the noisier pools stray further from it than onsite."""
+    import datetime as dt
+
     from annotation.services import study_create
     from tests.ranking.conftest import make_raters, rate
 
     study = study_create(name="Big", dataset=small_dataset, mode="star", rubric=star_rubric)
-    human = make_raters("real-")["onsite"]
-    import datetime as dt
-
+    raters = make_raters("real-")
+    full = {}
     for i, item in enumerate(study.items.select_related("question")):
-        keys = [c.key for c in study.rubric.criteria_for(item.question)]
+        criteria = study.rubric.criteria_for(item.question)
+        full.update({c.key: c.max_score for c in criteria})
         rate(
             study,
             item,
-            human,
+            raters["onsite"],
             at=dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
-            scores=dict.fromkeys(keys, 2),
+            scores={c.key: c.max_score for c in criteria},
+        )
+        # A judge who always gives the lowest mark is overruled by the human.
+        rate(
+            study,
+            item,
+            raters["judge"],
+            at=dt.datetime(2024, 1, 2, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
+            scores={c.key: c.min_score for c in criteria},
         )
     simulate_ratings(study=study, raters_per_pool=4, ratings_per_item=4, seed=2)
     frame = study_frames(study).star_df
-    sim = frame[frame["rater_id"] != human.pseudonym]
-    err = (sim["score"] - 2).abs().groupby(sim["pool"]).mean()
-    assert err["onsite"] < err["public"]
+    sim = frame[frame["rater_id"].isin(simulated(study).values_list("rater__pseudonym", flat=True))]
+    gap = (sim["criterion"].map(full) - sim["score"]).groupby(sim["pool"]).mean()
+    assert gap["onsite"] < 0.5
+    assert gap["onsite"] < gap["public"]
 
 
 def test_simulation_fills_the_pool_tables_of_the_report(star_study):
@@ -290,3 +301,14 @@ def test_criteria_of_a_simulated_star_study_fall_back_to_the_rubric(
     assert subj == {
         c.key for c in Criterion.objects.filter(rubric=star_rubric, applies_to="subjective")
     }
+
+
+def test_simulated_raters_can_be_left_out_of_the_report(organizer_client, star_study):
+    simulate_ratings(study=star_study.study, raters_per_pool=2, seed=0)
+    url = f"/studies/{star_study.study.pk}/report/"
+    with_sim = organizer_client.get(url).context["report"]
+    without = organizer_client.get(url, {"exclude_simulated": "on"}).context["report"]
+    assert with_sim.meta["n_raters"] == 4 + 6
+    assert without.meta["n_raters"] == 4
+    frames = study_frames(star_study.study, exclude_simulated=True)
+    assert set(frames.star_df["rater_id"]) == {r.pseudonym for r in star_study.raters.values()}

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import time
 from argparse import RawDescriptionHelpFormatter
 
@@ -17,12 +18,14 @@ def _formats_help() -> str:
     lines = ["formats:"]
     for f in FORMATS.values():
         lines.append(f"  {f.name}")
-        lines.append(f"      {f.help}")
+        lines.append(textwrap.fill(f.help, 78, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    lines.append("")
     lines.append(
-        "\nEvery import is atomic (a refusal writes nothing) and idempotent (importing the same "
+        "Every import is atomic (a refusal writes nothing) and idempotent (importing the same "
         "file again adds nothing). Defects the importer knows how to repair are repaired and "
         "counted; see docs/import-formats.md."
     )
+    lines[-1] = textwrap.fill(lines[-1], 78)
     return "\n".join(lines)
 
 

@@ -1,0 +1,203 @@
+"""python manage.py load_demo [--no-accounts] [--no-studies] [--simulate] [--fixtures DIR]
+
+Loads the compact real fixtures (fixtures/), creates the demo accounts and two live studies, and
+prints how to log in. Idempotent: running it again changes nothing (passwords are reset to the
+printed ones). The caller runs `migrate` first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.core.management import call_command, get_commands
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from annotation.importers import ImportRefused, dataset_import
+from annotation.models import LLM, Dataset, Rater, Rubric, Study
+from annotation.permissions import ORGANIZERS_GROUP
+from annotation.services import study_create, study_set_status
+
+FIXTURES = Path(settings.BASE_DIR) / "fixtures"
+ORGANIZER = ("organizer", "organizer-demo")
+ADMIN = ("admin", "admin-demo")
+ANNOTATORS = [(f"annotator{i}", "annotator-demo") for i in (1, 2, 3)]
+STAR_STUDY = "Demo: LLMEval-2 star"
+PAIR_STUDY = "Demo: ChineseAlpacaEval pairwise"
+SCORES_STUDY = "LLMEval-2 (imported scores)"
+
+
+def demo_imports(root: Path) -> list[tuple[str, list[Path], dict]]:
+    """What the demo imports, in order: (format, files, options)."""
+    l2 = root / "llmeval-2"
+    return [
+        ("llmeval2", sorted((l2 / "data").glob("*_data.json")), {}),
+        (
+            "llmeval2-scores",
+            sorted((l2 / "results" / "human-score").glob("*_data.json"))
+            + sorted((l2 / "results" / "gpt-score").glob("*_data.json")),
+            {},
+        ),
+        ("chinese-alpaca-eval", [root / "chinese-alpaca-eval"], {}),
+        ("alignbench", [root / "alignbench" / "data" / "data_v1.1_release.jsonl"], {}),
+        ("llmeval1-scores", sorted((root / "llmeval-1" / "data").glob("*.csv")), {}),
+    ]
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the demo: import the compact real fixtures (LLMEval-2 with both score sets, a "
+        "ChineseAlpacaEval slice, AlignBench and LLMEval-1 slices), create demo accounts "
+        "(organizer, admin, annotator1-3) and two live studies. Safe to run twice."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--fixtures", default=str(FIXTURES), help="Fixture folder.")
+        parser.add_argument("--no-accounts", action="store_true", help="Create no accounts.")
+        parser.add_argument("--no-studies", action="store_true", help="Create no demo studies.")
+        parser.add_argument(
+            "--simulate",
+            action="store_true",
+            help="Also add simulated human raters to the imported-scores study "
+            "(runs the simulate_ratings command when it is installed).",
+        )
+
+    def handle(self, *args, **opts):
+        root = Path(opts["fixtures"])
+        if not (root / "llmeval-2").is_dir():
+            raise CommandError(f"No fixtures in {root}.")
+        organizer = None if opts["no_accounts"] else self._accounts()
+        for fmt, paths, options in demo_imports(root):
+            if not paths:
+                continue
+            try:
+                result = dataset_import(
+                    format=fmt, paths=paths, user=organizer, progress=False, **options
+                )
+            except ImportRefused as exc:
+                raise CommandError(f"demo import {fmt} refused: {exc}") from exc
+            self.stdout.write(f"imported {fmt}: {result.total_added} rows added")
+        studies = [] if opts["no_studies"] else self._studies(organizer, root)
+        if organizer is not None:
+            # Imported score studies belong to the demo organizer so they show up for them.
+            Study.objects.filter(owner__isnull=True, selection__imported=True).update(
+                owner=organizer
+            )
+        if opts["simulate"]:
+            self.simulate_hook(studies)
+        self._print(organizer, studies)
+
+    # Where a later step (simulated raters) plugs in: it receives the demo studies.
+    def simulate_hook(self, studies: list[Study]) -> None:
+        if "simulate_ratings" not in get_commands():
+            self.stdout.write("simulate_ratings is not installed: skipped")
+            return
+        study = Study.objects.filter(name=SCORES_STUDY).first()
+        if study is not None:
+            call_command("simulate_ratings", study=str(study.pk), stdout=self.stdout)
+
+    @transaction.atomic
+    def _accounts(self):
+        User = get_user_model()
+        group, _ = Group.objects.get_or_create(name=ORGANIZERS_GROUP)
+        # Organizers use the admin for the annotation models (the admin itself keeps results
+        # read-only and shows each organizer only their own studies).
+        group.permissions.set(Permission.objects.filter(content_type__app_label="annotation"))
+
+        def ensure(username, password, **flags):
+            user, _ = User.objects.get_or_create(username=username)
+            for key, value in flags.items():
+                setattr(user, key, value)
+            user.set_password(password)
+            user.save()
+            return user
+
+        organizer = ensure(*ORGANIZER, is_staff=True, is_superuser=False)
+        organizer.groups.add(group)
+        ensure(*ADMIN, is_staff=True, is_superuser=True)
+        for username, password in ANNOTATORS:
+            user = ensure(username, password, is_staff=False, is_superuser=False)
+            Rater.objects.get_or_create(
+                user=user,
+                defaults={
+                    "kind": Rater.Kind.HUMAN,
+                    "pool": Rater.Pool.ONSITE,
+                    "nickname": username,
+                    "invited_by": organizer,
+                },
+            )
+        return organizer
+
+    def _studies(self, organizer, root: Path) -> list[Study]:
+        out = []
+        l2 = Dataset.objects.filter(name="LLMEval-2").first()
+        if l2 is not None:
+            study = Study.objects.filter(name=STAR_STUDY).first()
+            if study is None:
+                subjects = sorted(
+                    {p.stem[: -len("_data")].replace("_", " ") for p in demo_imports(root)[0][1]}
+                )
+                study = study_create(
+                    name=STAR_STUDY,
+                    dataset=l2,
+                    mode=Rubric.Mode.STAR,
+                    rubric=Rubric.objects.get(key="llmeval2"),
+                    owner=organizer,
+                    selection={"task_types": subjects},
+                    description="Rate LLMEval-2 answers (three subjects) on the LLMEval-2 rubric.",
+                    admit_onsite=True,
+                    admit_crowd=True,
+                    admit_public=True,
+                    hint_policy=Study.HintPolicy.SHOWN,
+                    completion_code="LLMEVAL-DEMO",
+                )
+                study_set_status(study=study, status=Study.Status.LIVE)
+            out.append(study)
+        cae = Dataset.objects.filter(name="ChineseAlpacaEval").first()
+        baseline = LLM.objects.filter(name="text-davinci-003").first()
+        if cae is not None and baseline is not None:
+            study = Study.objects.filter(name=PAIR_STUDY).first()
+            if study is None:
+                study = study_create(
+                    name=PAIR_STUDY,
+                    dataset=cae,
+                    mode=Rubric.Mode.PAIRWISE,
+                    rubric=Rubric.objects.get(key="pairwise"),
+                    owner=organizer,
+                    pair_design=Study.PairDesign.BASELINE,
+                    baseline_llm=baseline,
+                    description="Compare gpt-4-0613 and gpt-3.5-turbo-0613 with the baseline "
+                    "text-davinci-003 on ChineseAlpacaEval instructions.",
+                    admit_onsite=True,
+                    admit_crowd=True,
+                    admit_public=True,
+                    completion_code="CAE-DEMO",
+                )
+                study_set_status(study=study, status=Study.Status.LIVE)
+            out.append(study)
+        scores = Study.objects.filter(name=SCORES_STUDY).first()
+        if scores is not None:
+            out.append(scores)
+        return out
+
+    def _print(self, organizer, studies: list[Study]) -> None:
+        url = getattr(settings, "SITE_URL", "http://127.0.0.1:8000").rstrip("/") + "/"
+        w = self.stdout.write
+        w("")
+        w(f"Demo ready at {url}  (admin: {url}admin/, API docs: {url}api/docs/)")
+        if organizer is not None:
+            w("Accounts (username / password):")
+            w(f"  organizer   {ORGANIZER[0]} / {ORGANIZER[1]}   (staff, organizers group)")
+            w(f"  superuser   {ADMIN[0]} / {ADMIN[1]}")
+            for username, password in ANNOTATORS:
+                w(f"  annotator   {username} / {password}   (onsite)")
+        if studies:
+            w("Studies:")
+            for study in studies:
+                w(
+                    f"  [{study.pk}] {study.name}: {study.mode}, {study.status}, "
+                    f"{study.items.count()} items"
+                )

@@ -1,0 +1,170 @@
+"""Judge runner throughput and crash safety against a local OpenAI-compatible server.
+
+    .venv/bin/python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 64]
+                                                    [--latency 0.2] [--database-url URL]
+
+1. Starts the fake server (evaluation.testing.fake_openai) as its own process with a fixed
+   latency, and a throwaway SQLite database (or --database-url, e.g. a scratch PostgreSQL DB).
+2. Runs `manage.py judge` over a study of --calls star items (repeats off, so one call per item)
+   and prints the throughput next to the bound concurrency / latency, and the duplicate paid
+   calls the server saw.
+3. Runs a second study, kills the judge process with SIGKILL about halfway (at a random moment,
+   requests in flight), resumes it with `manage.py judge --resume`, and prints whether it
+   completed, the calls recorded, and the duplicates.
+Target: throughput within 10% of the bound, zero duplicates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY_ENV = "BENCH_JUDGE_KEY"
+
+
+def http(url: str, method: str = "GET") -> dict:
+    req = urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+class Db:
+    """Read-only peeks at the run tables (sqlite3 or psycopg), so the script needs no Django."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def one(self, sql: str):
+        if self.url.startswith("sqlite"):
+            with sqlite3.connect(self.url.split("sqlite:///", 1)[1], timeout=20) as con:
+                return con.execute(sql).fetchone()
+        import psycopg
+
+        with psycopg.connect(self.url.replace("postgres://", "postgresql://")) as con:
+            return con.execute(sql).fetchone()
+
+
+def scenario(env: dict, base_url: str, n: int, concurrency: int, migrate: bool) -> dict:
+    cmd = [sys.executable, "-m", "evaluation.testing.scenario", "--items", str(n),
+           "--base-url", base_url, "--concurrency", str(concurrency), "--key-env", KEY_ENV]
+    if migrate:
+        cmd.append("--migrate")
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def judge_cmd(ids: dict) -> list[str]:
+    return [sys.executable, "manage.py", "judge", "--study", str(ids["study"]), "--judge",
+            str(ids["judge"]), "--repeat-rate", "0", "--no-progress"]
+
+
+def parse_ts(value) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--database-url", default="")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="judge-bench-"))
+    db_url = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
+    env = {**os.environ, "DATABASE_URL": db_url, KEY_ENV: "sk-bench",
+           "JUDGE_JOURNAL_DIR": str(tmp / "journal"), "JUDGE_BACKOFF_BASE": "0.2"}
+    db = Db(db_url)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "evaluation.testing.fake_openai", "--latency", str(args.latency)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        port = int(server.stdout.readline().split()[1])
+        base = f"http://127.0.0.1:{port}"
+        print(f"fake server on {base} (latency {args.latency * 1000:.0f} ms), database {db_url}")
+        ids = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=True)
+        ids2 = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=False)
+
+        # --- 1. throughput ---------------------------------------------------------------
+        t0 = time.monotonic()
+        subprocess.run(judge_cmd(ids), cwd=ROOT, env=env, check=True, capture_output=True)
+        wall = time.monotonic() - t0
+        run = db.one("SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
+                     f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}")
+        stats = http(base + "/_fake/stats")
+        elapsed = (parse_ts(run[5]) - parse_ts(run[4])).total_seconds()
+        server_window = stats["last_paid_t"] - stats["first_request_t"]
+        bound = args.concurrency / args.latency
+        tput = stats["paid"] / elapsed
+        print(f"\n1) {stats['paid']} calls, concurrency {args.concurrency}, latency "
+              f"{args.latency * 1000:.0f} ms")
+        print(f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> "
+              f"{tput:.1f} calls/s")
+        print(f"   server window (first request to last answer):     {server_window:.2f} s -> "
+              f"{stats['paid'] / server_window:.1f} calls/s")
+        print(f"   bound concurrency/latency = {bound:.0f} calls/s; run throughput is "
+              f"{100 * tput / bound:.1f}% of it (target >= 90%)")
+        print(f"   command wall time incl. Django start-up: {wall:.2f} s; max in flight "
+              f"{stats['max_in_flight']}")
+        print(f"   duplicate paid calls: {stats['duplicates']}; status {run[1]}, {run[2]} done, "
+              f"{run[3]} parsed; tokens {run[6]}+{run[7]}, cost {float(run[8]):.4f}")
+
+        # --- 2. kill -9 halfway, then resume ---------------------------------------------
+        http(base + "/_fake/reset", "POST")
+        proc = subprocess.Popen(judge_cmd(ids2), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        half = args.calls // 2
+        recorded_sql = ("SELECT count(*) FROM evaluation_judgecall c JOIN evaluation_judgerun r "
+                        f"ON r.id = c.run_id WHERE r.study_id = {ids2['study']}")
+        while True:
+            try:
+                if db.one(recorded_sql)[0] >= half:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.01)
+        in_flight = http(base + "/_fake/stats")["in_flight"]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        at_kill = db.one(recorded_sql)[0]
+        run_id = db.one(f"SELECT id FROM evaluation_judgerun WHERE study_id={ids2['study']}")[0]
+        status_at_kill = db.one(f"SELECT status FROM evaluation_judgerun WHERE id={run_id}")[0]
+        resumed = subprocess.run(
+            [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
+            cwd=ROOT, env=env, capture_output=True, text=True,
+        )
+        final = db.one("SELECT status, n_planned, n_done, n_ok, n_call_failed FROM "
+                       f"evaluation_judgerun WHERE id={run_id}")
+        dup_rows = db.one("SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
+                          f"WHERE run_id={run_id} GROUP BY item_id, purpose HAVING count(*) > 1) x")[0]
+        stats2 = http(base + "/_fake/stats")
+        print(f"\n2) kill -9 at {at_kill}/{args.calls} recorded calls ({in_flight} requests in "
+              f"flight), run left '{status_at_kill}'")
+        print(f"   resume exit code {resumed.returncode}: {resumed.stdout.strip()}")
+        print(f"   final: status {final[0]}, {final[2]}/{final[1]} calls recorded, {final[3]} "
+              f"parsed, {final[4]} failed; duplicate rows {dup_rows}")
+        print(f"   server: {stats2['paid']} paid, {stats2['aborted']} aborted by the kill, "
+              f"duplicate paid calls: {stats2['duplicates']}")
+        ok = (final[0] == "done" and final[2] == final[1] and dup_rows == 0
+              and stats["duplicates"] == 0 and stats2["duplicates"] == 0)
+        print(f"\nresult: throughput {100 * tput / bound:.1f}% of bound; crash/resume "
+              f"{'completed with no duplicates' if ok else 'FAILED'}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""A judge run killed with SIGKILL mid-run resumes to completion with no duplicate paid calls.
+
+The run is a real `manage.py judge` process on a throwaway SQLite file, against a real HTTP
+server. To kill it "mid-run" deterministically the server holds its responses for a moment
+(requests stay in flight), the test waits until every answer the server has delivered is in
+the database, then kills; the calls in flight die with the process, unpaid (the server logs
+them as aborted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from evaluation.testing.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY_ENV = "CRASH_TEST_JUDGE_KEY"
+
+
+def _env(db: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(DATABASE_URL=f"sqlite:///{db}", JUDGE_BACKOFF_BASE="0.05")
+    env[KEY_ENV] = "sk-crash-test"
+    return env
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def _count(db: Path, sql: str) -> int:
+    with sqlite3.connect(db, timeout=10) as con:
+        return con.execute(sql).fetchone()[0]
+
+
+def test_a_killed_run_resumes_to_completion_without_paying_twice(tmp_path):
+    db = tmp_path / "crash.sqlite3"
+    server = FakeOpenAI(latency=0.05).start()
+    try:
+        env = _env(db)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evaluation.testing.scenario",
+                "--migrate",
+                "--items",
+                "240",
+                "--base-url",
+                server.base_url,
+                "--concurrency",
+                "16",
+                "--key-env",
+                KEY_ENV,
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        ids = json.loads(out.stdout.strip().splitlines()[-1])
+        cmd = [
+            sys.executable,
+            "manage.py",
+            "judge",
+            "--study",
+            str(ids["study"]),
+            "--judge",
+            str(ids["judge"]),
+            "--no-progress",
+            "--repeat-rate",
+            "0.05",
+        ]
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        recorded = "SELECT count(*) FROM evaluation_judgecall WHERE cached = 0 AND status = 'ok'"
+        _wait(lambda: db.exists() and _count(db, recorded) >= 80, 60, "80 recorded calls")
+        server.paused = True  # responses are held: requests stay in flight
+        _wait(lambda: _count(db, recorded) == len(server.paid()), 10, "writes to catch up")
+        in_flight = server.in_flight
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        server.paused = False
+        assert proc.returncode == -signal.SIGKILL
+        assert in_flight > 0  # it really was killed mid-run
+        run_id = _count(db, "SELECT max(id) FROM evaluation_judgerun")
+        assert (
+            _count(
+                db,
+                f"SELECT count(*) FROM evaluation_judgerun WHERE id={run_id} AND status='running'",
+            )
+            == 1
+        )
+        done_before = _count(db, "SELECT count(*) FROM evaluation_judgecall")
+        planned = _count(db, f"SELECT n_planned FROM evaluation_judgerun WHERE id={run_id}")
+        assert 0 < done_before < planned
+
+        resumed = subprocess.run(
+            [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"Run {run_id} done" in resumed.stdout
+
+        # Every planned call is recorded once: judged, or failed with a reason.
+        assert _count(db, "SELECT count(*) FROM evaluation_judgecall") == planned
+        assert _count(db, f"SELECT n_done FROM evaluation_judgerun WHERE id={run_id}") == planned
+        assert (
+            _count(
+                db,
+                "SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
+                "GROUP BY item_id, purpose HAVING count(*) > 1)",
+            )
+            == 0
+        )
+        assert (
+            _count(
+                db, "SELECT count(*) FROM evaluation_judgecall WHERE status='failed' AND error = ''"
+            )
+            == 0
+        )
+        assert (
+            _count(
+                db,
+                "SELECT count(*) FROM annotation_item i WHERE NOT EXISTS (SELECT 1 "
+                "FROM evaluation_judgecall c WHERE c.item_id = i.id AND "
+                "c.purpose='primary')",
+            )
+            == 0
+        )
+        # No request was paid twice, across the crash.
+        assert server.duplicates() == 0
+        assert len(server.paid()) == _count(db, recorded)
+        assert server.stats()["aborted"] >= 1
+    finally:
+        server.stop()
