@@ -18,6 +18,7 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -195,10 +196,12 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
             response["HX-Redirect"] = url
             return response
         return redirect(url)
+    if not request.htmx:
+        return redirect("annotate:assignment", assignment_pid=a.public_id)
     a = Assignment.objects.select_related(
         "study__rubric", "item__question", "item__response_a", "item__response_b"
     ).get(pk=a.pk)
-    return _show(request, a, rater)
+    return _render_item(request, a, rater)
 
 
 # -- Views -----------------------------------------------------------------------------------
@@ -246,21 +249,28 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return redirect("annotate:study", study_pid=a.study.public_id)
     post = request.POST
     active = post.get("active_ms", "")
-    try:
-        engine.assignment_submit(
-            assignment=a,
-            rater=rater,
-            scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
-            choice=post.get("choice"),
-            active_ms=int(active) if active.isdigit() else None,
-        )
-    except ValidationError as e:
-        return _render_item(
-            request, a, rater, posted=post, errors=e.messages, status=200 if request.htmx else 400
-        )
-    except engine.AssignmentGone:
-        messages.info(request, _("That item was handed on to someone else; here is a new one."))
-    return _serve_next(request, a.study, rater)
+    # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
+    with transaction.atomic():
+        try:
+            engine.assignment_submit(
+                assignment=a,
+                rater=rater,
+                scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
+                choice=post.get("choice"),
+                active_ms=int(active) if active.isdigit() else None,
+            )
+        except ValidationError as e:
+            return _render_item(
+                request,
+                a,
+                rater,
+                posted=post,
+                errors=e.messages,
+                status=200 if request.htmx else 400,
+            )
+        except engine.AssignmentGone:
+            messages.info(request, _("That item was handed on to someone else; here is a new one."))
+        return _serve_next(request, a.study, rater)
 
 
 @require_POST
@@ -268,8 +278,9 @@ def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
     if _throttled(rater):
         return _too_many()
-    engine.assignment_skip(assignment=a, rater=rater)
-    return _serve_next(request, a.study, rater)
+    with transaction.atomic():
+        engine.assignment_skip(assignment=a, rater=rater)
+        return _serve_next(request, a.study, rater)
 
 
 @require_GET

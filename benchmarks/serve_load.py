@@ -26,7 +26,6 @@ import http.cookiejar
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import threading
@@ -260,7 +259,7 @@ def start_server(db_url: str, port: int, workers: int, threads: int) -> subproce
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
             return proc
-        except (urllib.error.URLError, ConnectionError):
+        except OSError:  # refused while booting, or a slow first answer
             time.sleep(0.3)
     proc.kill()
     raise SystemExit("the server did not start")
@@ -366,7 +365,7 @@ def main() -> None:
     ap.add_argument("--skip-rate", type=float, default=0.02)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--db-base", default="postgres://postgres@127.0.0.1:5432")
     ap.add_argument("--db-name", default="bench_serve")
     ap.add_argument("--keep-db", action="store_true", help="keep the database afterwards")
@@ -375,12 +374,16 @@ def main() -> None:
     log(f"creating database {args.db_name}")
     db_url = recreate_database(args.db_base, args.db_name)
     env = {**os.environ, "DATABASE_URL": db_url}
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
-    )
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     log(f"loading {args.assignments:,} assignments + {args.fresh_items:,} fresh items")
     info = load_study(db_url, assignments=args.assignments, fresh_items=args.fresh_items, n=args.n)
 
+    if not args.port:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            args.port = sock.getsockname()[1]
     server = start_server(db_url, args.port, args.workers, args.threads)
     log(f"server up (gunicorn, {args.workers} workers x {args.threads} threads)")
     results: dict = {}

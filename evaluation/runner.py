@@ -241,6 +241,7 @@ class _Executor:
             api_key=api_key,
             max_retries=0,
             timeout=float(p.get("timeout_s") or 120.0),
+            http_client=_http_client(),
         )
         self.results: asyncio.Queue = asyncio.Queue()
         self.snapshot: dict[str, Any] = {}
@@ -460,6 +461,19 @@ class _Executor:
         done = asyncio.Event()
         done.set()
         await self._writer(done)
+
+
+def _http_client():
+    """The openai SDK's aiohttp transport when aiohttp is installed (its C HTTP parser halves
+    the client's CPU per call, which is what bounds throughput at high concurrency), else the
+    SDK's default httpx transport. JUDGE_HTTP_TRANSPORT=httpx forces the latter."""
+    if os.environ.get("JUDGE_HTTP_TRANSPORT", "") == "httpx":
+        return None
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return None
+    return openai.DefaultAioHttpClient()
 
 
 def _error_message(e: openai.APIStatusError) -> str:

@@ -214,9 +214,18 @@ def _compare_parameters() -> list[OpenApiParameter]:
             ),
             OpenApiParameter(f"s{i}-pool", OpenApiTypes.STR, many=True, description="Pools."),
             OpenApiParameter(f"s{i}-task_type", OpenApiTypes.STR, description="Task type."),
-            OpenApiParameter(f"s{i}-ranking", OpenApiTypes.STR, enum=[k for k, _ in RANKINGS]),
-            OpenApiParameter(f"s{i}-kind", OpenApiTypes.STR, enum=[k for k, _ in RATER_KINDS]),
-            OpenApiParameter(f"s{i}-label", OpenApiTypes.STR),
+            OpenApiParameter(
+                f"s{i}-ranking",
+                OpenApiTypes.STR,
+                description="One of " + ", ".join(k for k, _ in RANKINGS) + " (default: star "
+                "for star studies, points for pairwise).",
+            ),
+            OpenApiParameter(
+                f"s{i}-kind",
+                OpenApiTypes.STR,
+                description="Raters: " + ", ".join(k for k, _ in RATER_KINDS) + " (default all).",
+            ),
+            OpenApiParameter(f"s{i}-label", OpenApiTypes.STR, description="Column label."),
         ]
     return params
 

@@ -50,6 +50,11 @@ def as_data_uri(svg: str | None) -> str | None:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
+def _has(df: pd.DataFrame, *columns: str) -> bool:
+    """The table is non-empty and has the columns a chart needs (robust to a changed layout)."""
+    return isinstance(df, pd.DataFrame) and not df.empty and set(columns) <= set(df.columns)
+
+
 def _pool_key(pool: str) -> tuple[int, str]:
     return (POOL_ORDER.index(pool) if pool in POOL_ORDER else len(POOL_ORDER), pool)
 
@@ -57,7 +62,7 @@ def _pool_key(pool: str) -> tuple[int, str]:
 def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
     """Figure 3: one box per (mode, pool) of the per-rater ``value`` (accuracy or consistency),
     raters flagged ``excluded`` left out, every rater drawn as a dot over its box."""
-    if by_rater.empty or value not in by_rater.columns:
+    if not _has(by_rater, value, "mode", "pool"):
         return None
     df = by_rater
     if "excluded" in df.columns:
@@ -94,7 +99,7 @@ def leaderboard_bars(
     table: pd.DataFrame, value: str, title: str, *, kinds: Sequence[str] = ("human", "judge", "all")
 ) -> str | None:
     """Horizontal bars of one leaderboard, one colour per rater kind present."""
-    if table.empty or value not in table.columns:
+    if not _has(table, value, "rater_kind", "model"):
         return None
     present = [k for k in kinds if k in set(table["rater_kind"].astype(str))]
     if not present:
@@ -130,7 +135,7 @@ def leaderboard_bars(
 
 def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
     """Bradley-Terry ratings (Elo scale) with their bootstrap intervals, best model on top."""
-    if table.empty or not {"rating", "ci_low", "ci_high"} <= set(table.columns):
+    if not _has(table, "rater_kind", "model", "rating", "ci_low", "ci_high"):
         return None
     t = table[table["rater_kind"].astype(str) == kind]
     if t.empty:
@@ -156,7 +161,7 @@ def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
 
 def elo_trajectory(traj: pd.DataFrame, kind: str = "all", *, top: int = 8) -> str | None:
     """Figure 5: every model's Elo rating over the last rounds (top models by final rating)."""
-    if traj.empty:
+    if not _has(traj, "rater_kind", "round", "model", "rating"):
         return None
     t = traj[traj["rater_kind"].astype(str) == kind]
     if t.empty:
@@ -180,7 +185,7 @@ def elo_trajectory(traj: pd.DataFrame, kind: str = "all", *, top: int = 8) -> st
 
 def elo_shuffles(shuffles: pd.DataFrame, kind: str = "all") -> str | None:
     """Figure 6: the spread of each model's final Elo over shuffled orders of the same matches."""
-    if shuffles.empty:
+    if not _has(shuffles, "rater_kind", "shuffle", "model", "rating"):
         return None
     t = shuffles[shuffles["rater_kind"].astype(str) == kind]
     if t.empty:
@@ -208,7 +213,7 @@ def report_charts(tables: dict) -> dict[str, str | None]:
         return value if isinstance(value, pd.DataFrame) else pd.DataFrame()
 
     star = table("leaderboard_star")
-    if not star.empty:
+    if _has(star, "criterion"):
         star = star[star["criterion"].astype(str) == "overall"]
     return {
         "accuracy": box_by_pool(table("accuracy_by_rater"), "accuracy", "Accuracy per pool"),

@@ -84,7 +84,8 @@ def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LI
 def _series(report_tables: dict, source: str, kind: str, criterion: str = "overall") -> pd.Series:
     name, col = LEADERBOARDS[source]
     df = report_tables.get(name)
-    if not isinstance(df, pd.DataFrame) or df.empty or col not in df.columns:
+    needed = {col, "rater_kind", "model"} | ({"criterion"} if source == "star" else set())
+    if not isinstance(df, pd.DataFrame) or df.empty or not needed <= set(df.columns):
         return pd.Series(dtype=float)
     df = df[df["rater_kind"].astype(str) == kind]
     if source == "star":
@@ -102,7 +103,7 @@ def side_by_side(report: StudyReport) -> Table:
         if source == "total" and report.study.rubric.key != "llmeval2":
             continue
         df = report.table(name)
-        if df.empty:
+        if df.empty or "rater_kind" not in df.columns:
             continue
         kinds = [k for k in ("human", "judge", "all") if k in set(df["rater_kind"].astype(str))]
         # "all" repeats a single kind; show it only when both kinds are present.
@@ -129,7 +130,11 @@ def side_by_side(report: StudyReport) -> Table:
             cell = f"{fmt(float(s[m]))} ({rank})"
             if bt is not None:
                 r = bt[bt["model"].astype(str) == m]
-                if len(r) and pd.notna(r["ci_low"].iloc[0]):
+                if (
+                    len(r)
+                    and {"ci_low", "ci_high"} <= set(r.columns)
+                    and pd.notna(r["ci_low"].iloc[0])
+                ):
                     cell += f" [{fmt(float(r['ci_low'].iloc[0]), 0)}, {fmt(float(r['ci_high'].iloc[0]), 0)}]"
             row.append(cell)
         rows.append(row)
@@ -139,7 +144,7 @@ def side_by_side(report: StudyReport) -> Table:
 def star_by_criterion(report: StudyReport, kind: str) -> Table:
     """Mean stars per model (rows) and criterion (columns) for one rater kind."""
     df = report.table("leaderboard_star")
-    if df.empty:
+    if df.empty or not {"rater_kind", "model", "criterion", "mean"} <= set(df.columns):
         return Table(f"star / {kind}", [], [], 0)
     df = df[df["rater_kind"].astype(str) == kind]
     if df.empty:
@@ -158,7 +163,9 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
 def correlation_matrix(report: StudyReport) -> Table:
     """Spearman rho above the diagonal, Kendall tau-b below it."""
     df = report.table("correlations")
-    if df.empty:
+    if df.empty or not {"ranking_a", "ranking_b", "spearman_rho", "kendall_tau_b"} <= set(
+        df.columns
+    ):
         return Table("correlations", [], [], 0)
     names = list(dict.fromkeys([*df["ranking_a"].astype(str), *df["ranking_b"].astype(str)]))
     cell: dict[tuple[str, str], str] = {}

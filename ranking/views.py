@@ -67,7 +67,9 @@ def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
             elo_variance=presenters.dict_table(report.tables.get("elo_variance"), "elo_variance"),
             formats=exports.FORMATS,
         )
-    status = 200 if filters is not None else 400
+    # Bad filters are a 400 for plain requests; htmx swaps only 2xx responses, so it gets the
+    # body with the errors as a 200.
+    status = 200 if filters is not None or request.htmx else 400
     template = "ranking/report.html#report-body" if request.htmx else "ranking/report.html"
     return render(request, template, context, status=status)
 
@@ -135,4 +137,4 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     elif any(f.is_bound for f in forms_) and not errors:
         errors.append(_("Choose at least two settings to compare."))
     template = "ranking/compare.html#compare-body" if request.htmx else "ranking/compare.html"
-    return render(request, template, context, status=400 if errors else 200)
+    return render(request, template, context, status=400 if errors and not request.htmx else 200)

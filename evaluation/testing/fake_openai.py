@@ -1,5 +1,5 @@
 """A local OpenAI-compatible server for tests and the benchmark: real HTTP on 127.0.0.1, served
-by uvicorn (an ASGI app written here, no framework), started in a background thread
+by aiohttp.web, started in a background thread
 (`FakeOpenAI().start()`) or as a process (`python -m evaluation.testing.fake_openai --port 0`).
 
 Answers are deterministic functions of the prompt (`answer_for`), so tests can predict them.
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import email.utils
 import hashlib
 import json
@@ -138,7 +139,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self.reset()
         self.paused = False
-        self._server = None
+        self._runner = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.port: int | None = None
 
@@ -181,44 +183,39 @@ class FakeOpenAI:
                 ),
             }
 
-    # --- ASGI -----------------------------------------------------------------------------
+    # --- HTTP (aiohttp: its C parser keeps the server's CPU cost per call small) ----------
 
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            return
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        path, method = scope["path"], scope["method"]
-        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        if path.startswith("/_fake/"):
-            await self._control(path, method, body, send)
-        elif path.rstrip("/") == "/v1/models" and method == "GET":
-            data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
-            await self._send(send, 200, data)
-        elif path.rstrip("/") == "/v1/chat/completions" and method == "POST":
-            await self._chat(body, headers, receive, send)
-        else:
-            await self._send(send, 404, {"error": {"message": "not found"}})
+    def _app(self):
+        from aiohttp import web
 
-    async def _send(self, send, status: int, data: Any, headers: dict[str, str] | None = None):
-        raw = json.dumps(data, ensure_ascii=False).encode()
-        hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
-        hdrs += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-        await send({"type": "http.response.start", "status": status, "headers": hdrs})
-        await send({"type": "http.response.body", "body": raw})
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/_fake/stats", self._stats_view)
+        app.router.add_post("/_fake/{action}", self._control)
+        return app
 
-    async def _control(self, path: str, method: str, body: bytes, send) -> None:
-        action = path[len("/_fake/") :].strip("/")
-        if action == "stats":
-            return await self._send(send, 200, self.stats())
-        if method != "POST":
-            return await self._send(send, 405, {})
+    @staticmethod
+    def _json(status: int, data: Any, headers: dict[str, str] | None = None):
+        from aiohttp import web
+
+        return web.Response(
+            status=status,
+            body=json.dumps(data, ensure_ascii=False).encode(),
+            content_type="application/json",
+            headers=headers,
+        )
+
+    async def _models(self, request):
+        return self._json(
+            200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+        )
+
+    async def _stats_view(self, request):
+        return self._json(200, self.stats())
+
+    async def _control(self, request):
+        action = request.match_info["action"]
         if action == "pause":
             self.paused = True
         elif action == "resume":
@@ -226,44 +223,35 @@ class FakeOpenAI:
         elif action == "reset":
             self.reset()
         elif action == "config":
-            cfg = json.loads(body or b"{}")
+            cfg = json.loads(await request.read() or b"{}")
             self.latency = float(cfg.get("latency", self.latency))
             self.json_supported = bool(cfg.get("json_supported", self.json_supported))
         else:
-            return await self._send(send, 404, {})
-        await self._send(send, 200, {"ok": True})
+            return self._json(404, {})
+        return self._json(200, {"ok": True})
 
-    async def _wait_or_disconnect(self, seconds: float, receive) -> bool:
-        """Sleep (and hold while paused); True when the client went away meanwhile."""
-        disconnect = asyncio.ensure_future(receive())
-
-        async def hold():
+    async def _hold(self, seconds: float) -> None:
+        # A client that goes away cancels this (handler cancellation is on): logged as aborted.
+        if seconds > 0:
             await asyncio.sleep(seconds)
-            while self.paused:
-                await asyncio.sleep(0.01)
+        while self.paused:
+            await asyncio.sleep(0.01)
 
-        waiter = asyncio.ensure_future(hold())
-        done, _ = await asyncio.wait({disconnect, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if disconnect in done and disconnect.result().get("type") == "http.disconnect":
-            waiter.cancel()
-            return True
-        disconnect.cancel()
-        return False
-
-    async def _chat(self, body: bytes, headers: dict[str, str], receive, send) -> None:
+    async def _chat(self, request):
+        body = await request.read()
         try:
             req = json.loads(body)
             messages = req["messages"]
         except (ValueError, KeyError, TypeError):
-            return await self._send(send, 400, {"error": {"message": "invalid JSON body"}})
+            return self._json(400, {"error": {"message": "invalid JSON body"}})
         body_hash = hashlib.sha256(body).hexdigest()
         prompt = _prompt_text(messages)
         markers = {m.group(1): m.group(2) for m in MARKER.finditer(prompt)}
         entry = {
             "t": time.time(),
             "body_hash": body_hash,
-            "request_hash": headers.get("x-request-hash") or body_hash,
-            "purpose": headers.get("x-judge-purpose", ""),
+            "request_hash": request.headers.get("x-request-hash") or body_hash,
+            "purpose": request.headers.get("x-judge-purpose", ""),
             "status": None,
             "paid": False,
             "aborted": False,
@@ -277,17 +265,20 @@ class FakeOpenAI:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await self._answer(req, messages, markers, attempt, entry, receive, send)
+            return await self._answer(req, messages, markers, attempt, entry)
+        except asyncio.CancelledError:
+            entry["aborted"] = True
+            entry["status"] = entry["status"] or "aborted"
+            raise
         finally:
             with self._lock:
                 self.in_flight -= 1
 
-    async def _answer(self, req, messages, markers, attempt, entry, receive, send) -> None:
+    async def _answer(self, req, messages, markers, attempt, entry):
         json_mode = (req.get("response_format") or {}).get("type") == "json_object"
         if json_mode and not self.json_supported:
             entry["status"] = 400
-            return await self._send(
-                send,
+            return self._json(
                 400,
                 {
                     "error": {
@@ -299,27 +290,22 @@ class FakeOpenAI:
             )
         if "hang" in markers and attempt <= int(float(markers["hang"] or 1)):
             entry["status"] = "hang"
-            entry["aborted"] = await self._wait_or_disconnect(120.0, receive)
-            return
-        if await self._wait_or_disconnect(self.latency, receive):
-            entry["aborted"] = True
-            entry["status"] = "aborted"
-            return
+            await self._hold(120.0)
+        await self._hold(self.latency)
         if "429" in markers and attempt <= int(float(markers["429"] or 1)):
             wait = markers.get("retry-after") or "1"
             value = wait
             if "retry-date" in markers:
                 value = email.utils.formatdate(time.time() + float(wait), usegmt=True)
             entry["status"] = 429
-            return await self._send(
-                send,
+            return self._json(
                 429,
                 {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
                 {"retry-after": value},
             )
         if "fail" in markers or ("500" in markers and attempt <= int(float(markers["500"] or 1))):
             entry["status"] = 500
-            return await self._send(send, 500, {"error": {"message": "The server had an error"}})
+            return self._json(500, {"error": {"message": "The server had an error"}})
         kind = next(
             (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
         )
@@ -344,10 +330,10 @@ class FakeOpenAI:
                 "total_tokens": tokens_in + tokens_out,
             },
         }
-        await self._send(send, 200, data)
         entry.update(
             status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
         )
+        return self._json(200, data)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -356,39 +342,41 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, port: int = 0) -> FakeOpenAI:
-        import uvicorn
+        from aiohttp import web
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self,
-            log_level="error",
-            lifespan="off",
-            access_log=False,
-            backlog=2048,
-            timeout_keep_alive=60,
-            http="h11",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="fake-openai"
-        )
+        self._loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        async def serve() -> None:
+            self._runner = web.AppRunner(self._app(), handler_cancellation=True, access_log=None)
+            await self._runner.setup()
+            await web.SockSite(self._runner, sock, backlog=2048).start()
+            started.set()
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(serve())
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, daemon=True, name="fake-openai")
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake OpenAI server did not start")
-            time.sleep(0.01)
+        if not started.wait(10):
+            raise RuntimeError("the fake OpenAI server did not start")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._thread is None:
+            return
+        fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+        with contextlib.suppress(Exception):  # stopping a test server
+            fut.result(timeout=5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._thread = None
 
 
 def main() -> None:  # pragma: no cover - used by the benchmark as a separate process

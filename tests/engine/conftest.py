@@ -75,6 +75,15 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _english():
+    # A request with a Chinese Accept-Language leaves its language active in this thread.
+    from django.utils import translation
+
+    with translation.override("en"):
+        yield
+
+
 @pytest.fixture
 def star_study(db, organizer):
     return make_study(

@@ -48,9 +48,9 @@ def test_a_star_study_and_a_pairwise_study_side_by_side(organizer_client, star_s
     assert {row[0] for row in table.rows} == {"model-x", "model-y", "model-z"}
     result = response.context["result"]
     points = {r["model"]: r["value"] for r in result["settings"][1]["rows"]}
-    # Points over all raters, both_bad and tie as draws, repeats counted (see docs/statistics.md):
-    # x: A,A | B,A | A,(A repeat) ... computed by hand in test_known_answers.
-    assert set(points) == {"model-x", "model-y", "model-z"}
+    # Points over every rating (repeats count; tie and both bad are draws), by hand from
+    # PAIR_CHOICES: x wins 5 of its 7 games, y scores 2 of 7, z 3 of 6.
+    assert points == pytest.approx({"model-x": 5 / 7, "model-y": 2 / 7, "model-z": 3 / 6})
     assert len(result["correlations"]) == 1
 
 

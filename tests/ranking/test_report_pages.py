@@ -237,3 +237,73 @@ def test_the_home_page_links_each_study_to_its_report(organizer_client, star_stu
     html = organizer_client.get("/").content.decode()
     assert report_url(star_study.study) in html
     assert reverse("ranking:compare") in html
+
+
+def test_a_study_without_ratings_still_has_a_report_page(
+    organizer_client, organizer, small_dataset, star_rubric
+):
+    from annotation.services import study_create
+
+    study = study_create(
+        name="Nothing yet", dataset=small_dataset, mode="star", rubric=star_rubric, owner=organizer
+    )
+    response = organizer_client.get(report_url(study))
+    assert response.status_code == 200
+    assert "No data for this table" in response.content.decode()
+    assert not any(response.context["charts"].values())
+
+
+def test_the_report_is_served_from_the_snapshot_until_a_rating_changes(
+    organizer_client, star_study
+):
+    from .conftest import T0, rate
+
+    first = organizer_client.get(report_url(star_study.study)).context["report"]
+    again = organizer_client.get(report_url(star_study.study)).context["report"]
+    assert not first.cached and again.cached
+    rate(
+        star_study.study,
+        star_study.items[1],
+        star_study.raters["crowd"],
+        at=T0.replace(day=5),
+        scores={"correctness": 1, "explanation_correctness": 1},
+        repeat_of=star_study.ratings[7].assignment,
+    )
+    fresh = organizer_client.get(report_url(star_study.study)).context["report"]
+    assert not fresh.cached
+    assert fresh.meta["n_star_ratings"] == again.meta["n_star_ratings"] + 1
+
+
+def test_the_page_survives_tables_missing_or_reshaped(organizer_client, star_study, monkeypatch):
+    """The statistics package may drop or reshape a table; the page shows what is left."""
+    import pandas as pd
+
+    from ranking import services
+
+    real = services.build_report
+
+    def fewer_tables(*args, **kwargs):
+        tables = real(*args, **kwargs)
+        tables.pop("leaderboard_bt", None)
+        tables.pop("elo_trajectory", None)
+        tables["correlations"] = pd.DataFrame({"something": [1]})
+        tables["accuracy_by_rater"] = pd.DataFrame()
+        return tables
+
+    monkeypatch.setattr(services, "build_report", fewer_tables)
+    response = organizer_client.get(report_url(star_study.study))
+    assert response.status_code == 200
+    assert response.context["charts"]["accuracy"] is None
+    assert response.context["leaderboards"].rows
+
+
+def test_htmx_gets_the_filter_errors_in_a_swappable_response(organizer_client, star_study):
+    response = organizer_client.get(
+        report_url(star_study.study),
+        {"start": "2024-03-05", "end": "2024-03-01"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="report-body">')
+    assert "The start date is after the end date." in html

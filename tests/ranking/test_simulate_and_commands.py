@@ -181,7 +181,8 @@ def test_simulate_command_reports_and_refuses_unknown_studies(star_study):
     )
     assert "Simulated" in out.getvalue()
     out = io.StringIO()
-    call_command("simulate_ratings", "--study", star_study.study.name, stdout=out)
+    # Keyword form, as the demo loader calls it.
+    call_command("simulate_ratings", study=star_study.study.name, stdout=out)
     assert "nothing added" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("simulate_ratings", "--study", "no such study")
