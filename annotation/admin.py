@@ -64,6 +64,25 @@ class OwnedStudyMixin:
         return qs.filter(**{f"{self.study_path}__in": studies_for(request.user)})
 
 
+def own_study_filter(path: str):
+    """A study filter listing only the studies the user may see (a plain list_filter would show
+    every study's name to every organizer)."""
+
+    class OwnStudyFilter(admin.SimpleListFilter):
+        title = "study"
+        parameter_name = "study_id"
+
+        def lookups(self, request, model_admin):
+            return [(s.pk, s.name) for s in studies_for(request.user).order_by("name")]
+
+        def queryset(self, request, queryset):
+            if self.value():
+                return queryset.filter(**{f"{path}__pk": self.value()})
+            return queryset
+
+    return OwnStudyFilter
+
+
 # --- data -------------------------------------------------------------------------------------
 
 
@@ -354,7 +373,7 @@ class ItemAdmin(OwnedStudyMixin, ReadOnlyAdmin):
         "n_ratings",
         "n_reserved",
     ]
-    list_filter = ["study"]
+    list_filter = [own_study_filter("study")]
     search_fields = ["question__external_id", "=id"]
     list_select_related = ["study", "question", "response_a__llm", "response_b__llm"]
     raw_id_fields = ["study", "question", "response_a", "response_b"]
@@ -368,6 +387,10 @@ class RaterAdmin(admin.ModelAdmin):
     search_fields = ["pseudonym", "name", "nickname"]
     readonly_fields = ["pseudonym", "created_at"]
     raw_id_fields = ["user", "invited_by"]
+
+    def get_exclude(self, request, obj=None):
+        # Accounts and worker ids stay with superusers; organizers work with pseudonyms.
+        return [] if request.user.is_superuser else ["user", "external_id", "platform"]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.ratings.exists():
@@ -389,7 +412,7 @@ class AssignmentAdmin(OwnedStudyMixin, ReadOnlyAdmin):
         "served_at",
         "submitted_at",
     ]
-    list_filter = ["status", "is_repeat", "hint_shown", "left_is_a", "study"]
+    list_filter = ["status", "is_repeat", "hint_shown", "left_is_a", own_study_filter("study")]
     search_fields = ["=public_id", "rater__pseudonym"]
     list_select_related = ["study", "rater"]
     raw_id_fields = ["study", "item", "rater", "repeat_of"]
@@ -411,7 +434,7 @@ class ScoreInline(admin.TabularInline):
 class RatingAdmin(OwnedStudyMixin, ReadOnlyAdmin):
     study_path = "item__study"
     list_display = ["id", "study_name", "item_id", "rater", "choice", "scores_text", "created_at"]
-    list_filter = ["item__study", "rater__kind", "rater__pool", "choice"]
+    list_filter = [own_study_filter("item__study"), "rater__kind", "rater__pool", "choice"]
     search_fields = ["rater__pseudonym", "item__question__external_id", "comment"]
     list_select_related = ["item__study", "rater"]
     raw_id_fields = ["assignment", "item", "rater"]

@@ -90,11 +90,12 @@ def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
     return redirect("annotate:study", study_pid=study.public_id)
 
 
-def _own_assignment(request: HttpRequest, assignment_pid) -> tuple[Assignment, Rater]:
+def _own_assignment(
+    request: HttpRequest, assignment_pid, *, for_display: bool = True
+) -> tuple[Assignment, Rater]:
+    related = ("study__rubric", "item__question", "item__response_a", "item__response_b")
     a = get_object_or_404(
-        Assignment.objects.select_related(
-            "study__rubric", "item__question", "item__response_a", "item__response_b"
-        ),
+        Assignment.objects.select_related(*(related if for_display else ("study",))),
         public_id=assignment_pid,
     )
     rater = _rater_for(request, a.study)
@@ -237,7 +238,8 @@ def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
     """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
-    a, rater = _own_assignment(request, assignment_pid)
+    # A POST needs the study only; the answers are loaded when the form has to be shown again.
+    a, rater = _own_assignment(request, assignment_pid, for_display=request.method == "GET")
     if _throttled(rater):
         return _too_many()
     if request.method == "GET":
@@ -260,6 +262,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
                 active_ms=int(active) if active.isdigit() else None,
             )
         except ValidationError as e:
+            a, rater = _own_assignment(request, assignment_pid)
             return _render_item(
                 request,
                 a,
@@ -275,7 +278,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
 
 @require_POST
 def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
-    a, rater = _own_assignment(request, assignment_pid)
+    a, rater = _own_assignment(request, assignment_pid, for_display=False)
     if _throttled(rater):
         return _too_many()
     with transaction.atomic():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -56,8 +57,19 @@ class Db:
 
 
 def scenario(env: dict, base_url: str, n: int, concurrency: int, migrate: bool) -> dict:
-    cmd = [sys.executable, "-m", "evaluation.testing.scenario", "--items", str(n),
-           "--base-url", base_url, "--concurrency", str(concurrency), "--key-env", KEY_ENV]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evaluation.testing.scenario",
+        "--items",
+        str(n),
+        "--base-url",
+        base_url,
+        "--concurrency",
+        str(concurrency),
+        "--key-env",
+        KEY_ENV,
+    ]
     if migrate:
         cmd.append("--migrate")
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
@@ -65,12 +77,92 @@ def scenario(env: dict, base_url: str, n: int, concurrency: int, migrate: bool) 
 
 
 def judge_cmd(ids: dict) -> list[str]:
-    return [sys.executable, "manage.py", "judge", "--study", str(ids["study"]), "--judge",
-            str(ids["judge"]), "--repeat-rate", "0", "--no-progress"]
+    return [
+        sys.executable,
+        "manage.py",
+        "judge",
+        "--study",
+        str(ids["study"]),
+        "--judge",
+        str(ids["judge"]),
+        "--repeat-rate",
+        "0",
+        "--no-progress",
+    ]
 
 
 def parse_ts(value) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate: bool) -> dict:
+    """Start a run, SIGKILL it once half the calls are recorded, resume it, report.
+
+    gate=True: the server first holds its answers (requests stay in flight) and the kill comes
+    once every answer already delivered is on disk, i.e. a crash with calls in flight.
+    gate=False: the kill comes at whatever instant the count is reached; answers the server had
+    sent but the process had not yet read from its socket die with it and are asked again."""
+    http(base + "/_fake/reset", "POST")
+    proc = subprocess.Popen(
+        judge_cmd(ids), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    recorded = (
+        "SELECT count(*) FROM evaluation_judgecall c JOIN evaluation_judgerun r "
+        f"ON r.id = c.run_id WHERE r.study_id = {ids['study']}"
+    )
+    while True:
+        try:
+            if db.one(recorded)[0] >= calls // 2:
+                break
+        except Exception:
+            pass
+        time.sleep(0.01)
+    if gate:
+        http(base + "/_fake/pause", "POST")
+        deadline = time.monotonic() + 30
+        while db.one(recorded)[0] < http(base + "/_fake/stats")["paid"]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+    in_flight = http(base + "/_fake/stats")["in_flight"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    http(base + "/_fake/resume", "POST")
+    at_kill = db.one(recorded)[0]
+    run_id = db.one(f"SELECT id FROM evaluation_judgerun WHERE study_id={ids['study']}")[0]
+    left = db.one(f"SELECT status FROM evaluation_judgerun WHERE id={run_id}")[0]
+    resumed = subprocess.run(
+        [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    final = db.one(
+        "SELECT status, n_planned, n_done, n_ok, n_call_failed FROM "
+        f"evaluation_judgerun WHERE id={run_id}"
+    )
+    dup_rows = db.one(
+        "SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
+        f"WHERE run_id={run_id} GROUP BY item_id, purpose HAVING count(*) > 1) x"
+    )[0]
+    st = http(base + "/_fake/stats")
+    label = "after delivered answers were on disk" if gate else "at a random instant"
+    print(
+        f"\n2{'a' if gate else 'b'}) kill -9 {label}: {at_kill}/{calls} calls recorded, "
+        f"{in_flight} requests in flight, run left '{left}'"
+    )
+    print(f"   resume exit code {resumed.returncode}: {resumed.stdout.strip()}")
+    print(
+        f"   final: status {final[0]}, {final[2]}/{final[1]} calls recorded, {final[3]} "
+        f"parsed, {final[4]} failed; duplicate (item, purpose) rows {dup_rows}"
+    )
+    print(
+        f"   server: {st['paid']} paid, {st['aborted']} aborted by the kill, duplicate paid "
+        f"calls: {st['duplicates']}"
+    )
+    ok = final[0] == "done" and final[2] == final[1] and dup_rows == 0
+    return {"ok": ok, "duplicates": st["duplicates"]}
 
 
 def main() -> None:
@@ -83,12 +175,19 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="judge-bench-"))
     db_url = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
-    env = {**os.environ, "DATABASE_URL": db_url, KEY_ENV: "sk-bench",
-           "JUDGE_JOURNAL_DIR": str(tmp / "journal"), "JUDGE_BACKOFF_BASE": "0.2"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        KEY_ENV: "sk-bench",
+        "JUDGE_JOURNAL_DIR": str(tmp / "journal"),
+        "JUDGE_BACKOFF_BASE": "0.2",
+    }
     db = Db(db_url)
     server = subprocess.Popen(
         [sys.executable, "-m", "evaluation.testing.fake_openai", "--latency", str(args.latency)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         port = int(server.stdout.readline().split()[1])
@@ -98,69 +197,64 @@ def main() -> None:
         ids2 = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=False)
 
         # --- 1. throughput ---------------------------------------------------------------
+        load_before = os.getloadavg()[0]
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         subprocess.run(judge_cmd(ids), cwd=ROOT, env=env, check=True, capture_output=True)
         wall = time.monotonic() - t0
-        run = db.one("SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
-                     f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}")
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        client_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+        run = db.one(
+            "SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
+            f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}"
+        )
         stats = http(base + "/_fake/stats")
         elapsed = (parse_ts(run[5]) - parse_ts(run[4])).total_seconds()
         server_window = stats["last_paid_t"] - stats["first_request_t"]
         bound = args.concurrency / args.latency
         tput = stats["paid"] / elapsed
-        print(f"\n1) {stats['paid']} calls, concurrency {args.concurrency}, latency "
-              f"{args.latency * 1000:.0f} ms")
-        print(f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> "
-              f"{tput:.1f} calls/s")
-        print(f"   server window (first request to last answer):     {server_window:.2f} s -> "
-              f"{stats['paid'] / server_window:.1f} calls/s")
-        print(f"   bound concurrency/latency = {bound:.0f} calls/s; run throughput is "
-              f"{100 * tput / bound:.1f}% of it (target >= 90%)")
-        print(f"   command wall time incl. Django start-up: {wall:.2f} s; max in flight "
-              f"{stats['max_in_flight']}")
-        print(f"   duplicate paid calls: {stats['duplicates']}; status {run[1]}, {run[2]} done, "
-              f"{run[3]} parsed; tokens {run[6]}+{run[7]}, cost {float(run[8]):.4f}")
-
-        # --- 2. kill -9 halfway, then resume ---------------------------------------------
-        http(base + "/_fake/reset", "POST")
-        proc = subprocess.Popen(judge_cmd(ids2), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        half = args.calls // 2
-        recorded_sql = ("SELECT count(*) FROM evaluation_judgecall c JOIN evaluation_judgerun r "
-                        f"ON r.id = c.run_id WHERE r.study_id = {ids2['study']}")
-        while True:
-            try:
-                if db.one(recorded_sql)[0] >= half:
-                    break
-            except Exception:
-                pass
-            time.sleep(0.01)
-        in_flight = http(base + "/_fake/stats")["in_flight"]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        at_kill = db.one(recorded_sql)[0]
-        run_id = db.one(f"SELECT id FROM evaluation_judgerun WHERE study_id={ids2['study']}")[0]
-        status_at_kill = db.one(f"SELECT status FROM evaluation_judgerun WHERE id={run_id}")[0]
-        resumed = subprocess.run(
-            [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
-            cwd=ROOT, env=env, capture_output=True, text=True,
+        print(
+            f"\n1) {stats['paid']} calls, concurrency {args.concurrency}, latency "
+            f"{args.latency * 1000:.0f} ms"
         )
-        final = db.one("SELECT status, n_planned, n_done, n_ok, n_call_failed FROM "
-                       f"evaluation_judgerun WHERE id={run_id}")
-        dup_rows = db.one("SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
-                          f"WHERE run_id={run_id} GROUP BY item_id, purpose HAVING count(*) > 1) x")[0]
-        stats2 = http(base + "/_fake/stats")
-        print(f"\n2) kill -9 at {at_kill}/{args.calls} recorded calls ({in_flight} requests in "
-              f"flight), run left '{status_at_kill}'")
-        print(f"   resume exit code {resumed.returncode}: {resumed.stdout.strip()}")
-        print(f"   final: status {final[0]}, {final[2]}/{final[1]} calls recorded, {final[3]} "
-              f"parsed, {final[4]} failed; duplicate rows {dup_rows}")
-        print(f"   server: {stats2['paid']} paid, {stats2['aborted']} aborted by the kill, "
-              f"duplicate paid calls: {stats2['duplicates']}")
-        ok = (final[0] == "done" and final[2] == final[1] and dup_rows == 0
-              and stats["duplicates"] == 0 and stats2["duplicates"] == 0)
-        print(f"\nresult: throughput {100 * tput / bound:.1f}% of bound; crash/resume "
-              f"{'completed with no duplicates' if ok else 'FAILED'}")
+        print(
+            f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> "
+            f"{tput:.1f} calls/s"
+        )
+        print(
+            f"   server window (first request to last answer):     {server_window:.2f} s -> "
+            f"{stats['paid'] / server_window:.1f} calls/s"
+        )
+        print(
+            f"   bound concurrency/latency = {bound:.0f} calls/s; run throughput is "
+            f"{100 * tput / bound:.1f}% of it (target >= 90%)"
+        )
+        print(
+            f"   command wall time incl. Django start-up: {wall:.2f} s; max in flight "
+            f"{stats['max_in_flight']}"
+        )
+        print(
+            f"   judge process CPU: {client_cpu:.2f} s = {1000 * client_cpu / stats['paid']:.2f} "
+            f"ms per call; machine load average before: {load_before:.2f} on "
+            f"{os.cpu_count()} CPUs"
+        )
+        print(
+            f"   duplicate paid calls: {stats['duplicates']}; status {run[1]}, {run[2]} done, "
+            f"{run[3]} parsed; tokens {run[6]}+{run[7]}, cost {float(run[8]):.4f}"
+        )
+
+        # --- 2. kill -9 halfway, then resume (twice) ---------------------------------------
+        gated = kill_and_resume(db, env, base, ids2, args.calls, gate=True)
+        ids3 = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=False)
+        instant = kill_and_resume(db, env, base, ids3, args.calls, gate=False)
+        ok = stats["duplicates"] == 0 and gated["ok"] and gated["duplicates"] == 0
+        print(
+            f"\nresult: throughput {100 * tput / bound:.1f}% of bound; duplicates in the full "
+            f"run {stats['duplicates']}; kill -9 halfway + resume: "
+            f"{'completed, no duplicates' if ok else 'FAILED'}; kill at a random instant: "
+            f"{'completed' if instant['ok'] else 'FAILED'}, {instant['duplicates']} re-asked "
+            f"answer(s) that were in the dead process's socket buffers"
+        )
     finally:
         server.terminate()
         server.wait(timeout=10)

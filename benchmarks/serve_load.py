@@ -83,7 +83,7 @@ def load_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> di
     complete items, plus `fresh_items` items with no ratings yet."""
     import psycopg
 
-    full_items = assignments // n
+    full_items = -(-assignments // n)  # at least `assignments` stored
     total_items = full_items + fresh_items
     n_questions = -(-total_items // PAIRS_PER_QUESTION)
     historic_raters = max(n + 1, min(5000, full_items))
@@ -230,7 +230,9 @@ def load_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> di
 # -- Server --------------------------------------------------------------------------------------
 
 
-def start_server(db_url: str, port: int, workers: int, threads: int) -> subprocess.Popen:
+def start_server(
+    db_url: str, port: int, workers: int, threads: int, access_log: Path
+) -> subprocess.Popen:
     env = {
         **os.environ,
         "DATABASE_URL": db_url,
@@ -252,6 +254,9 @@ def start_server(db_url: str, port: int, workers: int, threads: int) -> subproce
         "--threads", str(threads),
         "--backlog", "2048",
         "--log-level", "warning",
+        # Server-side time per request (microseconds), to tell queueing in the client apart.
+        "--access-logfile", str(access_log),
+        "--access-logformat", "%(D)s %(m)s %(U)s %(s)s",
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     deadline = time.time() + 30
@@ -359,9 +364,15 @@ def main() -> None:
     ap.add_argument("--annotators", type=int, default=200)
     ap.add_argument("--duration", type=float, default=120, help="seconds, at most")
     ap.add_argument("--assignments", type=int, default=1_000_000)
-    ap.add_argument("--fresh-items", type=int, default=2000)
+    ap.add_argument("--fresh-items", type=int, default=1000)
     ap.add_argument("--n", type=int, default=3, help="ratings per item")
-    ap.add_argument("--think", type=float, default=1.0, help="mean seconds per item page")
+    ap.add_argument(
+        "--think",
+        type=float,
+        default=5.0,
+        help="mean seconds an annotator spends on an item (uniform 0.5x-1.5x); real annotators "
+        "take 10-60 s, so 5 s is a dense load",
+    )
     ap.add_argument("--skip-rate", type=float, default=0.02)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--threads", type=int, default=8)
@@ -384,7 +395,8 @@ def main() -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             args.port = sock.getsockname()[1]
-    server = start_server(db_url, args.port, args.workers, args.threads)
+    access_log = Path(f"/tmp/serve_load_access_{os.getpid()}.log")
+    server = start_server(db_url, args.port, args.workers, args.threads, access_log)
     log(f"server up (gunicorn, {args.workers} workers x {args.threads} threads)")
     results: dict = {}
     lock = threading.Lock()
@@ -423,6 +435,13 @@ def main() -> None:
         errors.extend(b.errors)
     finished = sum(b.finished for b in bots)
     every = [x for v in lat.values() for x in v]
+    server_ms: list[float] = []
+    if access_log.exists():
+        for line in access_log.read_text().splitlines()[1:]:  # the first is the start-up probe
+            parts = line.split()
+            if parts and parts[0].isdigit():
+                server_ms.append(int(parts[0]) / 1000)
+        access_log.unlink()
 
     # Integrity, straight from the database.
     os.environ["DATABASE_URL"] = db_url
@@ -504,6 +523,11 @@ def main() -> None:
                 f"{1000 * pct(values, 95):8.1f} {1000 * pct(values, 99):8.1f} "
                 f"{1000 * max(values):8.1f}"
             )
+    if server_ms:
+        print(
+            f"server-side (gunicorn, request in to response out): p50 {pct(server_ms, 50):.1f} ms, "
+            f"p95 {pct(server_ms, 95):.1f} ms, p99 {pct(server_ms, 99):.1f} ms"
+        )
     print(f"open reservations at the stop: {open_before} (expired and returned afterwards)")
     print(f"over-assigned items: {over}")
     if complete:

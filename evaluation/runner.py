@@ -34,6 +34,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx2
 import openai
 from django.conf import settings
 from django.utils import timezone
@@ -46,8 +47,8 @@ log = logging.getLogger(__name__)
 
 BACKOFF_CAP = 60.0
 RETRY_AFTER_CAP = 600.0
-FLUSH_EVERY = 0.05  # seconds to gather finished calls before a write
-FLUSH_MAX = 200  # calls per write
+FLUSH_EVERY = 0.25  # seconds to gather finished calls before a write (the journal covers a crash)
+FLUSH_MAX = 500  # calls per write
 
 
 class RunError(Exception):
@@ -226,6 +227,8 @@ class _Executor:
         p = plan.params
         self.plan = plan
         self.journal = journal
+        # JUDGE_SDK_CALL=typed sends through chat.completions.create (typed, slower per call).
+        self.typed = os.environ.get("JUDGE_SDK_CALL", "") == "typed"
         self.bridge = bridge
         self.progress = progress
         self.backoff = backoff
@@ -270,13 +273,22 @@ class _Executor:
             t0 = time.monotonic()
             delay = None
             try:
-                resp = await self.client.chat.completions.create(
-                    **body,
-                    extra_headers={
-                        "X-Request-Hash": job.hashes[json_mode],
-                        "X-Judge-Purpose": job.purpose,
-                    },
-                )
+                headers = {"X-Request-Hash": job.hashes[json_mode], "X-Judge-Purpose": job.purpose}
+                if self.typed:
+                    resp = _from_typed(
+                        await self.client.chat.completions.create(**body, extra_headers=headers)
+                    )
+                else:
+                    # The same client, path, auth, timeout and error mapping (APIStatusError etc.)
+                    # without the SDK's per-call request transform and response model building,
+                    # which cost more CPU than everything else here (see docs/decisions/judges.md).
+                    raw = await self.client.post(
+                        "/chat/completions",
+                        body=body,
+                        cast_to=httpx2.Response,
+                        options={"headers": headers},
+                    )
+                    resp = _from_json(raw)
             except openai.APIStatusError as e:
                 http_status = e.status_code
                 message = _error_message(e)
@@ -308,17 +320,20 @@ class _Executor:
                 http_status = None
                 error = f"connection error: {e.__cause__ or e}"
                 delay = backoff_delay(attempts, self.backoff, self.rng)
+            except ValueError as e:  # a 200 whose body is not a chat completion
+                http_status = 200
+                error = f"malformed response: {e}"
+                delay = backoff_delay(attempts, self.backoff, self.rng)
             else:
-                choice = resp.choices[0] if resp.choices else None
-                usage = resp.usage
+                content, finish_reason, tokens_in, tokens_out = resp
                 outcome = Outcome(
                     job=job,
                     json_mode=json_mode,
                     status=JudgeCall.Status.OK,
-                    raw=(choice.message.content or "") if choice else "",
-                    finish_reason=(choice.finish_reason or "") if choice else "",
-                    tokens_in=(usage.prompt_tokens or 0) if usage else 0,
-                    tokens_out=(usage.completion_tokens or 0) if usage else 0,
+                    raw=content,
+                    finish_reason=finish_reason,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
                     latency_ms=int((time.monotonic() - t0) * 1000),
                     attempts=attempts,
                     http_status=200,
@@ -461,6 +476,33 @@ class _Executor:
         done = asyncio.Event()
         done.set()
         await self._writer(done)
+
+
+def _from_typed(resp) -> tuple[str, str, int, int]:
+    choice = resp.choices[0] if resp.choices else None
+    usage = resp.usage
+    return (
+        (choice.message.content or "") if choice else "",
+        (choice.finish_reason or "") if choice else "",
+        (usage.prompt_tokens or 0) if usage else 0,
+        (usage.completion_tokens or 0) if usage else 0,
+    )
+
+
+def _from_json(raw) -> tuple[str, str, int, int]:
+    """content, finish_reason, prompt and completion tokens of a chat completion body."""
+    data = raw.json()
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise ValueError("no choices in the response body")
+    choice = data["choices"][0] if data["choices"] else {}
+    message = choice.get("message") or {}
+    usage = data.get("usage") or {}
+    return (
+        message.get("content") or "",
+        choice.get("finish_reason") or "",
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+    )
 
 
 def _http_client():

@@ -115,6 +115,16 @@ def test_a_staff_organizer_sees_only_their_own_studies(
     assert client.get(reverse("admin:annotation_item_changelist")).context["cl"].result_count == (
         mine.items.count()
     )
+    # The study filters list only their own studies.
+    for name in ("item", "assignment", "rating"):
+        page = client.get(reverse(f"admin:annotation_{name}_changelist"))
+        assert b"theirs" not in page.content, name
+    # Raters are shown by pseudonym: no account or worker id on the change page.
+    rater = Rater.objects.create(
+        kind="human", pool="crowd", platform="prolific", external_id="W123"
+    )
+    page = client.get(reverse("admin:annotation_rater_change", args=[rater.pk]))
+    assert page.status_code == 200 and b"W123" not in page.content
 
 
 def test_annotators_cannot_open_the_admin_or_its_import_view(annotator_client):

@@ -289,3 +289,18 @@ def test_a_dry_run_counts_but_writes_nothing(db):
     assert result.dry_run and result.added["responses"] > 0
     assert table_counts() == before
     assert not ImportRecord.objects.exists()
+
+
+def test_ratings_are_never_imported_into_a_live_study(l2_scores_imported):
+    study = Study.objects.get(name="LLMEval-2 (imported scores)")
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.LIVE)
+    before = table_counts()
+    with pytest.raises(ImportRefused, match="is live"):
+        dataset_import(
+            format="llmeval2-scores",
+            paths=l2_files("results/gpt-score"),
+            rater="another judge",
+            rater_kind="judge",
+            progress=False,
+        )
+    assert table_counts() == before

@@ -376,8 +376,19 @@ def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_c
     # What a killed executor left behind: an answer it was paid for but never committed.
     raw = answer_for(job.bodies[False]["messages"])
     journal = Journal(run.pk)
-    journal.append(Outcome(job=job, json_mode=False, status="ok", raw=raw, tokens_in=11,
-                           tokens_out=7, attempts=1, started_at=None, finished_at=None))
+    journal.append(
+        Outcome(
+            job=job,
+            json_mode=False,
+            status="ok",
+            raw=raw,
+            tokens_in=11,
+            tokens_out=7,
+            attempts=1,
+            started_at=None,
+            finished_at=None,
+        )
+    )
     journal.close(remove=False)
     run = execute_run(run.pk, backoff=0.01)
     assert len(fake.paid()) == 1  # only the other item was asked for
@@ -385,3 +396,95 @@ def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_c
     assert (recovered.raw_output, recovered.tokens_in, recovered.tokens_out) == (raw, 11, 7)
     assert not recovered.cached and recovered.parse_status == "ok" and recovered.rating is not None
     assert run.n_done == 2 and not __import__("os").path.exists(journal.path)
+
+
+def test_an_alignbench_run_scores_the_dimensions_of_the_answer_type_and_overall(
+    make_study, make_judge, fake
+):
+    study = make_study(["写一首诗？"], rubric="alignbench", n_llms=1, answer_type="生成型回答")
+    run = run_judge(study, make_judge(json_mode="off"), repeat_rate=0)
+    call = run.calls.get()
+    assert call.parse_status == "ok", call.parse_error
+    keys = {
+        "factuality",
+        "user_satisfaction",
+        "logical_coherence",
+        "creativity",
+        "richness",
+        "overall",
+    }
+    assert set(call.rating.scores_dict()) == keys
+    assert all(1 <= v <= 10 for v in call.rating.scores_dict().values())
+    assert call.rating.assignment.hint_shown  # the reference is always part of this prompt
+
+
+def test_a_chinese_alpaca_eval_run_ranks_the_pair(make_study, make_judge, fake):
+    from evaluation.models import PromptTemplate
+
+    study = make_study(["介绍一下长城。", "推荐一本书。"], mode="pairwise", rubric="pairwise")
+    judge = make_judge(
+        template=PromptTemplate.objects.get(key="chinese-alpaca-eval"), json_mode="off"
+    )
+    run = run_judge(study, judge, repeat_rate=0)
+    assert run.n_ok == 2
+    for call in run.calls.all():
+        shown = parse("ranking", call.raw_output)["shown"]
+        assert (
+            call.rating.choice
+            == {"left": "A" if call.left_is_a else "B", "right": "B" if call.left_is_a else "A"}[
+                shown
+            ]
+        )
+
+
+@pytest.mark.parametrize("policy", ["shown", "hidden"])
+def test_the_hint_follows_the_study_hint_policy(make_study, make_judge, fake, policy):
+    study = make_study(["Q?"], n_llms=1, hint_policy=policy, reference="SECRET-HINT")
+    run = run_judge(study, make_judge(), repeat_rate=0)
+    call = run.calls.get()
+    shown = "SECRET-HINT" in call.request["messages"][-1]["content"]
+    assert shown == (policy == "shown") == call.rating.assignment.hint_shown
+
+
+@pytest.mark.parametrize(
+    ("transport", "sdk_call"), [("httpx", "typed"), ("httpx", "post"), ("aiohttp", "typed")]
+)
+def test_retries_timeouts_and_failures_behave_the_same_on_every_transport(
+    make_study, make_judge, fake, monkeypatch, transport, sdk_call
+):
+    monkeypatch.setenv("JUDGE_HTTP_TRANSPORT", transport)
+    monkeypatch.setenv("JUDGE_SDK_CALL", sdk_call)
+    study = make_study(
+        [
+            "Slow <<fake:429:1>> <<fake:retry-after:0.5>>",
+            "Flaky <<fake:500:1>>",
+            "Hangs <<fake:hang:1>>",
+            "Dead <<fake:fail>>",
+            "Cut <<fake:truncated>>",
+        ],
+        n_llms=1,
+    )
+    t0 = time.monotonic()
+    run = run_judge(study, make_judge(timeout_s=0.5, max_attempts=2), repeat_rate=0)
+    calls = {c.item.question.text.split()[0]: c for c in run.calls.select_related("item__question")}
+    assert calls["Slow"].attempts == 2 and calls["Slow"].status == "ok"
+    assert time.monotonic() - t0 >= 0.5
+    assert calls["Flaky"].attempts == 2 and calls["Flaky"].status == "ok"
+    assert calls["Hangs"].attempts == 2 and calls["Hangs"].status == "ok"
+    assert calls["Dead"].status == "failed" and "HTTP 500" in calls["Dead"].error
+    assert calls["Cut"].finish_reason == "length" and calls["Cut"].parse_status == "failed"
+    assert (calls["Slow"].tokens_in, calls["Slow"].tokens_out) != (0, 0)
+
+
+def test_recording_the_same_call_twice_keeps_one(make_study, make_judge, fake):
+    from evaluation.services import Outcome, judge_calls_record, judge_run_plan
+
+    study = make_study(["Q?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
+    job = judge_run_plan(run=run).pending[0]
+    raw = answer_for(job.bodies[False]["messages"])
+    outcome = Outcome(job=job, json_mode=False, status="ok", raw=raw, tokens_in=5, tokens_out=5)
+    judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
+    snapshot = judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
+    assert snapshot["n_done"] == 1 and run.calls.count() == 1
+    assert Rating.objects.filter(rater=run.judge.rater).count() == 1

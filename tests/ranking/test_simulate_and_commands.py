@@ -211,6 +211,14 @@ def test_report_command_writes_json(star_study, tmp_path):
     assert doc["meta"]["n_raters"] == 1
 
 
+def test_report_command_writes_json_to_standard_output(star_study):
+    out = io.StringIO()
+    call_command("report", "--study", str(star_study.study.pk), "--out", "-", stdout=out)
+    assert json.loads(out.getvalue())["study"]["name"] == "Star study"
+    with pytest.raises(CommandError, match="standard output"):
+        call_command("report", "--study", str(star_study.study.pk), "--format", "csv", "--out", "-")
+
+
 def test_report_command_writes_xlsx_and_csv_zip_and_folder(star_study, tmp_path):
     sid = str(star_study.study.pk)
     call_command(

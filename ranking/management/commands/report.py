@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -98,7 +97,7 @@ class Command(BaseCommand):
         if out == "-":
             if fmt != "json":
                 raise CommandError("Only --format json can be written to standard output.")
-            sys.stdout.buffer.write(exports.to_json(report) + b"\n")
+            self.stdout.write(exports.to_json(report).decode("utf-8"))
             return
         path = Path(out or exports.filename(report, fmt))
         if fmt == "csv" and path.suffix.lower() != ".zip":
