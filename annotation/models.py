@@ -379,7 +379,8 @@ class Rater(models.Model):
         ordering = ["id"]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(kind="judge") & Q(pool="judge")) | (Q(kind="human") & ~Q(pool="judge")),
+                condition=(Q(kind="judge") & Q(pool="judge"))
+                | (Q(kind="human") & ~Q(pool="judge")),
                 name="rater_kind_matches_pool",
             ),
             models.UniqueConstraint(

@@ -146,6 +146,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two apps reuse the same choice sets under the field name "kind"; name the enums explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "RubricModeEnum": "annotation.models.Rubric.Mode",
+        "QuestionKindEnum": "annotation.models.Question.Kind",
+    },
 }
 
 # Task queue: "embedded" runs jobs in a thread pool inside the web process (no extra service,

@@ -59,15 +59,9 @@ def resolve(name: str) -> Callable[..., Any]:
 
 
 def run_job(name: str, args: list | tuple = (), kwargs: dict | None = None) -> Any:
-    """Run a registered job here and now, with fresh database connections around it."""
-    from django.db import close_old_connections, connections
-
-    close_old_connections()
-    try:
-        return resolve(name)(*args, **(kwargs or {}))
-    finally:
-        if threading.current_thread() is not threading.main_thread():
-            connections.close_all()
+    """Run a registered job here and now (Celery workers and the immediate engine call this;
+    Celery's Django fix-up manages the worker's database connections)."""
+    return resolve(name)(*args, **(kwargs or {}))
 
 
 def backend() -> str:
@@ -87,11 +81,17 @@ def _embedded_pool() -> ThreadPoolExecutor:
 
 
 def _run_logged(name: str, args, kwargs) -> Any:
+    """An embedded job in a pool thread: fresh connections before, closed after."""
+    from django.db import close_old_connections, connections
+
+    close_old_connections()
     try:
         return run_job(name, args, kwargs)
     except Exception:
         log.exception("embedded job %s failed", name)
         raise
+    finally:
+        connections.close_all()
 
 
 def enqueue(name: str, *args: Any, **kwargs: Any) -> str:

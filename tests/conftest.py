@@ -10,6 +10,12 @@ from annotation.models import LLM, Dataset, Question, Rater, Response, Rubric
 from annotation.permissions import ORGANIZERS_GROUP
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The default hasher costs ~0.3 s per user and the fixtures create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def organizer(db) -> User:
     user = User.objects.create_user("alice", password="alice-pass-123")

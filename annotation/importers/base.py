@@ -493,6 +493,11 @@ def write_bundle(
             added["studies"] += 1
         else:
             skipped["studies"] += 1
+            if study.status in (Study.Status.LIVE, Study.Status.PAUSED):
+                raise ImportRefused(
+                    f"study {spec.name!r} is {study.status}: the assignment engine owns its "
+                    "ratings; import into a closed study (choose another name with --study)"
+                )
             if (study.dataset_id, study.rubric_id, study.mode) != (
                 dataset.id,
                 rubric.id,

@@ -16,7 +16,8 @@ from tests.engine.conftest import make_study
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-LONG_ANSWER = """Here is **an answer** with structure.
+LONG_ANSWER = (
+    """Here is **an answer** with structure.
 
 1. First point, with `inline code`.
 2. Second point.
@@ -29,7 +30,9 @@ LONG_ANSWER = """Here is **an answer** with structure.
 def f(x):
     return x * 2
 ```
-""" + "\n\nA long paragraph that keeps going. " * 30
+"""
+    + "\n\nA long paragraph that keeps going. " * 30
+)
 
 
 def onsite_annotator(username="carol", password="carol-pass-123") -> User:
@@ -39,7 +42,14 @@ def onsite_annotator(username="carol", password="carol-pass-123") -> User:
 
 
 def test_onsite_annotator_finishes_star_items_with_the_keyboard_only(page, login, organizer):
-    study = make_study(owner=organizer, n_questions=1, n_llms=3, ratings_per_item=1, text=LONG_ANSWER, hint_policy="shown")
+    study = make_study(
+        owner=organizer,
+        n_questions=1,
+        n_llms=3,
+        ratings_per_item=1,
+        text=LONG_ANSWER,
+        hint_policy="shown",
+    )
     onsite_annotator()
     login("carol", "carol-pass-123")
     page.goto(f"/s/{study.public_id}/next/")

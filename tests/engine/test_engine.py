@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F
 from django.db import connection
+from django.db.models import Count, F
 from django.utils import timezone
 
 from annotation import engine

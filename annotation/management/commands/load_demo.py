@@ -28,6 +28,7 @@ ANNOTATORS = [(f"annotator{i}", "annotator-demo") for i in (1, 2, 3)]
 STAR_STUDY = "Demo: LLMEval-2 star"
 PAIR_STUDY = "Demo: ChineseAlpacaEval pairwise"
 SCORES_STUDY = "LLMEval-2 (imported scores)"
+SIM_PAIR_STUDY = "Demo: LLMEval-2 pairwise (simulated raters)"
 
 
 def demo_imports(root: Path) -> list[tuple[str, list[Path], dict]]:
@@ -86,7 +87,7 @@ class Command(BaseCommand):
             Study.objects.filter(owner__isnull=True, selection__imported=True).update(
                 owner=organizer
             )
-        if opts["simulate"]:
+        if opts["simulate"] and not opts["no_studies"]:
             self.simulate_hook(studies)
         self._print(organizer, studies)
 
@@ -98,6 +99,26 @@ class Command(BaseCommand):
         study = Study.objects.filter(name=SCORES_STUDY).first()
         if study is not None:
             call_command("simulate_ratings", study=str(study.pk), stdout=self.stdout)
+            # A closed pairwise study over the same LLMEval-2 answers, so the report shows Points,
+            # Elo, Bradley-Terry and length bias: its simulated choices follow the real human
+            # star scores of those answers (see ranking/simulate.py).
+            pair = Study.objects.filter(name=SIM_PAIR_STUDY).first()
+            if pair is None:
+                pair = study_create(
+                    name=SIM_PAIR_STUDY,
+                    dataset=study.dataset,
+                    mode=Rubric.Mode.PAIRWISE,
+                    rubric=Rubric.objects.get(key="pairwise"),
+                    owner=study.owner,
+                    pair_design=Study.PairDesign.SAMPLED,
+                    pairs_per_question=6,
+                    selection=dict(study.selection or {}, imported=False),
+                    description="Simulated raters only: pairwise choices derived from the real "
+                    "LLMEval-2 human scores, for the report demo.",
+                )
+                study_set_status(study=pair, status=Study.Status.CLOSED)
+            call_command("simulate_ratings", study=str(pair.pk), stdout=self.stdout)
+            studies.append(pair)
 
     @transaction.atomic
     def _accounts(self):
