@@ -93,9 +93,47 @@ def _hint_for(study: Study, rng: random.Random) -> bool:
     return False
 
 
+# The hot query on PostgreSQL: pick the first unlocked item of one load level at or after a
+# point in shuffle order that this rater was never exposed to, and reserve it, in one round trip.
+# The expression matches the item_pick index; FOR UPDATE re-checks the load on the newest row
+# version, SKIP LOCKED passes over rows other annotators are taking right now.
+_PICK_SQL = """
+WITH pick AS (
+    SELECT i.id FROM annotation_item i
+    WHERE i.study_id = %(study)s
+      AND (i.n_ratings + i.n_reserved) = %(level)s
+      AND i.shuffle >= %(lo)s AND i.shuffle < %(hi)s
+      AND NOT EXISTS (
+          SELECT 1 FROM annotation_assignment a
+          WHERE a.item_id = i.id AND a.rater_id = %(rater)s AND NOT a.is_repeat
+      )
+    ORDER BY i.shuffle
+    LIMIT 1
+    FOR UPDATE OF i SKIP LOCKED
+)
+UPDATE annotation_item SET n_reserved = annotation_item.n_reserved + 1
+FROM pick WHERE annotation_item.id = pick.id
+RETURNING annotation_item.id
+"""
+
+
 def _reserve_item(*, study: Study, rater: Rater, rng: random.Random) -> int | None:
     """Pick and reserve one item: the lowest load level first, a random item within it. Returns
     the item id with n_reserved already incremented, or None when nothing is left for this rater."""
+    if _uses_row_locks():
+        with connection.cursor() as cursor:
+            for level in range(study.ratings_per_item):
+                pivot = rng.randrange(SHUFFLE_MAX)
+                for lo, hi in ((pivot, SHUFFLE_MAX + 1), (0, pivot)):
+                    cursor.execute(
+                        _PICK_SQL,
+                        {"study": study.pk, "level": level, "lo": lo, "hi": hi, "rater": rater.pk},
+                    )
+                    row = cursor.fetchone()
+                    if row is not None:
+                        return row[0]
+        return None
+    # Elsewhere (SQLite: one writer at a time) the same pick through the ORM.
     seen = Assignment.objects.filter(item=OuterRef("pk"), rater=rater, is_repeat=False)
     base = (
         Item.objects.filter(study=study)
@@ -105,15 +143,15 @@ def _reserve_item(*, study: Study, rater: Rater, rng: random.Random) -> int | No
     for level in range(study.ratings_per_item):
         pivot = rng.randrange(SHUFFLE_MAX)
         for half in (Q(shuffle__gte=pivot), Q(shuffle__lt=pivot)):
-            qs = base.filter(half, load=level).order_by("shuffle")
-            if _uses_row_locks():
-                qs = qs.select_for_update(skip_locked=True, of=("self",))
-            item_id = qs.values_list("pk", flat=True).first()
-            if item_id is None:
-                continue
-            # The row is locked and its load re-checked by the query, so this cannot overshoot.
-            Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
-            return item_id
+            item_id = (
+                base.filter(half, load=level)
+                .order_by("shuffle")
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if item_id is not None:
+                Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
+                return item_id
     return None
 
 

@@ -95,12 +95,23 @@ def _own_assignment(
 ) -> tuple[Assignment, Rater]:
     related = ("study__rubric", "item__question", "item__response_a", "item__response_b")
     a = get_object_or_404(
-        Assignment.objects.select_related(*(related if for_display else ("study",))),
+        Assignment.objects.select_related("rater", *(related if for_display else ("study",))),
         public_id=assignment_pid,
     )
-    rater = _rater_for(request, a.study)
+    # The rater comes with the assignment; the visitor must be that rater: the one this session
+    # joined the study as (crowd, public), or else the logged-in onsite annotator.
+    rater = a.rater
+    session_rater = request.session.get(SESSION_RATERS, {}).get(a.study.public_id)
+    if session_rater:
+        mine = session_rater == rater.pk
+    else:
+        mine = (
+            request.user.is_authenticated
+            and rater.user_id == request.user.pk
+            and rater.pool == Rater.Pool.ONSITE
+        )
     # Someone else's assignment, or no rater at all: it does not exist for this visitor.
-    if rater is None or a.rater_id != rater.pk or a.study.status == Study.Status.DRAFT:
+    if not mine or rater.kind != Rater.Kind.HUMAN or a.study.status == Study.Status.DRAFT:
         raise Http404
     return a, rater
 

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -89,6 +90,15 @@ def judge_cmd(ids: dict) -> list[str]:
         "0",
         "--no-progress",
     ]
+
+
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc), 0 elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def parse_ts(value) -> datetime:
@@ -171,6 +181,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--database-url", default="")
+    ap.add_argument("--keep", action="store_true", help="keep the throwaway database directory")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="judge-bench-"))
@@ -199,11 +210,13 @@ def main() -> None:
         # --- 1. throughput ---------------------------------------------------------------
         load_before = os.getloadavg()[0]
         cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        server_cpu0 = proc_cpu(server.pid)
         t0 = time.monotonic()
         subprocess.run(judge_cmd(ids), cwd=ROOT, env=env, check=True, capture_output=True)
         wall = time.monotonic() - t0
         cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         client_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+        server_cpu = proc_cpu(server.pid) - server_cpu0
         run = db.one(
             "SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
             f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}"
@@ -235,7 +248,8 @@ def main() -> None:
         )
         print(
             f"   judge process CPU: {client_cpu:.2f} s = {1000 * client_cpu / stats['paid']:.2f} "
-            f"ms per call; machine load average before: {load_before:.2f} on "
+            f"ms per call; fake server {1000 * server_cpu / stats['paid']:.2f} ms per call; "
+            f"machine load average before: {load_before:.2f} on "
             f"{os.cpu_count()} CPUs"
         )
         print(
@@ -258,6 +272,8 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

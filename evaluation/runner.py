@@ -141,13 +141,17 @@ class Journal:
     again; the file is removed when the run finishes. Best effort: it is local to the machine.
     """
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: int, created_at=None) -> None:
         base = os.environ.get("JUDGE_JOURNAL_DIR") or os.path.join(
             tempfile.gettempdir(), "llmeval-judge-journal"
         )
         db = settings.DATABASES["default"]
+        name = str(db.get("NAME"))
+        if "memory" in name:  # an in-memory database lives and dies with this process
+            name += f"|pid {os.getpid()}"
+        # The database's identity and the run's creation time: never another database's run 1.
         tag = hashlib.sha256(
-            f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{db.get('NAME')}".encode()
+            f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{name}|{created_at}".encode()
         ).hexdigest()[:16]
         os.makedirs(base, exist_ok=True)
         self.path = os.path.join(base, f"run-{tag}-{run_id}.jsonl")
@@ -415,13 +419,16 @@ class _Executor:
             batch: list[Outcome] = []
             deadline = time.monotonic() + FLUSH_EVERY
             while len(batch) < FLUSH_MAX:
+                while not self.results.empty() and len(batch) < FLUSH_MAX:
+                    batch.append(self.results.get_nowait())
                 timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    break
+                if timeout <= 0 or (done.is_set() and self.results.empty()):
+                    break  # time to write, or the workers are done: no point waiting
                 try:
-                    batch.append(await asyncio.wait_for(self.results.get(), timeout))
+                    # Short slices, so the end of the work is noticed at once.
+                    batch.append(await asyncio.wait_for(self.results.get(), min(timeout, 0.02)))
                 except TimeoutError:
-                    break
+                    continue
             finished = done.is_set() and self.results.empty()
             if not batch and not finished and time.monotonic() - self._last_write < 1.0:
                 continue  # nothing to write; the heartbeat goes out once a second
@@ -447,6 +454,10 @@ class _Executor:
             q.put_nowait(job)
         done = asyncio.Event()
         writer = asyncio.create_task(self._writer(done))
+        # If the database writer dies, stop calling the API (the journal keeps what was paid).
+        writer.add_done_callback(
+            lambda t: setattr(self, "stop", True) if t.cancelled() or t.exception() else None
+        )
         workers = [
             asyncio.create_task(self._worker(q)) for _ in range(min(self.concurrency, len(jobs)))
         ]
@@ -549,7 +560,7 @@ def execute_run(
             raise RunError(f"The environment variable {env} (the judge's API key) is not set.")
         plan = services.judge_run_plan(run=run)
         JudgeRun.objects.filter(pk=run_id).update(n_planned=plan.n_planned)
-        journal = Journal(run_id)
+        journal = Journal(run_id, run.created_at.isoformat())
         cached = journal.recover(plan) + _from_cache(plan)
         bridge = DbBridge()
         ex = _Executor(

@@ -3,6 +3,7 @@ the real openai client: ratings, retries, failures, cache, cost, orders, repeats
 
 from __future__ import annotations
 
+import json
 import time
 from decimal import Decimal
 
@@ -52,9 +53,12 @@ def test_a_star_run_lands_as_ratings_of_the_judge_rater_with_one_score_per_crite
             "Fluency": "fluency",
             "Logicality": "logicality",
         }
-        want = {keys[k]: v for k, v in __import__("json").loads(expected).items()}
+        want = {keys[k]: v for k, v in json.loads(expected).items()}
         assert call.rating.scores_dict() == want
     assert Score.objects.filter(rating__rater=judge.rater).count() == 4 * 4
+    # The key lives in the environment only: not in the run, the calls or the judge.
+    stored = json.dumps([run.params, list(run.calls.values_list("request", flat=True))])
+    assert "sk-test-not-a-real-key" not in stored and judge.api_key_env == "LLMEVAL_TEST_JUDGE_KEY"
     assert (
         judge.rater.kind == "judge"
         and judge.rater.pool == "judge"
@@ -375,7 +379,7 @@ def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_c
     job = judge_run_plan(run=run).pending[0]
     # What a killed executor left behind: an answer it was paid for but never committed.
     raw = answer_for(job.bodies[False]["messages"])
-    journal = Journal(run.pk)
+    journal = Journal(run.pk, run.created_at.isoformat())
     journal.append(
         Outcome(
             job=job,
@@ -488,3 +492,29 @@ def test_recording_the_same_call_twice_keeps_one(make_study, make_judge, fake):
     snapshot = judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
     assert snapshot["n_done"] == 1 and run.calls.count() == 1
     assert Rating.objects.filter(rater=run.judge.rater).count() == 1
+
+
+def test_a_database_failure_stops_calling_and_a_resume_recovers_what_was_paid(
+    make_study, make_judge, fake, monkeypatch
+):
+    from evaluation import services
+
+    fake.latency = 0.05
+    study = make_study([f"Q{i}?" for i in range(10)])  # 20 items
+    run = judge_run_create(study=study, judge=make_judge(concurrency=2), repeat_rate=0)
+    real = services.judge_calls_record
+
+    def broken(**kwargs):
+        if kwargs["outcomes"]:
+            raise RuntimeError("disk full")
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "judge_calls_record", broken)
+    failed = execute_run(run.pk, backoff=0.01)
+    assert failed.status == "failed" and "disk full" in failed.error
+    paid_before = len(fake.paid())
+    assert 0 < paid_before < 20  # it stopped calling once the writer died
+    monkeypatch.setattr(services, "judge_calls_record", real)
+    done = execute_run(run.pk, backoff=0.01)
+    assert done.status == "done" and done.n_done == 20 and done.n_ok == 20
+    assert len(fake.paid()) == 20 and fake.duplicates() == 0  # the journal had the paid ones
