@@ -3,6 +3,7 @@ from Prolific, pairwise with the mouse, previous and skip, inert XSS payloads.""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -16,6 +17,18 @@ from tests.engine.conftest import make_study
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+def screenshot(page, name: str) -> None:
+    """The README's screenshots: written when missing or when UPDATE_SCREENSHOTS=1, so a test
+    run does not leave the tree modified."""
+    path = IMG / name
+    if path.exists() and os.environ.get("UPDATE_SCREENSHOTS") != "1":
+        return
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=False)
+
+
 LONG_ANSWER = (
     """Here is **an answer** with structure.
 
@@ -62,10 +75,9 @@ def test_onsite_annotator_finishes_star_items_with_the_keyboard_only(page, login
         expect(criteria).to_have_count(4)  # llmeval2, subjective questions
         if done == 0:
             expect(form.locator(".reference")).to_contain_text("Reference answer")
-            IMG.mkdir(parents=True, exist_ok=True)
             page.keyboard.press("4")
             page.keyboard.press("3")
-            page.screenshot(path=str(IMG / "star.png"), full_page=False)
+            screenshot(page, "star.png")
             page.keyboard.press("2")
             expect(submit).to_be_disabled()
             page.keyboard.press("3")
@@ -118,7 +130,7 @@ def test_pairwise_rating_with_the_mouse(page, login, organizer):
     expect(form.locator("[data-answer=right]")).to_be_visible()
     submit = form.get_by_role("button", name="Submit")
     expect(submit).to_be_disabled()
-    page.screenshot(path=str(IMG / "pairwise.png"), full_page=False)
+    screenshot(page, "pairwise.png")
     first_url = page.url
     form.get_by_text("Right is better").click()
     expect(submit).to_be_enabled()
