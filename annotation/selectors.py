@@ -15,6 +15,13 @@ def dataset_list() -> QuerySet[Dataset]:
     return Dataset.objects.annotate(n_questions=Count("questions", distinct=True)).order_by("name")
 
 
+def _in_dataset(qs: QuerySet, dataset: int | str, *, path: str) -> QuerySet:
+    """Filter by a dataset given as its id or its name."""
+    if str(dataset).isdigit():
+        return qs.filter(**{f"{path}_id": dataset})
+    return qs.filter(**{f"{path}__name": dataset})
+
+
 def question_list(
     *,
     dataset: int | str | None = None,
@@ -24,11 +31,7 @@ def question_list(
 ) -> QuerySet[Question]:
     qs = Question.objects.select_related("dataset").annotate(n_responses=Count("responses"))
     if dataset:
-        qs = (
-            qs.filter(dataset_id=dataset)
-            if str(dataset).isdigit()
-            else qs.filter(dataset__name=dataset)
-        )
+        qs = _in_dataset(qs, dataset, path="dataset")
     if task_type:
         qs = qs.filter(task_type=task_type)
     if kind:
@@ -47,11 +50,7 @@ def response_list(
 ) -> QuerySet[Response]:
     qs = Response.objects.select_related("question__dataset", "llm")
     if dataset:
-        qs = (
-            qs.filter(question__dataset_id=dataset)
-            if str(dataset).isdigit()
-            else qs.filter(question__dataset__name=dataset)
-        )
+        qs = _in_dataset(qs, dataset, path="question__dataset")
     if question:
         qs = qs.filter(question_id=question)
     if llm:
