@@ -30,7 +30,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation import engine
 from annotation.forms import JoinForm
-from annotation.models import Assignment, Rater, Rubric, Study
+from annotation.joined import JoinedRead, Part
+from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
 SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
@@ -90,14 +91,41 @@ def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
     return redirect("annotate:study", study_pid=study.public_id)
 
 
+# The annotator page's read: an assignment with its rater, study, rubric, item, question and
+# answers, compiled once (see annotation/joined.py). POSTs need only the rater and the study.
+_EXPOSURE_PARTS = [
+    Part("a", Assignment),
+    Part("r", Rater, "a.rater"),
+    Part("s", Study, "a.study"),
+]
+_EXPOSURE_LIGHT = JoinedRead(
+    _EXPOSURE_PARTS, "a.public_id = %s", [Assignment._meta.get_field("public_id")]
+)
+_EXPOSURE = JoinedRead(
+    [
+        *_EXPOSURE_PARTS,
+        Part("ru", Rubric, "s.rubric"),
+        Part("i", Item, "a.item"),
+        Part("q", Question, "i.question"),
+        Part("ra", Response, "i.response_a"),
+        Part("rb", Response, "i.response_b", outer=True),
+    ],
+    "a.public_id = %s",
+    [Assignment._meta.get_field("public_id")],
+)
+
+
+def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
+    a = (_EXPOSURE if for_display else _EXPOSURE_LIGHT).get(assignment_pid)
+    if a is None:
+        raise Http404
+    return a
+
+
 def _own_assignment(
     request: HttpRequest, assignment_pid, *, for_display: bool = True
 ) -> tuple[Assignment, Rater]:
-    related = ("study__rubric", "item__question", "item__response_a", "item__response_b")
-    a = get_object_or_404(
-        Assignment.objects.select_related("rater", *(related if for_display else ("study",))),
-        public_id=assignment_pid,
-    )
+    a = _load_assignment(assignment_pid, for_display=for_display)
     # The rater comes with the assignment; the visitor must be that rater: the one this session
     # joined the study as (crowd, public), or else the logged-in onsite annotator.
     rater = a.rater
@@ -162,6 +190,11 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
     return {
         "study": a.study,
         "assignment": a,
+        # Reversed once here rather than twice each in the template.
+        "urls": {
+            name: reverse(f"annotate:{view}", args=[a.public_id])
+            for name, view in (("rate", "assignment"), ("skip", "skip"), ("previous", "previous"))
+        },
         "question": item.question.text,
         "reference": item.question.reference if a.hint_shown else "",
         "answers": answers,
@@ -201,6 +234,11 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
         a = engine.assignment_next(study=study, rater=rater)
     except (engine.StudyUnavailable, engine.NotAdmitted):
         return redirect("annotate:study", study_pid=study.public_id)
+    return _show_next(request, study, rater, a)
+
+
+def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
+    """The answer once the next exposure is decided: it, or the end page."""
     if a is None:
         url = reverse("annotate:done", args=[study.public_id])
         if request.htmx:
@@ -210,10 +248,7 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
         return redirect(url)
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
-    a = Assignment.objects.select_related(
-        "study__rubric", "item__question", "item__response_a", "item__response_b"
-    ).get(pk=a.pk)
-    return _render_item(request, a, rater)
+    return _render_item(request, _load_assignment(a.public_id), rater)
 
 
 # -- Views -----------------------------------------------------------------------------------
@@ -263,28 +298,30 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
     post = request.POST
     active = post.get("active_ms", "")
     # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
-    with transaction.atomic():
-        try:
-            engine.assignment_submit(
-                assignment=a,
-                rater=rater,
-                scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
-                choice=post.get("choice"),
-                active_ms=int(active) if active.isdigit() else None,
-            )
-        except ValidationError as e:
-            a, rater = _own_assignment(request, assignment_pid)
-            return _render_item(
-                request,
-                a,
-                rater,
-                posted=post,
-                errors=e.messages,
-                status=200 if request.htmx else 400,
-            )
-        except engine.AssignmentGone:
-            messages.info(request, _("That item was handed on to someone else; here is a new one."))
+    try:
+        _rating, following = engine.assignment_submit_and_next(
+            assignment=a,
+            rater=rater,
+            scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
+            choice=post.get("choice"),
+            active_ms=int(active) if active.isdigit() else None,
+        )
+    except ValidationError as e:
+        a, rater = _own_assignment(request, assignment_pid)
+        return _render_item(
+            request,
+            a,
+            rater,
+            posted=post,
+            errors=e.messages,
+            status=200 if request.htmx else 400,
+        )
+    except engine.AssignmentGone:
+        messages.info(request, _("That item was handed on to someone else; here is a new one."))
         return _serve_next(request, a.study, rater)
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return redirect("annotate:study", study_pid=a.study.public_id)
+    return _show_next(request, a.study, rater, following)
 
 
 @require_POST
@@ -306,10 +343,7 @@ def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
         if request.htmx:
             return _render_item(request, a, rater)
         return redirect("annotate:assignment", assignment_pid=a.public_id)
-    previous = Assignment.objects.select_related(
-        "study__rubric", "item__question", "item__response_a", "item__response_b"
-    ).get(pk=previous.pk)
-    return _show(request, previous, rater)
+    return _show(request, _load_assignment(previous.public_id), rater)
 
 
 @require_GET
@@ -396,7 +430,8 @@ def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
     _remember(request, study, rater)
     if study.status != Study.Status.LIVE:
         return redirect("annotate:study", study_pid=study.public_id)
-    return redirect("annotate:next", study_pid=study.public_id)
+    # Straight to the first item (one redirect less for a crowd that arrives all at once).
+    return _serve_next(request, study, rater)
 
 
 def _client_ip(request: HttpRequest) -> str:

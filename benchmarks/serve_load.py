@@ -16,7 +16,8 @@ What it does
    must all be 0.
 
 Usage: .venv/bin/python benchmarks/serve_load.py [--annotators 200] [--duration 120]
-       [--assignments 1000000] [--fresh-items 2000] [--think 1.0] [--workers 3] [--keep-db]
+       [--assignments 1000000] [--fresh-items 1000] [--think 5.0] [--workers 4] [--keep-db]
+       [--reuse-db]  (a database kept by --keep-db, reset to its loaded state: no reload)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import http.cookiejar
 import os
 import random
 import re
+import ssl
 import subprocess
 import sys
 import threading
@@ -227,7 +229,58 @@ def load_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> di
     }
 
 
+def reset_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> dict | None:
+    """Put a database kept by an earlier run (--keep-db) back in its loaded state: drop what the
+    simulated annotators wrote and reopen the fresh items. None if it does not hold a study of
+    this size (then it is loaded afresh)."""
+    import psycopg
+
+    try:
+        conn = psycopg.connect(db_url)
+    except psycopg.OperationalError:
+        return None
+    with conn, conn.cursor() as cur:
+        cur.execute("SELECT id, public_id FROM annotation_study WHERE name = 'bench study'")
+        row = cur.fetchone()
+        full_items = -(-assignments // n)
+        if row is None:
+            return None
+        study, study_pid = row
+        cur.execute("SELECT count(*) FROM annotation_item WHERE study_id = %s", [study])
+        if cur.fetchone()[0] != full_items + fresh_items:
+            return None
+        new = "SELECT id FROM annotation_rater WHERE external_id NOT LIKE 'hist-%%'"
+        cur.execute(
+            f"DELETE FROM annotation_score WHERE rating_id IN (SELECT id FROM annotation_rating "
+            f"WHERE rater_id IN ({new}))"
+        )
+        cur.execute(f"DELETE FROM annotation_rating WHERE rater_id IN ({new})")
+        cur.execute(f"DELETE FROM annotation_assignment WHERE is_repeat AND rater_id IN ({new})")
+        cur.execute(f"DELETE FROM annotation_assignment WHERE rater_id IN ({new})")
+        cur.execute(new.replace("SELECT id", "DELETE"))
+        cur.execute(
+            "UPDATE annotation_item SET n_ratings = 0, n_reserved = 0 WHERE study_id = %s AND "
+            "id > (SELECT max(item_id) FROM annotation_assignment WHERE study_id = %s)",
+            [study, study],
+        )
+        cur.execute("DELETE FROM django_session")
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE annotation_item")
+        conn.execute("VACUUM ANALYZE annotation_assignment")
+    return {"study": study, "study_pid": study_pid, "full_items": full_items,
+            "fresh_items": fresh_items}  # fmt: skip
+
+
 # -- Server --------------------------------------------------------------------------------------
+
+
+def redis_reachable(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
 
 
 def start_server(
@@ -244,6 +297,14 @@ def start_server(
         "DB_CONN_MAX_AGE": "600",
         "LOG_LEVEL": "ERROR",
     }
+    # As in production: the shared Redis cache, which also serves the sessions (cached_db).
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+    if redis_reachable(redis_url):
+        env["REDIS_URL"] = redis_url
+        log(f"cache and sessions: {redis_url}")
+    else:
+        env.pop("REDIS_URL", None)
+        log("Redis is not reachable: per-process cache, database sessions")
     gunicorn = ROOT / ".venv" / "bin" / "gunicorn"
     cmd = [
         str(gunicorn) if gunicorn.exists() else "gunicorn",
@@ -253,6 +314,7 @@ def start_server(
         "--worker-class", "gthread",
         "--threads", str(threads),
         "--backlog", "2048",
+        "--preload",
         "--log-level", "warning",
         # Server-side time per request (microseconds), to tell queueing in the client apart.
         "--access-logfile", str(access_log),
@@ -273,6 +335,9 @@ def start_server(
 # -- Simulated annotators --------------------------------------------------------------------------
 
 
+HTTPS_HANDLER = urllib.request.HTTPSHandler(context=ssl.create_default_context())
+
+
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
@@ -289,10 +354,13 @@ class Annotator(threading.Thread):
         self.stop_at, self.think, self.skip_rate = stop_at, think, skip_rate
         self.rng = random.Random(i)
         self.jar = http.cookiejar.CookieJar()
+        # One TLS context for all: build_opener would otherwise load the CA store for each
+        # annotator (about 40 ms of CPU each, 8 s for 200, on the cores the server runs on).
         self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.jar), NoRedirect()
+            urllib.request.HTTPCookieProcessor(self.jar), NoRedirect(), HTTPS_HANDLER
         )
         self.lat: dict[str, list[float]] = {"entry": [], "page": [], "submit": [], "skip": []}
+        self.timeline: list[tuple[float, float]] = []  # (time.time() at the start, seconds)
         self.acked: list[str] = []
         self.errors: list[str] = []
         self.finished = False
@@ -315,6 +383,7 @@ class Annotator(threading.Thread):
             headers.get("Location") or headers.get("HX-Push-Url") or headers.get("HX-Redirect")
         ) or ""
         self.lat[kind].append(time.perf_counter() - t)
+        self.timeline.append((time.time() - (time.perf_counter() - t), time.perf_counter() - t))
         return status, location, body
 
     def wait_for_work(self) -> bool:
@@ -341,10 +410,10 @@ class Annotator(threading.Thread):
         status, location, _ = self.request("entry", f"/s/{self.study_pid}/crowd/?{q}")
         if status != 302:
             raise RuntimeError(f"entry {status}")
+        # The entry answers with a redirect to the first item (or the end page).
         if self.htmx:
             self.loop_htmx(location)
             return
-        status, location, _ = self.request("entry", location)  # /next/ -> the first item
         while time.time() < self.stop_at:
             m = self.UUID.search(location)
             if not m:
@@ -374,9 +443,13 @@ class Annotator(threading.Thread):
             if status != 302:
                 raise RuntimeError(f"post {status}")
 
-    def loop_htmx(self, next_url):
-        """As a browser with JavaScript: each POST returns the next item's fragment."""
-        status, location, _ = self.request("entry", next_url, htmx=True)
+    def loop_htmx(self, location):
+        """As a browser with JavaScript: the first item is a whole page, then each POST returns
+        the next item's fragment."""
+        if self.UUID.search(location):
+            status, _, _ = self.request("page", location)
+            if status != 200:
+                raise RuntimeError(f"page {status}")
         while time.time() < self.stop_at:
             m = self.UUID.search(location)
             if not m:
@@ -431,6 +504,11 @@ def main() -> None:
     ap.add_argument("--db-name", default="bench_serve")
     ap.add_argument("--keep-db", action="store_true", help="keep the database afterwards")
     ap.add_argument(
+        "--reuse-db",
+        action="store_true",
+        help="reset a database kept by --keep-db instead of loading it again",
+    )
+    ap.add_argument(
         "--htmx",
         action="store_true",
         help="post as the page's JavaScript does: one request per item (submit + next fragment) "
@@ -438,12 +516,20 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    log(f"creating database {args.db_name}")
-    db_url = recreate_database(args.db_base, args.db_name)
-    env = {**os.environ, "DATABASE_URL": db_url}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    log(f"loading {args.assignments:,} assignments + {args.fresh_items:,} fresh items")
-    info = load_study(db_url, assignments=args.assignments, fresh_items=args.fresh_items, n=args.n)
+    size = {"assignments": args.assignments, "fresh_items": args.fresh_items, "n": args.n}
+    db_url = f"{args.db_base}/{args.db_name}"
+    info = reset_study(db_url, **size) if args.reuse_db else None
+    if info is not None:
+        log(f"reusing database {args.db_name}, reset to its loaded state")
+    else:
+        log(f"creating database {args.db_name}")
+        db_url = recreate_database(args.db_base, args.db_name)
+        env = {**os.environ, "DATABASE_URL": db_url}
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+        log(f"loading {args.assignments:,} assignments + {args.fresh_items:,} fresh items")
+        info = load_study(db_url, **size)
 
     if not args.port:
         import socket
@@ -503,6 +589,7 @@ def main() -> None:
         errors.extend(b.errors)
     finished = sum(b.finished for b in bots)
     every = [x for v in lat.values() for x in v]
+    timeline = sorted(x for b in bots for x in b.timeline)
     server_ms: list[float] = []
     if access_log.exists():
         for line in access_log.read_text().splitlines()[1:]:  # the first is the start-up probe
@@ -591,6 +678,16 @@ def main() -> None:
                 f"{1000 * pct(values, 95):8.1f} {1000 * pct(values, 99):8.1f} "
                 f"{1000 * max(values):8.1f}"
             )
+    window = 10.0
+    print(f"over time ({window:.0f}-s windows by request start): requests, p50 / p95 ms")
+    for k in range(int(elapsed // window) + 1):
+        lo = t0 + k * window
+        part = [d for start, d in timeline if lo <= start < lo + window]
+        if part:
+            print(
+                f"  {k * window:4.0f}-{(k + 1) * window:<4.0f}s {len(part):6d} "
+                f"{1000 * pct(part, 50):8.1f} {1000 * pct(part, 95):8.1f}"
+            )
     if server_ms:
         print(
             f"server-side (gunicorn, request in to response out): p50 {pct(server_ms, 50):.1f} ms, "
@@ -612,7 +709,7 @@ def main() -> None:
     p95 = 1000 * pct(every, 95)
     print(f"p95 {'<' if p95 < 50 else '>='} 50 ms target: {p95:.1f} ms")
 
-    if not args.keep_db:
+    if not (args.keep_db or args.reuse_db):
         from django.db import connections
 
         connections.close_all()
