@@ -208,10 +208,18 @@ def assignment_next(
     return _next(study=study, rater=rater, now=now or timezone.now(), rng=rng or _rng)
 
 
-def _next(*, study: Study, rater: Rater, now: datetime, rng: random.Random) -> Assignment | None:
-    check_admission(study=study, rater=rater)
-    # One request per rater at a time: double clicks and parallel tabs queue here.
+def _lock_rater(rater: Rater) -> None:
+    # One request per rater at a time: double clicks and parallel tabs queue here. Always the
+    # first lock a service takes (rater -> assignment -> item), so services cannot deadlock.
     _sql(f"SELECT id FROM annotation_rater WHERE id = %s{_for_update()}", [rater.pk])
+
+
+def _next(
+    *, study: Study, rater: Rater, now: datetime, rng: random.Random, rater_locked: bool = False
+) -> Assignment | None:
+    check_admission(study=study, rater=rater)
+    if not rater_locked:
+        _lock_rater(rater)
     timeout = timedelta(seconds=study.reservation_timeout)
 
     # Only the latest exposure can be open: next always resumes an open one before creating.
@@ -417,6 +425,7 @@ def assignment_submit(
     scores: criterion key -> stars (star studies); choice: left / right / tie / both_bad as shown
     (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
     """
+    _lock_rater(rater)
     return _submit(
         assignment=assignment,
         rater=rater,
@@ -443,6 +452,7 @@ def assignment_submit_and_next(
     admitting this rater's pool takes no more ratings (StudyUnavailable / NotAdmitted)."""
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
+    _lock_rater(rater)
     rating = _submit(
         assignment=assignment,
         rater=rater,
@@ -451,7 +461,10 @@ def assignment_submit_and_next(
         active_ms=active_ms,
         now=now,
     )
-    return rating, _next(study=assignment.study, rater=rater, now=now, rng=rng or _rng)
+    following = _next(
+        study=assignment.study, rater=rater, now=now, rng=rng or _rng, rater_locked=True
+    )
+    return rating, following
 
 
 def _submit(
@@ -550,6 +563,7 @@ def _submit(
 def assignment_skip(*, assignment: Assignment, rater: Rater, now: datetime | None = None) -> None:
     """Give the item back to others; this rater is never served it again (the exposure stays)."""
     now = now or timezone.now()
+    _lock_rater(rater)
     a = _lock(Assignment.objects.filter(pk=assignment.pk, rater=rater)).first()
     if a is None:
         raise Assignment.DoesNotExist

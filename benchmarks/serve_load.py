@@ -5,19 +5,23 @@ What it does
    COPY, a large pairwise study whose history already holds --assignments submitted assignments
    (default 1,000,000, with their ratings) on items that are complete, plus --fresh-items items
    that still need their N ratings.
-2. Starts a real server: gunicorn (gthread workers) on 127.0.0.1, DEBUG off, persistent
-   database connections.
+2. Starts a real server as production runs it: gunicorn (gthread workers, --preload) on
+   127.0.0.1, DEBUG off, persistent database connections, the Redis cache (and sessions) when
+   Redis answers at REDIS_URL (default redis://127.0.0.1:6379/15).
 3. Runs --annotators simulated crowd workers (threads, one cookie jar / session each) who arrive
-   through the Prolific entry URL and then loop: GET the item page, think, POST the rating
-   (the POST records it and reserves the next item, answering with a redirect to it). A few skip.
-4. Prints p50/p95/p99 latency per request kind and overall, requests per second, and the
+   within --ramp seconds through the Prolific entry URL, which answers with their first item,
+   and then loop: GET the item page, think, POST the rating (the POST records it and reserves
+   the next item, answering with a redirect to it; with --htmx the answer is the next item's
+   fragment, as in a browser with JavaScript). A few skip.
+4. Prints p50/p95/p99 latency per request kind, overall and per 10-s window, requests per second, and the
    integrity counts (over-assigned items, under-assigned items of the fresh subset once every
    annotator has been told there is nothing left, lost submissions, counter mismatches) which
    must all be 0.
 
 Usage: .venv/bin/python benchmarks/serve_load.py [--annotators 200] [--duration 120]
        [--assignments 1000000] [--fresh-items 1000] [--think 5.0] [--workers 4] [--keep-db]
-       [--reuse-db]  (a database kept by --keep-db, reset to its loaded state: no reload)
+       [--ramp 20] [--htmx] [--reuse-db]  (--reuse-db: a database kept by --keep-db, reset to
+       its loaded state instead of loading it again)
 """
 
 from __future__ import annotations
@@ -346,12 +350,13 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 class Annotator(threading.Thread):
     UUID = re.compile(r"/a/([0-9a-f-]{36})/")
 
-    def __init__(self, i, base, study_pid, stop_at, think, skip_rate, complete, htmx):
+    def __init__(self, i, base, study_pid, stop_at, think, skip_rate, complete, htmx, ramp):
         super().__init__(daemon=True)
         self.htmx = htmx
         self.complete = complete
         self.i, self.base, self.study_pid = i, base, study_pid
         self.stop_at, self.think, self.skip_rate = stop_at, think, skip_rate
+        self.ramp = ramp
         self.rng = random.Random(i)
         self.jar = http.cookiejar.CookieJar()
         # One TLS context for all: build_opener would otherwise load the CA store for each
@@ -403,7 +408,7 @@ class Annotator(threading.Thread):
             self.errors.append(repr(e))
 
     def loop(self):
-        time.sleep(self.rng.uniform(0, max(self.think, 0.1)))  # staggered arrival
+        time.sleep(self.rng.uniform(0, max(self.ramp, 0.1)))  # staggered arrival
         q = urllib.parse.urlencode(
             {"PROLIFIC_PID": f"bench-{self.i}", "STUDY_ID": "bench", "SESSION_ID": f"s{self.i}"}
         )
@@ -495,6 +500,13 @@ def main() -> None:
         "take 10-60 s, so 5 s is a dense load",
     )
     ap.add_argument("--skip-rate", type=float, default=0.02)
+    ap.add_argument(
+        "--ramp",
+        type=float,
+        default=20.0,
+        help="seconds over which the annotators arrive, uniformly: 20 s is 10 new crowd workers "
+        "a second; --ramp 5 puts all 200 entries into 5 s",
+    )
     # 4 x 2 was the best of 3x8, 4x2, 2x6 and 6x2 on the 2-core machine (fewer threads per
     # process: less waiting on the GIL).
     ap.add_argument("--workers", type=int, default=4)
@@ -554,6 +566,7 @@ def main() -> None:
                 args.skip_rate,
                 complete,
                 args.htmx,
+                args.ramp,
             )
             for i in range(args.annotators)
         ]
@@ -663,7 +676,8 @@ def main() -> None:
         f"fresh items: {info['fresh_items']:,}; N = {args.n}"
     )
     print(
-        f"annotators: {args.annotators} (think {args.think:.2f} s mean, "
+        f"annotators: {args.annotators} (arriving within {args.ramp:.0f} s, "
+        f"think {args.think:.2f} s mean, "
         f"{'htmx' if args.htmx else 'plain forms'}), elapsed {elapsed:.1f} s, "
         f"{finished} saw the end page"
     )
