@@ -192,6 +192,10 @@ def main() -> None:
         KEY_ENV: "sk-bench",
         "JUDGE_JOURNAL_DIR": str(tmp / "journal"),
         "JUDGE_BACKOFF_BASE": "0.2",
+        # As a production worker runs: DEBUG on would log and format every SQL statement.
+        "DEBUG": "false",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "benchmark-only-not-secret",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
     db = Db(db_url)
     server = subprocess.Popen(
