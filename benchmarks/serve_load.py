@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import http.cookiejar
+import multiprocessing
 import os
 import random
 import re
@@ -482,6 +483,33 @@ class Annotator(threading.Thread):
                 raise RuntimeError(f"post {status}")
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU time counters (Linux /proc/stat: user nice system idle iowait irq
+    softirq steal), or [] elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return []
+
+
+def run_group(indices: list[int], common: tuple, results) -> None:
+    """One client process: its share of the annotators as threads; reports what they measured."""
+    bots = [Annotator(i, *common) for i in indices]
+    for b in bots:
+        b.start()
+    stop_at = common[2]
+    for b in bots:
+        b.join(timeout=max(0.1, stop_at - time.time() + 60))
+    results.put(
+        [
+            {"lat": b.lat, "acked": b.acked, "errors": b.errors, "finished": b.finished,
+             "timeline": b.timeline}
+            for b in bots
+        ]
+    )  # fmt: skip
+
+
 # -- Main ----------------------------------------------------------------------------------------
 
 
@@ -509,6 +537,12 @@ def main() -> None:
     )
     # 4 x 2 was the best of 3x8, 4x2, 2x6 and 6x2 on the 2-core machine (fewer threads per
     # process: less waiting on the GIL).
+    ap.add_argument(
+        "--client-procs",
+        type=int,
+        default=4,
+        help="processes the simulated annotators are spread over (threads within each)",
+    )
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
@@ -552,31 +586,35 @@ def main() -> None:
     access_log = Path(f"/tmp/serve_load_access_{os.getpid()}.log")
     server = start_server(db_url, args.port, args.workers, args.threads, access_log)
     log(f"server up (gunicorn, {args.workers} workers x {args.threads} threads)")
-    complete = threading.Event()
+    # The simulated annotators run in --client-procs processes (threads within each), like
+    # browsers on separate machines: one Python process with 200 threads would add its own GIL
+    # waits to every measured latency.
+    ctx = multiprocessing.get_context("fork")
+    complete = ctx.Event()
+    results = ctx.Queue()
     try:
         t0 = time.time()
+        cpu_before = cpu_times()
         stop_at = t0 + args.duration
-        bots = [
-            Annotator(
-                i,
-                f"http://127.0.0.1:{args.port}",
-                info["study_pid"],
-                stop_at,
-                args.think,
-                args.skip_rate,
-                complete,
-                args.htmx,
-                args.ramp,
+        common = (
+            f"http://127.0.0.1:{args.port}", info["study_pid"], stop_at, args.think,
+            args.skip_rate, complete, args.htmx, args.ramp,
+        )  # fmt: skip
+        procs = [
+            ctx.Process(
+                target=run_group,
+                args=(list(range(args.annotators))[k :: args.client_procs], common, results),
+                daemon=True,
             )
-            for i in range(args.annotators)
+            for k in range(args.client_procs)
         ]
-        for b in bots:
-            b.start()
+        for p in procs:
+            p.start()
         # The study is complete when no item is below N; annotators stop asking then.
         import psycopg
 
         with psycopg.connect(db_url, autocommit=True) as conn:
-            while any(b.is_alive() for b in bots) and time.time() < stop_at:
+            while any(p.is_alive() for p in procs) and time.time() < stop_at:
                 open_items = conn.execute(
                     "SELECT count(*) FROM annotation_item WHERE study_id = %s AND n_ratings < %s",
                     [info["study"], args.n],
@@ -585,9 +623,11 @@ def main() -> None:
                     complete.set()
                     break
                 time.sleep(1.0)
-        for b in bots:
-            b.join(timeout=max(0.1, stop_at - time.time() + 60))
+        bots = [b for _ in procs for b in results.get(timeout=max(1.0, stop_at - time.time() + 90))]
+        for p in procs:
+            p.join(timeout=10)
         elapsed = time.time() - t0
+        cpu_after = cpu_times()
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -596,13 +636,13 @@ def main() -> None:
     acked: list[str] = []
     errors: list[str] = []
     for b in bots:
-        for k, v in b.lat.items():
+        for k, v in b["lat"].items():
             lat[k].extend(v)
-        acked.extend(b.acked)
-        errors.extend(b.errors)
-    finished = sum(b.finished for b in bots)
+        acked.extend(b["acked"])
+        errors.extend(b["errors"])
+    finished = sum(b["finished"] for b in bots)
     every = [x for v in lat.values() for x in v]
-    timeline = sorted(x for b in bots for x in b.timeline)
+    timeline = sorted(x for b in bots for x in b["timeline"])
     server_ms: list[float] = []
     if access_log.exists():
         for line in access_log.read_text().splitlines()[1:]:  # the first is the start-up probe
@@ -706,6 +746,14 @@ def main() -> None:
         print(
             f"server-side (gunicorn, request in to response out): p50 {pct(server_ms, 50):.1f} ms, "
             f"p95 {pct(server_ms, 95):.1f} ms, p99 {pct(server_ms, 99):.1f} ms"
+        )
+    if cpu_before and cpu_after:
+        d = [b - a for a, b in zip(cpu_before, cpu_after, strict=True)]
+        total = sum(d) or 1
+        print(
+            f"machine during the run: busy {100 * (total - d[3] - d[4] - d[7]) / total:.0f}%, "
+            f"idle {100 * (d[3] + d[4]) / total:.0f}%, stolen by the hypervisor "
+            f"{100 * d[7] / total:.1f}% (latency spikes when it is more than a few %)"
         )
     print(f"open reservations at the stop: {open_before} (expired and returned afterwards)")
     print(f"over-assigned items: {over}")
