@@ -8,12 +8,14 @@ What it does
 2. Starts a real server as production runs it: gunicorn (gthread workers, --preload) on
    127.0.0.1, DEBUG off, persistent database connections, the Redis cache (and sessions) when
    Redis answers at REDIS_URL (default redis://127.0.0.1:6379/15).
-3. Runs --annotators simulated crowd workers (threads, one cookie jar / session each) who arrive
+3. Runs --annotators simulated crowd workers (threads spread over --client-procs processes, one
+   cookie jar / session each) who arrive
    within --ramp seconds through the Prolific entry URL, which answers with their first item,
    and then loop: GET the item page, think, POST the rating (the POST records it and reserves
    the next item, answering with a redirect to it; with --htmx the answer is the next item's
    fragment, as in a browser with JavaScript). A few skip.
-4. Prints p50/p95/p99 latency per request kind, overall and per 10-s window, requests per second, and the
+4. Prints p50/p95/p99 latency per request kind, overall and per 10-s window, requests per
+   second, the CPU share the hypervisor took during the run (steal; it shows up as latency), and the
    integrity counts (over-assigned items, under-assigned items of the fresh subset once every
    annotator has been told there is nothing left, lost submissions, counter mismatches) which
    must all be 0.
