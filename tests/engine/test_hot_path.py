@@ -118,3 +118,16 @@ def test_a_crowd_worker_lands_on_the_first_item_straight_from_the_entry_url(clie
 def test_postgres_connections_prepare_repeated_statements(db):
     connection.ensure_connection()
     assert connection.connection.prepare_threshold == 5
+
+
+def test_the_wsgi_entry_point_loads_every_view_and_warms_the_templates(db):
+    import importlib
+
+    from django.core.handlers.wsgi import WSGIHandler
+
+    import config.wsgi
+
+    # Reloading runs the URLconf load and warm_up() again: a missing template or a view module
+    # that fails to import breaks the server's start-up, and this test.
+    module = importlib.reload(config.wsgi)
+    assert isinstance(module.application, WSGIHandler)
