@@ -33,18 +33,26 @@ class Spec:
     hi: int = 3
 
 
+RANK = Spec("rank", lo=1, hi=1_000)
+
+
+class _Problem(str):
+    """A reason found while reading text, kept until validation reports it with the others."""
+
+
 # Names judges use for the rubric keys besides the labels (the LLMEval prompts say "Logicity").
+# Names are matched whole, after _norm: an alias never matches inside a longer label.
 ALIASES: dict[str, tuple[str, ...]] = {
-    "logicality": ("logicity", "logic", "logical coherence", "逻辑性"),
+    "logicality": ("logicity", "logicality", "logic", "logical coherence", "逻辑性"),
     "accuracy": ("correctness of content",),
-    "explanation_correctness": ("explanation", "explanation correctness"),
+    "explanation_correctness": ("explanation", "explanation correctness", "解释正确性"),
     "harmlessness": ("harmless", "safety"),
     "overall": ("综合得分", "overall score", "总分", "综合"),
 }
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[\s_\-:：'\"`*]+", "", str(name)).lower()
+    return re.sub(r"[\s_\-:：'\"`*#>{}\[\]【】「」]+", "", str(name)).lower()
 
 
 def spec_names(spec: Spec) -> set[str]:
@@ -119,24 +127,67 @@ def structured(text: str, kind: type) -> list[Any]:
 
 # --- Stars ----------------------------------------------------------------------------------
 
-STAR_CHARS = re.compile(r"^[★⭐]+$")
+# ASCII and full-width digits only: other Unicode digits ('²', '٣') are not a judge's score.
+FULLWIDTH = str.maketrans("０１２３４５６７８９．／", "0123456789./")
+# One score as written: '3', '3.0', '3 stars', '3/5', '3 out of 5', '3分', '★★★', '★★☆'.
+VALUE = re.compile(
+    r"[\s*_`'\"]*(?:"
+    r"(?P<num>[0-9]{1,9}(?:\.[0-9]+)?)(?![0-9])"
+    r"(?:\s*(?:/|out\s+of)\s*(?P<den>[0-9]{1,9})(?![0-9]))?"
+    r"\s*(?P<unit>stars?|颗星|星|分|points?|pts?)?"
+    r"|(?P<glyphs>[★⭐]+)[☆✩]*"
+    r")(?P<rest>.*)$",
+    re.I | re.S,
+)
+# '2 stars means partially correct': the judge repeating the rubric, not scoring; '1 of the
+# facts is wrong': prose that happens to start with a number.
+ECHO = re.compile(
+    r"^[\s*_`'\"]*(?:means|表示|代表|[:：]?\s*=)|^\s*(?:of|in|times|个|处|条|项|种)(?![A-Za-z])",
+    re.I,
+)
 
 
-def _as_int(value: Any) -> int | None:
+def _scalar(value: Any) -> Any:
+    """{'score': 3, 'reason': '...'} -> 3: JSON modes often nest a score with its reasons."""
+    if isinstance(value, dict):
+        for k in ("score", "stars", "rating", "value", "分数", "得分"):
+            if k in value:
+                return value[k]
+    return value
+
+
+def _coerce(value: Any, spec: Spec) -> int:
+    """A whole number of stars in the criterion's range, or ParseError saying why not."""
+    value = _scalar(value)
+    if isinstance(value, _Problem):
+        raise ParseError(str(value))
     if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
+        raise ParseError(f"{spec.key}: {value!r} is not a whole number")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, str):
-        v = value.strip()
-        if STAR_CHARS.match(v):
-            return len(v)
-        m = re.match(r"^(\d+)(?:\.0+)?\s*(?:stars?|星|分|points?)?$", v, re.I)
-        if m:
-            return int(m.group(1))
-    return None
+        m = VALUE.match(value.translate(FULLWIDTH).strip())
+        if m is None or ECHO.match(m.group("rest")):
+            raise ParseError(f"{spec.key}: {value[:40]!r} is not a whole number")
+        value = _value_of(m, spec)
+    if not isinstance(value, int):
+        raise ParseError(f"{spec.key}: {str(value)[:40]!r} is not a whole number")
+    if not spec.lo <= value <= spec.hi:
+        raise ParseError(f"{spec.key}: {value} is outside {spec.lo}-{spec.hi}")
+    return value
+
+
+def _value_of(m: re.Match, spec: Spec) -> int:
+    if m.group("glyphs"):
+        return len(m.group("glyphs"))
+    num = m.group("num")
+    if "." in num and not set(num.split(".", 1)[1]) <= {"0"}:
+        raise ParseError(f"{spec.key}: {num} is not a whole number")
+    den = m.group("den")
+    if den is not None and int(den) != spec.hi:
+        # '3/5' on a 1-3 criterion: the judge used another scale; converting would be a guess.
+        raise ParseError(f"{spec.key}: {num}/{den} is not on the criterion's {spec.lo}-{spec.hi}")
+    return int(num.split(".", 1)[0])
 
 
 def _flatten(d: dict) -> dict:
@@ -147,15 +198,24 @@ def _flatten(d: dict) -> dict:
     return d
 
 
-def _match_specs(raw: dict[str, Any], specs: list[Spec]) -> tuple[dict[str, Any], list[str]]:
-    by_name = {}
+def _names(specs: list[Spec]) -> dict[str, str | None]:
+    """Normalised name -> criterion key; None when a name would fit two criteria (then it is
+    never used: a guess between two criteria is no score). A key itself always wins."""
+    out: dict[str, str | None] = {}
     for s in specs:
-        for n in spec_names(s):
-            by_name.setdefault(n, s.key)
+        for n in spec_names(s) - {_norm(s.key)}:
+            out[n] = s.key if out.get(n, s.key) == s.key else None
+    for s in specs:
+        out[_norm(s.key)] = s.key
+    return out
+
+
+def _match_specs(raw: dict[str, Any], specs: list[Spec]) -> tuple[dict[str, Any], list[str]]:
+    names = _names(specs)
     values: dict[str, Any] = {}
     unknown: list[str] = []
     for k, v in raw.items():
-        key = by_name.get(_norm(k))
+        key = names.get(_norm(k))
         if key is None:
             unknown.append(str(k))
         else:
@@ -170,41 +230,97 @@ def _validate(values: dict[str, Any], specs: list[Spec], unknown: Iterable[str] 
     if missing:
         problems.append("missing score(s) for " + ", ".join(missing))
     for s in specs:
-        if s.key not in values:
-            continue
-        v = _as_int(values[s.key])
-        if v is None:
-            problems.append(f"{s.key}: {values[s.key]!r} is not a whole number")
-        elif not s.lo <= v <= s.hi:
-            problems.append(f"{s.key}: {v} is outside {s.lo}-{s.hi}")
-        else:
-            scores[s.key] = v
+        if s.key in values:
+            try:
+                scores[s.key] = _coerce(values[s.key], s)
+            except ParseError as e:
+                problems.append(str(e))
     unknown = list(unknown)
     if problems:
         if unknown:
-            problems.append("unrecognised key(s): " + ", ".join(unknown))
+            problems.append("unrecognised key(s): " + ", ".join(unknown[:10]))
         raise ParseError("; ".join(problems))
     return {"scores": scores}
 
 
+# --- 'Label: value' text --------------------------------------------------------------------
+
+# List markers and numbering before a label: '- ', '* ', '1. ', '(2) ', '3、', '> ', '### '.
+BULLET = re.compile(r"^(?:\s*(?:[-*+•·>#]+(?=\s)|\(?[0-9]{1,2}[.)、]|[0-9]{1,2}\)))*\s*")
+# A label, then ':' '：' '=' ' - ' ' is ', or nothing before '★' / 'N stars'.
+PAIR = re.compile(
+    r"(?P<label>[^:：=\n]{1,60}?)[\s*_`'\"]*"
+    r"(?:[:：=]+|\s[-–—]\s|\s+is\s+|(?=\s*[★⭐])|\s+(?=[0-9]+\s*(?:stars?|星|分)))"
+    r"(?P<value>.*)$",
+    re.I | re.S,
+)
+SEGMENT_SPLIT = re.compile(r"[,;，；。|]|\.(?=\s)")
+LABEL_NOISE = re.compile(r"\s*(?:score|rating|stars?|得分|评分|分数|星级)\s*$", re.I)
+PARENS = re.compile(r"^(?P<out>.*?)\s*[(（](?P<in>[^()（）]*)[)）]\s*$")
+
+
+def _label_key(label: str, names: dict[str, str | None]) -> str | None:
+    """The criterion a whole label names: 'Explanation Correctness' is never 'Correctness'.
+    Variants tried: as written, without a parenthesised translation, the translation alone,
+    each without a trailing 'score'/'得分'; they must agree."""
+    label = BULLET.sub("", label).strip(" \t*_`'\"【】[]「」#>")
+    variants = [label]
+    m = PARENS.match(label)
+    if m:
+        variants += [m.group("out"), m.group("in")]
+    variants += [LABEL_NOISE.sub("", v) for v in variants]
+    found = {names.get(_norm(v)) for v in variants if _norm(v) in names}
+    return found.pop() if len(found) == 1 else None
+
+
+def _text_pairs(text: str) -> list[tuple[str, str]]:
+    """(label, value text) candidates, line by line, in order."""
+    lines = text.translate(FULLWIDTH).splitlines()
+    pairs: list[tuple[str, str]] = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("|"):  # Markdown table row: | Accuracy | 3 |
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            if len(cells) >= 2:
+                pairs.append((cells[0], cells[1]))
+            continue
+        for segment in SEGMENT_SPLIT.split(line):
+            m = PAIR.match(BULLET.sub("", segment))
+            if m:
+                pairs.append((m.group("label"), m.group("value")))
+        # A label alone on its line ('**Accuracy**', '正确性：'), its score on the next one.
+        nxt = next((x for x in lines[i + 1 :] if x.strip()), "")
+        if stripped and not PAIR.match(BULLET.sub("", stripped).rstrip(":：*_ ")):
+            pairs.append((stripped.rstrip(":："), nxt))
+    return pairs
+
+
 def _text_scores(text: str, specs: list[Spec]) -> dict[str, Any]:
-    """'Accuracy: 3', 'Accuracy - 2 stars', '**Fluency**: ★★★' lines."""
+    """'Accuracy: 3', '**Fluency**：★★★', '正确性：3分', '| Logicity | 2 |', 'Harmlessness 3 stars'.
+    A criterion given twice with different scores is ambiguous: reported, never chosen."""
+    names = _names(specs)
+    by_key = {s.key: s for s in specs}
+    found: dict[str, set[int]] = {}
+    bad: dict[str, str] = {}
+    for label, raw in _text_pairs(text):
+        key = _label_key(label, names)
+        m = VALUE.match(raw) if key else None
+        if key is None or m is None or ECHO.match(m.group("rest")):
+            continue
+        try:
+            score = _value_of(m, by_key[key])
+            found.setdefault(key, set()).add(score)
+        except ParseError as e:
+            bad.setdefault(key, str(e))
     values: dict[str, Any] = {}
-    for s in specs:
-        for name in sorted(
-            {n for n in (s.key, *s.labels, *ALIASES.get(s.key, ())) if n}, key=len, reverse=True
-        ):
-            pattern = re.compile(
-                r"(?<![A-Za-z])"
-                + re.escape(name).replace(r"\ ", r"[\s_]*")
-                + r"[\s*'\"`]*(?:[:：=\-]|is)\s*\**\s*([0-9]+(?:\.[0-9]+)?|[★⭐]+)",
-                re.I,
-            )
-            hits = pattern.findall(text)
-            if hits:
-                distinct = set(hits)
-                values[s.key] = hits[-1] if len(distinct) == 1 else f"ambiguous {sorted(distinct)}"
-                break
+    for key, scores in found.items():
+        if len(scores) > 1:
+            given = " and ".join(str(v) for v in sorted(scores))
+            values[key] = _Problem(f"ambiguous: {key} is given as {given}")
+        else:
+            values[key] = scores.pop()
+    for key, reason in bad.items():
+        values.setdefault(key, _Problem(reason))
     return values
 
 
@@ -307,9 +423,7 @@ def parse_ranking(text: str) -> dict:
     for entry in ranking:
         if not isinstance(entry, dict) or "model" not in entry or "rank" not in entry:
             raise ParseError(f"ranking entry {entry!r} lacks 'model' and 'rank'")
-        rank = _as_int(entry["rank"])
-        if rank is None:
-            raise ParseError(f"rank {entry['rank']!r} is not a whole number")
+        rank = _coerce(entry["rank"], RANK)
         ranks[str(entry["model"]).strip()] = rank
     if set(ranks) != {"model_1", "model_2"}:
         raise ParseError(f"expected ranks for model_1 and model_2, got {sorted(ranks)}")

@@ -12,6 +12,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 
 from annotation.rubrics import ALIGNBENCH_DIMENSIONS
@@ -29,7 +30,8 @@ PLACEHOLDERS: dict[str, str] = {
     "json_example": "a JSON object with one key per criterion (LLMEval-2 style)",
     "dict_example": "a dict example with one key per dimension and the overall score",
     "dimensions": "AlignBench dimensions for this question, numbered, with definitions",
-    "scale": "the star range, e.g. '1 to 3'",
+    "scale": "the star range, e.g. '1 to 3'; when criteria differ, each one's range, e.g. "
+    "'1 to 5 (Accuracy) and 1 to 3 (Fluency, Logicity)'",
     "task": "the question's task type or subject",
     "category": "the question's AlignBench answer type (or task type)",
 }
@@ -248,9 +250,11 @@ DEFAULT_BY_MODE = {"star": "llmeval1-star", "pairwise": "llmeval1-pairwise"}
 
 
 def ensure_builtin_templates(model=None) -> int:
-    """Create or refresh the shipped templates (a data migration and the tests call this)."""
+    """Create or refresh the shipped templates (a data migration and the tests call this).
+    The model comes from the app registry, not an import: evaluation.models imports this
+    module (for validation), so importing it back would make a cycle."""
     if model is None:
-        from evaluation.models import PromptTemplate as model
+        model = django_apps.get_model("evaluation", "PromptTemplate")
     created = 0
     for spec in BUILTIN_TEMPLATES:
         _, was_created = model.objects.update_or_create(
@@ -304,6 +308,23 @@ def _json_example(criteria: list[CriterionView]) -> str:
     return "{\n" + inner + "\n}"
 
 
+def _scale(criteria: list[CriterionView]) -> str:
+    """'1 to 3' when every criterion shares its range; otherwise each criterion's own range,
+    grouped: '1 to 5 (Accuracy) and 1 to 3 (Informativeness, Fluency, Logicity)'. A single
+    '1 to 5' header over three 1-3 criteria would invite out-of-range scores."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for c in criteria:
+        groups.setdefault((c.min_score, c.max_score), []).append(c.label_en or c.key)
+    if not groups:
+        return "1 to 3"
+    if len(groups) == 1:
+        (lo, hi), _labels = next(iter(groups.items()))
+        return f"{lo} to {hi}"
+    return " and ".join(
+        f"{lo} to {hi} ({', '.join(labels)})" for (lo, hi), labels in groups.items()
+    )
+
+
 def _dimensions(criteria: list[CriterionView]) -> list[CriterionView]:
     return [c for c in criteria if c.key != "overall"]
 
@@ -332,8 +353,6 @@ def render_context(
     hint_format: str,
 ) -> dict[str, str]:
     hint = (question.reference or "") if hint_shown else ""
-    lo = min((c.min_score for c in criteria), default=1)
-    hi = max((c.max_score for c in criteria), default=3)
     return {
         "question": question.text,
         "answer": answer,
@@ -346,7 +365,7 @@ def render_context(
         "json_example": _json_example(criteria),
         "dict_example": _dict_example(criteria),
         "dimensions": _dimension_block(criteria),
-        "scale": f"{lo} to {hi}",
+        "scale": _scale(criteria),
         "task": question.task_type or "question",
         "category": question.answer_type or question.task_type or "回答",
     }
