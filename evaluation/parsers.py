@@ -248,12 +248,14 @@ def _validate(values: dict[str, Any], specs: list[Spec], unknown: Iterable[str] 
 # List markers and numbering before a label: '- ', '* ', '1. ', '(2) ', '3、', '> ', '### '.
 BULLET = re.compile(r"^(?:\s*(?:[-*+•·>#]+(?=\s)|\(?[0-9]{1,2}[.)、]|[0-9]{1,2}\)))*\s*")
 # A label, then ':' '：' '=' ' - ' ' is ', or nothing before '★' / 'N stars'.
+# Possessive quantifiers (*+) after the label: a line of 10,000 spaces must not backtrack.
 PAIR = re.compile(
-    r"(?P<label>[^:：=\n]{1,60}?)[\s*_`'\"]*"
-    r"(?:[:：=]+|\s[-–—]\s|\s+is\s+|(?=\s*[★⭐])|\s+(?=[0-9]+\s*(?:stars?|星|分)))"
+    r"(?P<label>[^:：=\n]{1,60}?)[\s*_`'\"]*+"
+    r"(?:[:：=]++|(?<=\s)[-–—]\s|(?<=\s)is\s|(?=[★⭐])|(?<=\s)(?=[0-9]++\s*+(?:stars?|星|分)))"
     r"(?P<value>.*)$",
     re.I | re.S,
 )
+MAX_LABEL = 80  # a longer line is prose, not a criterion's name
 SEGMENT_SPLIT = re.compile(r"[,;，；。|]|\.(?=\s)")
 LABEL_NOISE = re.compile(r"\s*(?:score|rating|stars?|得分|评分|分数|星级)\s*$", re.I)
 PARENS = re.compile(r"^(?P<out>.*?)\s*[(（](?P<in>[^()（）]*)[)）]\s*$")
@@ -263,6 +265,8 @@ def _label_key(label: str, names: dict[str, str | None]) -> str | None:
     """The criterion a whole label names: 'Explanation Correctness' is never 'Correctness'.
     Variants tried: as written, without a parenthesised translation, the translation alone,
     each without a trailing 'score'/'得分'; they must agree."""
+    if len(label) > MAX_LABEL:
+        return None
     label = BULLET.sub("", label).strip(" \t*_`'\"【】[]「」#>")
     variants = [label]
     m = PARENS.match(label)
@@ -277,6 +281,10 @@ def _text_pairs(text: str) -> list[tuple[str, str]]:
     """(label, value text) candidates, line by line, in order."""
     lines = text.translate(FULLWIDTH).splitlines()
     pairs: list[tuple[str, str]] = []
+    next_filled, following = [""] * len(lines), ""  # the next non-blank line after each line
+    for i in range(len(lines) - 1, -1, -1):
+        next_filled[i] = following
+        following = lines[i] if lines[i].strip() else following
     for i, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("|"):  # Markdown table row: | Accuracy | 3 |
@@ -289,9 +297,10 @@ def _text_pairs(text: str) -> list[tuple[str, str]]:
             if m:
                 pairs.append((m.group("label"), m.group("value")))
         # A label alone on its line ('**Accuracy**', '正确性：'), its score on the next one.
-        nxt = next((x for x in lines[i + 1 :] if x.strip()), "")
-        if stripped and not PAIR.match(BULLET.sub("", stripped).rstrip(":：*_ ")):
-            pairs.append((stripped.rstrip(":："), nxt))
+        if 0 < len(stripped) <= MAX_LABEL and not PAIR.match(
+            BULLET.sub("", stripped).rstrip(":：*_ ")
+        ):
+            pairs.append((stripped.rstrip(":："), next_filled[i]))
     return pairs
 
 
@@ -389,7 +398,7 @@ def parse_choice(text: str) -> dict:
     stripped = text.strip()
     patterns = [
         r"\[\[([ABCD])\]\]",
-        r"(?:output|answer|choice|option|选择|答案)\s*[:：]?\s*\**\(?([ABCD])\)?(?![A-Za-z])",
+        r"(?:output|answer|choice|option|选择|答案)\s*+[:：]?\s*+\**+\(?([ABCD])\)?(?![A-Za-z])",
         r"^\**\(?([ABCD])\)?\**(?:[.:：)]|\s*$)",
     ]
     for p in patterns:

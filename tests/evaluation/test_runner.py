@@ -51,7 +51,7 @@ def test_a_star_run_lands_as_ratings_of_the_judge_rater_with_one_score_per_crite
             "Accuracy": "accuracy",
             "Informativeness": "informativeness",
             "Fluency": "fluency",
-            "Logicality": "logicality",
+            "Logicity": "logicality",  # figure 12's label (issue #10)
         }
         want = {keys[k]: v for k, v in json.loads(expected).items()}
         assert call.rating.scores_dict() == want
