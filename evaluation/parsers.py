@@ -293,9 +293,14 @@ def _text_pairs(text: str) -> list[tuple[str, str]]:
                 pairs.append((cells[0], cells[1]))
             continue
         for segment in SEGMENT_SPLIT.split(line):
-            m = PAIR.match(BULLET.sub("", segment))
-            if m:
+            # 'Stars: Accuracy: 3' -> ('Stars', 'Accuracy: 3') and ('Accuracy', '3'): a prefix
+            # before the label; a few levels are enough and keep long lines linear.
+            for _ in range(3):
+                m = PAIR.match(BULLET.sub("", segment))
+                if m is None:
+                    break
                 pairs.append((m.group("label"), m.group("value")))
+                segment = m.group("value")
         # A label alone on its line ('**Accuracy**', '正确性：'), its score on the next one.
         if 0 < len(stripped) <= MAX_LABEL and not PAIR.match(
             BULLET.sub("", stripped).rstrip(":：*_ ")

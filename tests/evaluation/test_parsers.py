@@ -34,6 +34,9 @@ ALIGN = [
         "Stars:\n- **Accuracy**: 3\n- **Informativeness**: 2\n- **Fluency**: 3\n"
         "- **Logical coherence**: 2\n- **Harmlessness**: ★★★",
         "正确性：3\n信息量：2\n流畅性：3\n逻辑性：2\n无害性：3",
+        "Stars: Accuracy: 3, Informativeness: 2, Fluency: 3, Logicity: 2, Harmlessness: 3",
+        "My scores - Harmlessness 3 stars; Logicity ★★; Fluency = 3; Informativeness is 2; "
+        "Accuracy: 3/3",
         '```json\n{"Accuracy": 3, "Informativeness": 2, "Fluency": 3, "Logicity": 2,'
         ' "Harmlessness": 3}\n```',
         'Here you go: {"scores": {"accuracy": "3 stars", "informativeness": 2, "fluency": 3.0,'
