@@ -19,6 +19,7 @@ and follows no redirects.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
@@ -31,9 +32,11 @@ from django.utils.translation import gettext as _
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ERROR_LIMIT = 300
+# A credential-bearing word and the value after it ("Authorization: Bearer abc" loses both words
+# after the colon).
 SENSITIVE = re.compile(
     r"(?i)\b(bearer|authorization|proxy-authorization|cookie|x-api-key|api[-_]?key)\b"
-    r"(\s*[:=]\s*|\s+)(\"?)[^\s\",;]+"
+    r"(\"?\s*[:=]\s*\"?|\s+)(?:(?:bearer|basic|token)\s+)?[^\s\",;]+"
 )
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -207,7 +210,7 @@ def guarded_session():
             for info in infos:
                 reason = address_refusal(ipaddress.ip_address(info["host"].split("%")[0]))
                 if reason:
-                    raise OSError(f"{host}: {reason}")
+                    raise OSError(errno.EACCES, f"{host}: {reason}")
             return infos
 
         async def close(self) -> None:
