@@ -29,7 +29,8 @@ MODEL_LIST_ABSENT = (404, 405, 501)  # the server has no model list: tolerated
 
 @dataclass(frozen=True)
 class Estimate:
-    """What a run will cost at most, from its prompt sizes (tokens estimated from characters)."""
+    """What a run will cost, from its prompt sizes: input tokens estimated from characters (a
+    tokenizer may count differently), output at most max_tokens per call."""
 
     items: int
     calls: int
@@ -143,7 +144,7 @@ def judge_run_preflight(
     limit: int | None = None,
     seed: int = 0,
 ) -> Estimate:
-    """Everything that must hold before a run may spend money, and what it will cost at most.
+    """Everything that must hold before a run may spend money, and an estimate of its cost.
     ValidationError (every problem found, by field) when anything is wrong."""
     errors: dict[str, list[str]] = {}
     if not study.items.exists():

@@ -21,8 +21,13 @@ CHAT_OK = {
 class Listener:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        # (status, body, extra headers) answered to every POST; GET /v1/models lists "spy".
+        # (status, body, extra headers) answered to every POST and to every GET (model list).
         self.reply: tuple[int, Any, dict[str, str]] = (200, CHAT_OK, {})
+        self.models_reply: tuple[int, Any, dict[str, str]] = (
+            200,
+            {"object": "list", "data": [{"id": "spy", "object": "model"}]},
+            {},
+        )
         listener = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,9 +45,7 @@ class Listener:
                 listener.requests.append(
                     {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}
                 )
-                self._answer(
-                    200, {"object": "list", "data": [{"id": "spy", "object": "model"}]}, {}
-                )
+                self._answer(*listener.models_reply)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

@@ -185,7 +185,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Pre-flight passed: key variable {e.key_env} set; model {e.model} "
             f"{listed.get(e.model_listed, '')}. Estimate: {e.items} items, {e.calls} calls, "
-            f"~{e.tokens_in} input tokens; cost at most {e.total_max:.4f} "
+            f"~{e.tokens_in} input tokens; estimated cost {e.total_max:.4f} "
             f"(input ~{e.cost_in:.4f} + output at most {e.cost_out_max:.4f})."
         )
 
