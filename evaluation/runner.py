@@ -480,6 +480,17 @@ class Budget:
     def spend(self, tokens_in: int, tokens_out: int) -> None:
         self.spent += services.cost_of(tokens_in, tokens_out, self.price_in, self.price_out)
 
+    def message(self) -> str:
+        return f"stopped: budget reached ({self.spent:.6f} of {self.cap})"
+
+    @classmethod
+    def of(cls, run: JudgeRun) -> Budget | None:
+        """The run's cap with what its recorded calls cost so far (a resumed run), or None."""
+        if run.budget is None:
+            return None
+        spent = services.judge_run_recount(run=run).cost
+        return cls(run.budget, spent, run.price_in_per_1k, run.price_out_per_1k)
+
 
 def _checked_key(run: JudgeRun) -> str:
     """The run's key, after checking again (the rules or the environment may have changed since
@@ -514,10 +525,7 @@ def execute_run(
         journal = Journal(run_id, run.created_at.isoformat())
         cached = journal.recover(plan) + _from_cache(plan)
         bridge = DbBridge()
-        budget = None
-        if run.budget is not None:
-            spent = services.judge_run_recount(run=run).cost
-            budget = Budget(run.budget, spent, run.price_in_per_1k, run.price_out_per_1k)
+        budget = Budget.of(run)
         ex = _Executor(
             plan,
             api_key=api_key,
@@ -544,21 +552,20 @@ def execute_run(
         journal.close(remove=not failure)
         if failure:
             raise failure[0]
-        if ex.stop:
-            return services.judge_run_finish(run_id=run_id, status=JudgeRun.Status.CANCELLED)
-        if budget is not None and budget.stopped:
-            return services.judge_run_finish(
-                run_id=run_id,
-                status=JudgeRun.Status.STOPPED,
-                error=f"stopped: budget reached ({budget.spent:.6f} of {budget.cap})",
-            )
-        return services.judge_run_finish(run_id=run_id, status=JudgeRun.Status.DONE)
+        status, error = _end_state(ex, budget)
+        return services.judge_run_finish(run_id=run_id, status=status, error=error)
     except Exception as e:
         log.exception("judge run %s failed", run_id)  # the traceback goes to the log only
-        detail = str(e) if isinstance(e, RunError) else f"{type(e).__name__}: {e}"
-        return services.judge_run_finish(
-            run_id=run_id, status=JudgeRun.Status.FAILED, error=safety.short_error(detail)
-        )
+        detail = safety.short_error(e if isinstance(e, RunError) else f"{type(e).__name__}: {e}")
+        return services.judge_run_finish(run_id=run_id, status=JudgeRun.Status.FAILED, error=detail)
+
+
+def _end_state(ex: _Executor, budget: Budget | None) -> tuple[str, str]:
+    if ex.stop:
+        return JudgeRun.Status.CANCELLED, ""
+    if budget is not None and budget.stopped:
+        return JudgeRun.Status.STOPPED, budget.message()
+    return JudgeRun.Status.DONE, ""
 
 
 def _from_cache(plan: Plan) -> list[Outcome]:
