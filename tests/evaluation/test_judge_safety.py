@@ -83,6 +83,9 @@ def test_the_admin_refuses_a_server_variable_and_a_metadata_url(client, make_jud
     assert "Ensure this value is less than or equal to 1000" in page
     judge.refresh_from_db()
     assert judge.api_key_env == KEY_ENV and judge.base_url.startswith("http://127.0.0.1")
+    listing = client.get(reverse("admin:evaluation_judgeconfig_changelist")).content.decode()
+    assert "admin-judge" in listing and 'alt="True"' in listing  # key set, value never shown
+    assert os.environ[KEY_ENV] not in listing
 
 
 def test_home_never_leaves_as_a_bearer_token_even_from_an_old_judge_row(
