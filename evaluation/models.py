@@ -97,7 +97,9 @@ class JudgeConfig(models.Model):
     temperature = models.FloatField(
         default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
     )
-    max_tokens = models.PositiveIntegerField(default=1024)
+    max_tokens = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(1), MaxValueValidator(1_000_000)]
+    )
     seed = models.IntegerField(null=True, blank=True, default=0)
     template = models.ForeignKey(
         PromptTemplate,
@@ -184,7 +186,7 @@ class JudgeRun(models.Model):
         validators=[MinValueValidator(Decimal(0))],
         help_text="Stop the run when its cost reaches this amount (blank: no cap).",
     )
-    cost_estimate = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    cost_estimate = models.DecimalField(max_digits=24, decimal_places=6, null=True, blank=True)
     # Counters, recomputed from the calls after every batch of writes.
     n_planned = models.PositiveIntegerField(default=0)
     n_done = models.PositiveIntegerField(default=0)

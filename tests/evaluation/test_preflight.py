@@ -291,3 +291,23 @@ def test_the_start_page_shows_the_key_status_and_the_estimate_before_starting(
     page = r.content.decode()
     assert 'id="estimate-total"' in page and 'id="start-run"' in page
     assert "listed by the server" in page and not JudgeRun.objects.exists()
+
+
+def test_the_largest_estimate_the_limits_allow_is_served_and_stored(
+    organizer_client, settings, make_study, make_judge, fake
+):
+    settings.TASK_BACKEND = "immediate"
+    with pytest.raises(ValidationError, match="max_tokens"):
+        make_judge(name="too-long", max_tokens=1_000_001)
+    judge = make_judge(
+        max_tokens=1_000_000, price_in_per_1k=Decimal(1000), price_out_per_1k=Decimal(1000)
+    )
+    study = make_study(["Q1?", "Q2?"], n_llms=2)
+    body = {"study": study.pk, "judge": judge.pk, "repeat_rate": 0, "limit": 10_000_000}
+    r = organizer_client.post(
+        reverse("judges_api:run_start"), {**body, "dry_run": True}, content_type="application/json"
+    )
+    assert r.status_code == 200 and Decimal(r.json()["cost_out_max"]) == 4 * 1_000_000
+    run, estimate = judge_run_start(study=study, judge=judge, repeat_rate=0, enqueue=False)
+    run.refresh_from_db()
+    assert run.cost_estimate == estimate.total_max
