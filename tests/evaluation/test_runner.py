@@ -179,8 +179,7 @@ def test_a_missing_api_key_variable_fails_the_run_with_a_clear_reason(
     make_study, make_judge, fake, monkeypatch, settings
 ):
     settings.JUDGE_API_KEY_ENVS = [*settings.JUDGE_API_KEY_ENVS, "NO_SUCH_KEY_VAR_X"]
-    study = make_study(["Q?"], n_llms=1)
-    judge = make_judge(api_key_env="NO_SUCH_KEY_VAR_X")
+    study, judge = make_study(["Q?"], n_llms=1), make_judge(api_key_env="NO_SUCH_KEY_VAR_X")
     monkeypatch.delenv("NO_SUCH_KEY_VAR_X", raising=False)
     run = run_judge(study, judge)
     assert run.status == "failed" and "NO_SUCH_KEY_VAR_X" in run.error
