@@ -190,6 +190,9 @@ def main() -> None:
         **os.environ,
         "DATABASE_URL": db_url,
         KEY_ENV: "sk-bench",
+        # The operator's judge rules: the benchmark's key variable and the local server allowed.
+        "JUDGE_API_KEY_ENVS": KEY_ENV,
+        "JUDGE_ALLOWED_HOSTS": "127.0.0.1",
         "JUDGE_JOURNAL_DIR": str(tmp / "journal"),
         "JUDGE_BACKOFF_BASE": "0.2",
         # As a production worker runs: DEBUG on would log and format every SQL statement.

@@ -192,3 +192,12 @@ LOGGING = {
 if not DEBUG:
     SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", True)
     CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", True)
+
+# LLM judges (docs/judges.md, "Security"). The runner sends the value of a judge's key variable
+# as a Bearer token to the judge's URL, so only the variables the operator lists here may be
+# named (never HOME, SECRET_KEY or DATABASE_URL); LLMEVAL_DEMO_JUDGE_KEY is the demo's fake key.
+JUDGE_API_KEY_ENVS = envlist("JUDGE_API_KEY_ENVS", "OPENAI_API_KEY,LLMEVAL_DEMO_JUDGE_KEY")
+# Judges may call public hosts; private, loopback, link-local (cloud metadata), multicast and
+# reserved addresses only when listed here (host names, .suffixes, IP addresses or CIDR networks).
+JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS", "")
+JUDGE_ALLOW_PUBLIC_HOSTS = envbool("JUDGE_ALLOW_PUBLIC_HOSTS", True)

@@ -13,8 +13,21 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
-    list_display = ["name", "model", "base_url", "api_key_env", "template", "concurrency"]
+    list_display = [
+        "name",
+        "model",
+        "base_url",
+        "api_key_env",
+        "key_is_set",
+        "template",
+        "concurrency",
+    ]
     readonly_fields = ["rater"]
+
+    @admin.display(boolean=True, description="key set")
+    def key_is_set(self, obj: JudgeConfig) -> bool:
+        # Whether this server has the approved variable set; never its value.
+        return obj.key_is_set
 
 
 @admin.register(JudgeRun)
@@ -29,6 +42,8 @@ class JudgeRunAdmin(admin.ModelAdmin):
         "n_parse_failed",
         "n_call_failed",
         "cost",
+        "cost_estimate",
+        "budget",
     ]
     list_filter = ["status"]
     readonly_fields = [f.name for f in JudgeRun._meta.fields]

@@ -13,10 +13,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.permissions import studies_for
-from evaluation import selectors, services
+from evaluation import launch, selectors, services
 from evaluation.forms import JUDGE_FIELDS
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
-from evaluation.tasks import judge_run_execute
 
 
 def _api_error(e: ValidationError) -> ApiValidationError:
@@ -69,13 +68,42 @@ class TemplateSer(serializers.ModelSerializer):
         extra_kwargs = {"key": {"validators": []}}
 
 
+class JudgeOutWithKey(JudgeOut):
+    key_is_set = serializers.BooleanField(read_only=True)
+
+    class Meta(JudgeOut.Meta):
+        fields = [*JudgeOut.Meta.fields, "key_is_set"]
+
+
 class RunIn(serializers.Serializer):
-    study = serializers.IntegerField()
-    judge = serializers.IntegerField()
+    study = serializers.IntegerField(min_value=1, max_value=2**62)
+    judge = serializers.IntegerField(min_value=1, max_value=2**62)
     both_orders = serializers.BooleanField(default=False)
     repeat_rate = serializers.FloatField(default=0.02, min_value=0, max_value=0.5)
-    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    seed = serializers.IntegerField(default=0)
+    limit = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=10_000_000
+    )
+    seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)
+    budget = serializers.DecimalField(
+        max_digits=14, decimal_places=6, min_value=0, required=False, allow_null=True
+    )
+    dry_run = serializers.BooleanField(
+        default=False, help_text="Only run the pre-flight and return the cost estimate."
+    )
+
+
+class EstimateOut(serializers.Serializer):
+    items = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    tokens_in = serializers.IntegerField()
+    max_tokens_out = serializers.IntegerField()
+    cost_in = serializers.DecimalField(max_digits=None, decimal_places=9)
+    cost_out_max = serializers.DecimalField(max_digits=None, decimal_places=9)
+    total_max = serializers.DecimalField(max_digits=None, decimal_places=9)
+    key_env = serializers.CharField()
+    key_set = serializers.BooleanField()
+    model = serializers.CharField()
+    model_listed = serializers.BooleanField(allow_null=True)
 
 
 class RunOut(serializers.Serializer):
@@ -95,6 +123,8 @@ class RunOut(serializers.Serializer):
     cost = serializers.DecimalField(max_digits=18, decimal_places=9)
     price_in_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6)
     price_out_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6)
+    budget = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
+    cost_estimate = serializers.DecimalField(max_digits=24, decimal_places=6, allow_null=True)
     both_orders = serializers.BooleanField()
     repeat_rate = serializers.FloatField()
     position_consistency = serializers.DictField(allow_null=True)
@@ -140,9 +170,9 @@ def _run_for(request: Request, run_id: int) -> JudgeRun:
 
 
 class JudgeListApi(APIView):
-    @extend_schema(responses=JudgeOut(many=True), summary="Your judge configurations")
+    @extend_schema(responses=JudgeOutWithKey(many=True), summary="Your judge configurations")
     def get(self, request: Request) -> Response:
-        return Response(JudgeOut(services.judges_for(request.user), many=True).data)
+        return Response(JudgeOutWithKey(services.judges_for(request.user), many=True).data)
 
 
 class JudgeCreateApi(APIView):
@@ -185,28 +215,34 @@ class RunListApi(APIView):
 
 
 class RunStartApi(APIView):
-    @extend_schema(request=RunIn, responses={201: RunOut}, summary="Start a judge run")
+    @extend_schema(
+        request=RunIn,
+        responses={201: RunOut, 200: EstimateOut},
+        summary="Start a judge run (after the pre-flight), or only estimate it (dry_run)",
+    )
     def post(self, request: Request) -> Response:
         ser = RunIn(data=request.data)
         ser.is_valid(raise_exception=True)
         data = ser.validated_data
         study = get_object_or_404(studies_for(request.user), pk=data["study"])
         judge = get_object_or_404(services.judges_for(request.user), pk=data["judge"])
+        options = {
+            "study": study,
+            "judge": judge,
+            "both_orders": data["both_orders"],
+            "repeat_rate": data["repeat_rate"],
+            "limit": data.get("limit"),
+            "seed": data["seed"],
+        }
         try:
-            run = services.judge_run_create(
-                study=study,
-                judge=judge,
-                created_by=request.user,
-                both_orders=data["both_orders"],
-                repeat_rate=data["repeat_rate"],
-                limit=data.get("limit"),
-                seed=data["seed"],
+            if data["dry_run"]:
+                estimate = launch.judge_run_preflight(**options)
+                return Response(EstimateOut(estimate.as_dict()).data)
+            run, _estimate = launch.judge_run_start(
+                created_by=request.user, budget=data.get("budget"), **options
             )
         except ValidationError as e:
             raise _api_error(e) from None
-        task_id = judge_run_execute.enqueue(run.pk)
-        JudgeRun.objects.filter(pk=run.pk).update(task_id=task_id)
-        run.refresh_from_db()
         return Response(RunOut(selectors.run_summary(run)).data, status=status.HTTP_201_CREATED)
 
 
@@ -238,10 +274,10 @@ class RunResumeApi(APIView):
     @extend_schema(request=None, responses={202: RunOut}, summary="Resume a stopped run")
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for(request, run_id)
-        if run.status in (JudgeRun.Status.DONE, JudgeRun.Status.CANCELLED):
-            raise ApiValidationError({"detail": ["This run is finished."]})
-        judge_run_execute.enqueue(run.pk)
-        run.refresh_from_db()
+        try:
+            run = launch.judge_run_resume(run=run)
+        except ValidationError as e:
+            raise _api_error(e) from None
         return Response(RunOut(selectors.run_summary(run)).data, status=status.HTTP_202_ACCEPTED)
 
 

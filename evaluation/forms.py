@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from evaluation import safety
 from evaluation.models import JudgeConfig, PromptTemplate
 from evaluation.prompts import PLACEHOLDERS
 
@@ -29,20 +30,40 @@ class JudgeConfigForm(forms.ModelForm):
         model = JudgeConfig
         fields = JUDGE_FIELDS
         help_texts = {
-            "api_key_env": _(
-                "The NAME of the environment variable that holds the API key "
-                "(e.g. OPENAI_API_KEY), never the key."
+            "base_url": _(
+                "Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, a gateway. Private and "
+                "local addresses only when the server's operator allows them "
+                "(JUDGE_ALLOWED_HOSTS)."
             ),
-            "base_url": _("Any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, a gateway."),
+            "price_in_per_1k": _("Per 1,000 input tokens, between 0 and 1000."),
+            "price_out_per_1k": _("Per 1,000 output tokens, between 0 and 1000."),
         }
 
     def __init__(self, *args, templates=None, **kwargs):
         super().__init__(*args, **kwargs)
         if templates is not None:
             self.fields["template"].queryset = templates
+        # Only the variables the operator approved, each with whether this server has it set
+        # (never its value). The model's validator checks the name again.
+        self.fields["api_key_env"] = forms.ChoiceField(
+            label=_("API key variable"),
+            choices=key_env_choices(),
+            initial="OPENAI_API_KEY",
+            help_text=_(
+                "The environment variable on the server that holds the API key; the key is never "
+                "stored. The operator approves these variables (JUDGE_API_KEY_ENVS)."
+            ),
+        )
 
     def service_kwargs(self) -> dict:
         return {k: self.cleaned_data[k] for k in JUDGE_FIELDS}
+
+
+def key_env_choices() -> list[tuple[str, str]]:
+    return [
+        (name, f"{name} — {_('set') if safety.key_is_set(name) else _('not set')}")
+        for name in safety.approved_key_envs()
+    ]
 
 
 class PromptTemplateForm(forms.ModelForm):
@@ -68,14 +89,42 @@ class PromptTemplateForm(forms.ModelForm):
     placeholders = PLACEHOLDERS
 
 
+def judge_label(judge: JudgeConfig) -> str:
+    status = _("set") if judge.key_is_set else _("not set")
+    return f"{judge.name} ({judge.model}; {judge.api_key_env} {status})"
+
+
 class RunStartForm(forms.Form):
     judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
     both_orders = forms.BooleanField(required=False, label=_("Judge each pair in both orders"))
     repeat_rate = forms.FloatField(initial=0.02, min_value=0, max_value=0.5)
-    limit = forms.IntegerField(required=False, min_value=1, label=_("At most N items"))
-    seed = forms.IntegerField(initial=0)
+    limit = forms.IntegerField(
+        required=False, min_value=1, max_value=10_000_000, label=_("At most N items")
+    )
+    seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1)
+    budget = forms.DecimalField(
+        required=False,
+        min_value=0,
+        max_digits=14,
+        decimal_places=6,
+        label=_("Budget (stop when the cost reaches it)"),
+        help_text=_("Blank: no cap. Calls already in flight when it is reached still finish."),
+    )
+    # Set once the organizer has seen the pre-flight and the cost estimate.
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, judges=None, **kwargs):
         super().__init__(*args, **kwargs)
         if judges is not None:
             self.fields["judge"].queryset = judges
+        self.fields["judge"].label_from_instance = judge_label
+
+    def run_options(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "judge": data["judge"],
+            "both_orders": data["both_orders"],
+            "repeat_rate": data["repeat_rate"],
+            "limit": data["limit"],
+            "seed": data["seed"] or 0,
+        }

@@ -7,11 +7,9 @@ judges have: the request, the raw output, parse status, tokens and cost of each 
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -19,19 +17,21 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Item, Rater, Rating, Rubric, Study
+from evaluation import safety
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Prices per 1,000 tokens: the dearest models cost well under 1 US dollar per 1k tokens, so 1,000
+# leaves room for any currency while refusing typos like 99,999 (docs/decisions/judges.md).
+MAX_PRICE_PER_1K = Decimal(1000)
+PRICE_VALIDATORS = [MinValueValidator(Decimal(0)), MaxValueValidator(MAX_PRICE_PER_1K)]
 
 
 def validate_env_name(value: str) -> None:
-    # Only the *name* of the variable is stored; refusing anything that is not an identifier
-    # keeps keys (which contain dashes) from being pasted here by mistake.
-    if not IDENTIFIER.match(value or ""):
-        raise ValidationError(
-            _("Give the name of an environment variable (letters, digits, _), not the key itself.")
-        )
-    if value.startswith("sk-") or len(value) > 64:
-        raise ValidationError(_("This looks like a key; store the key in the environment."))
+    # Only the *name* of an operator-approved variable is stored (see evaluation/safety.py).
+    safety.validate_key_env(value)
+
+
+def validate_judge_url(value: str) -> None:
+    safety.validate_base_url(value)
 
 
 class PromptTemplate(models.Model):
@@ -88,14 +88,18 @@ class JudgeConfig(models.Model):
     name = models.CharField(max_length=200, unique=True)
     rater = models.OneToOneField(Rater, on_delete=models.PROTECT, related_name="judge_config")
     model = models.CharField(max_length=200, default="gpt-4-0613")
-    base_url = models.URLField(max_length=500, default="https://api.openai.com/v1")
+    base_url = models.URLField(
+        max_length=500, default="https://api.openai.com/v1", validators=[validate_judge_url]
+    )
     api_key_env = models.CharField(
         max_length=64, default="OPENAI_API_KEY", validators=[validate_env_name]
     )
     temperature = models.FloatField(
         default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
     )
-    max_tokens = models.PositiveIntegerField(default=1024)
+    max_tokens = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(1), MaxValueValidator(1_000_000)]
+    )
     seed = models.IntegerField(null=True, blank=True, default=0)
     template = models.ForeignKey(
         PromptTemplate,
@@ -105,8 +109,12 @@ class JudgeConfig(models.Model):
         related_name="+",
         help_text="Blank: the built-in template that matches the study's rubric.",
     )
-    price_in_per_1k = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0.03"))
-    price_out_per_1k = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0.06"))
+    price_in_per_1k = models.DecimalField(
+        max_digits=12, decimal_places=6, default=Decimal("0.03"), validators=PRICE_VALIDATORS
+    )
+    price_out_per_1k = models.DecimalField(
+        max_digits=12, decimal_places=6, default=Decimal("0.06"), validators=PRICE_VALIDATORS
+    )
     json_mode = models.CharField(max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO)
     concurrency = models.PositiveSmallIntegerField(
         default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
@@ -122,9 +130,23 @@ class JudgeConfig(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(price_in_per_1k__gte=0)
+                & Q(price_in_per_1k__lte=MAX_PRICE_PER_1K)
+                & Q(price_out_per_1k__gte=0)
+                & Q(price_out_per_1k__lte=MAX_PRICE_PER_1K),
+                name="judgeconfig_prices_range",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def key_is_set(self) -> bool:
+        """Whether this server process has the approved key variable set (never its value)."""
+        return safety.key_is_set(self.api_key_env)
 
 
 class JudgeRun(models.Model):
@@ -134,8 +156,10 @@ class JudgeRun(models.Model):
         DONE = "done", _("done")
         FAILED = "failed", _("failed")
         CANCELLED = "cancelled", _("cancelled")
+        STOPPED = "stopped", _("stopped: budget reached")
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
+    FINISHED = (Status.DONE, Status.CANCELLED, Status.STOPPED)
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
     judge = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
@@ -152,6 +176,17 @@ class JudgeRun(models.Model):
     params = models.JSONField(default=dict)
     price_in_per_1k = models.DecimalField(max_digits=12, decimal_places=6)
     price_out_per_1k = models.DecimalField(max_digits=12, decimal_places=6)
+    # Optional spending cap: no new call starts once the run's cost reaches it, so it is passed
+    # by at most the calls already in flight. The estimate is the pre-flight's, kept to compare.
+    budget = models.DecimalField(
+        max_digits=14,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="Stop the run when its cost reaches this amount (blank: no cap).",
+    )
+    cost_estimate = models.DecimalField(max_digits=24, decimal_places=6, null=True, blank=True)
     # Counters, recomputed from the calls after every batch of writes.
     n_planned = models.PositiveIntegerField(default=0)
     n_done = models.PositiveIntegerField(default=0)

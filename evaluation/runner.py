@@ -19,27 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import hashlib
-import json
 import logging
 import os
 import queue
 import random
-import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import httpx2
 import openai
-from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from evaluation import services
+from evaluation import safety, services
+from evaluation.journal import Journal
 from evaluation.models import JudgeCall, JudgeRun
 from evaluation.services import Job, Outcome, Plan
 
@@ -131,106 +129,23 @@ def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> No
         fut.set_result(result)
 
 
-class Journal:
-    """An append-only file of answered calls, written the moment each answer arrives.
-
-    The database writer batches, so a kill -9 can lose answers that were paid for but not yet
-    committed. Each answer is therefore first appended here with a plain write() from the event
-    loop (no await in between: it survives the process being killed, as the data is in the
-    kernel). A resumed run records journal entries missing from the database instead of calling
-    again; the file is removed when the run finishes. Best effort: it is local to the machine.
-    """
-
-    def __init__(self, run_id: int, created_at=None) -> None:
-        base = os.environ.get("JUDGE_JOURNAL_DIR") or os.path.join(
-            tempfile.gettempdir(), "llmeval-judge-journal"
-        )
-        db = settings.DATABASES["default"]
-        name = str(db.get("NAME"))
-        if "memory" in name:  # an in-memory database lives and dies with this process
-            name += f"|pid {os.getpid()}"
-        # The database's identity and the run's creation time: never another database's run 1.
-        tag = hashlib.sha256(
-            f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{name}|{created_at}".encode()
-        ).hexdigest()[:16]
-        os.makedirs(base, exist_ok=True)
-        self.path = os.path.join(base, f"run-{tag}-{run_id}.jsonl")
-        self._fd: int | None = None
-
-    def append(self, o: Outcome) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        line = json.dumps(
-            {
-                "item": o.job.item_id,
-                "purpose": o.job.purpose,
-                "json_mode": o.json_mode,
-                "raw": o.raw,
-                "finish_reason": o.finish_reason,
-                "tokens_in": o.tokens_in,
-                "tokens_out": o.tokens_out,
-                "latency_ms": o.latency_ms,
-                "attempts": o.attempts,
-                "started_at": o.started_at.isoformat() if o.started_at else None,
-                "finished_at": o.finished_at.isoformat() if o.finished_at else None,
-            },
-            ensure_ascii=False,
-        )
-        os.write(self._fd, (line + "\n").encode("utf-8"))
-
-    def recover(self, plan: Plan) -> list[Outcome]:
-        """Answers journaled by a killed executor and missing from the database."""
-        if not os.path.exists(self.path):
-            return []
-        pending = {(j.item_id, j.purpose): j for j in plan.pending}
-        out: list[Outcome] = []
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by the kill
-                job = pending.pop((e["item"], e["purpose"]), None)
-                if job is None or e["json_mode"] not in job.bodies:
-                    continue
-                out.append(
-                    Outcome(
-                        job=job,
-                        json_mode=e["json_mode"],
-                        status=JudgeCall.Status.OK,
-                        raw=e["raw"],
-                        finish_reason=e["finish_reason"],
-                        tokens_in=e["tokens_in"],
-                        tokens_out=e["tokens_out"],
-                        latency_ms=e["latency_ms"],
-                        attempts=e["attempts"],
-                        http_status=200,
-                        started_at=_dt(e["started_at"]),
-                        finished_at=_dt(e["finished_at"]),
-                    )
-                )
-        plan.pending = list(pending.values())
-        return out
-
-    def close(self, *, remove: bool) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if remove and os.path.exists(self.path):
-            os.remove(self.path)
-
-
-def _dt(value: str | None):
-    return datetime.fromisoformat(value) if value else None
-
-
 class _Executor:
     def __init__(
-        self, plan: Plan, *, api_key: str, bridge: DbBridge, progress, backoff: float, journal
+        self,
+        plan: Plan,
+        *,
+        api_key: str,
+        bridge: DbBridge,
+        progress,
+        backoff: float,
+        journal,
+        budget: Budget | None = None,
     ):
         p = plan.params
         self.plan = plan
         self.journal = journal
+        self.api_key = api_key
+        self.budget = budget
         # JUDGE_SDK_CALL=typed sends through chat.completions.create (typed, slower per call).
         self.typed = os.environ.get("JUDGE_SDK_CALL", "") == "typed"
         self.bridge = bridge
@@ -322,7 +237,7 @@ class _Executor:
                 delay = backoff_delay(attempts, self.backoff, self.rng)
             except openai.APIConnectionError as e:
                 http_status = None
-                error = f"connection error: {e.__cause__ or e}"
+                error = f"connection error: {safety.short_error(e.__cause__ or e)}"
                 delay = backoff_delay(attempts, self.backoff, self.rng)
             except ValueError as e:  # a 200 whose body is not a chat completion
                 http_status = 200
@@ -366,7 +281,8 @@ class _Executor:
             status=JudgeCall.Status.FAILED,
             attempts=attempts,
             http_status=http_status,
-            error=error,
+            # Stored and shown: never the key or an auth header, never a page of server text.
+            error=safety.short_error(error, secrets=(self.api_key,)),
             started_at=started,
             finished_at=timezone.now(),
         )
@@ -406,12 +322,18 @@ class _Executor:
 
     async def _worker(self, jobs: asyncio.Queue) -> None:
         while not self.stop:
+            # The budget is checked before each new call: past it by at most the calls in flight.
+            if self.budget and self.budget.reached:
+                self.budget.stopped = self.budget.stopped or not jobs.empty()
+                return
             try:
                 job = jobs.get_nowait()
             except asyncio.QueueEmpty:
                 return
             outcome = await self._do(job)
             if outcome is not None:
+                if self.budget:
+                    self.budget.spend(outcome.tokens_in, outcome.tokens_out)
                 await self.results.put(outcome)
 
     async def _writer(self, done: asyncio.Event) -> None:
@@ -518,24 +440,67 @@ def _from_json(raw) -> tuple[str, str, int, int]:
 
 def _http_client():
     """The openai SDK's aiohttp transport when aiohttp is installed (its C HTTP parser halves
-    the client's CPU per call, which is what bounds throughput at high concurrency), else the
-    SDK's default httpx transport. JUDGE_HTTP_TRANSPORT=httpx forces the latter."""
+    the client's CPU per call, which is what bounds throughput at high concurrency), with a
+    resolver that refuses addresses judges may not call (safety.guarded_session); else the SDK's
+    default httpx transport. JUDGE_HTTP_TRANSPORT=httpx forces the latter. Neither follows
+    redirects: a judge URL must not bounce the key or the requests to another host."""
     if os.environ.get("JUDGE_HTTP_TRANSPORT", "") == "httpx":
-        return None
+        return openai.DefaultAsyncHttpxClient(follow_redirects=False)
     try:
-        import aiohttp  # noqa: F401
+        from openai._vendor.httpx_aiohttp import AiohttpTransport
     except ImportError:
-        return None
-    return openai.DefaultAioHttpClient()
+        return openai.DefaultAsyncHttpxClient(follow_redirects=False)
+    return openai.DefaultAioHttpClient(
+        follow_redirects=False, transport=AiohttpTransport(client=safety.guarded_session)
+    )
 
 
 def _error_message(e: openai.APIStatusError) -> str:
+    """The server's own message, cut short (the caller blanks the key: see safety)."""
     body = e.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:500]
-    return (str(e.message) if e.message else e.__class__.__name__)[:500]
+            return safety.short_error(inner["message"])
+    return safety.short_error(e.message if e.message else e.__class__.__name__)
+
+
+class Budget:
+    """The run's spending so far against its cap, updated as each answer arrives."""
+
+    def __init__(self, cap: Decimal, spent: Decimal, price_in: Decimal, price_out: Decimal):
+        self.cap, self.spent = cap, spent
+        self.price_in, self.price_out = price_in, price_out
+        self.stopped = False  # work was left undone because of the cap
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.cap
+
+    def spend(self, tokens_in: int, tokens_out: int) -> None:
+        self.spent += services.cost_of(tokens_in, tokens_out, self.price_in, self.price_out)
+
+    def message(self) -> str:
+        return f"stopped: budget reached ({self.spent:.6f} of {self.cap})"
+
+    @classmethod
+    def of(cls, run: JudgeRun) -> Budget | None:
+        """The run's cap with what its recorded calls cost so far (a resumed run), or None."""
+        if run.budget is None:
+            return None
+        spent = services.judge_run_recount(run=run).cost
+        return cls(run.budget, spent, run.price_in_per_1k, run.price_out_per_1k)
+
+
+def _checked_key(run: JudgeRun) -> str:
+    """The run's key, after checking again (the rules or the environment may have changed since
+    the run was created) that the variable is approved and set and the URL is allowed."""
+    try:
+        key = safety.api_key(run.params.get("api_key_env", ""))
+        safety.check_base_url(run.params.get("base_url", ""))
+    except ValidationError as e:
+        raise RunError(" ".join(e.messages)) from None
+    return key
 
 
 def execute_run(
@@ -554,15 +519,13 @@ def execute_run(
         run = JudgeRun.objects.select_related("study__rubric", "judge__rater", "template").get(
             pk=run_id
         )
-        env = run.params.get("api_key_env", "")
-        api_key = os.environ.get(env)
-        if not api_key:
-            raise RunError(f"The environment variable {env} (the judge's API key) is not set.")
+        api_key = _checked_key(run)
         plan = services.judge_run_plan(run=run)
         JudgeRun.objects.filter(pk=run_id).update(n_planned=plan.n_planned)
         journal = Journal(run_id, run.created_at.isoformat())
         cached = journal.recover(plan) + _from_cache(plan)
         bridge = DbBridge()
+        budget = Budget.of(run)
         ex = _Executor(
             plan,
             api_key=api_key,
@@ -570,6 +533,7 @@ def execute_run(
             progress=progress,
             backoff=services.backoff_base() if backoff is None else backoff,
             journal=journal,
+            budget=budget,
         )
         failure: list[BaseException] = []
 
@@ -588,12 +552,20 @@ def execute_run(
         journal.close(remove=not failure)
         if failure:
             raise failure[0]
-        status = JudgeRun.Status.CANCELLED if ex.stop else JudgeRun.Status.DONE
-        return services.judge_run_finish(run_id=run_id, status=status)
+        status, error = _end_state(ex, budget)
+        return services.judge_run_finish(run_id=run_id, status=status, error=error)
     except Exception as e:
-        log.exception("judge run %s failed", run_id)
-        detail = str(e) if isinstance(e, RunError) else traceback.format_exc(limit=5)
+        log.exception("judge run %s failed", run_id)  # the traceback goes to the log only
+        detail = safety.short_error(e if isinstance(e, RunError) else f"{type(e).__name__}: {e}")
         return services.judge_run_finish(run_id=run_id, status=JudgeRun.Status.FAILED, error=detail)
+
+
+def _end_state(ex: _Executor, budget: Budget | None) -> tuple[str, str]:
+    if ex.stop:
+        return JudgeRun.Status.CANCELLED, ""
+    if budget is not None and budget.stopped:
+        return JudgeRun.Status.STOPPED, budget.message()
+    return JudgeRun.Status.DONE, ""
 
 
 def _from_cache(plan: Plan) -> list[Outcome]:

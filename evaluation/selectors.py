@@ -79,6 +79,8 @@ def run_summary(run: JudgeRun) -> dict[str, Any]:
         "cost": run.cost,
         "price_in_per_1k": run.price_in_per_1k,
         "price_out_per_1k": run.price_out_per_1k,
+        "budget": run.budget,
+        "cost_estimate": run.cost_estimate,
         "both_orders": run.both_orders,
         "repeat_rate": run.repeat_rate,
         "position_consistency": position_consistency(run),

@@ -24,6 +24,7 @@ from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
 # A run whose executor has not written for this long is considered dead and may be resumed.
 STALE_AFTER = timedelta(seconds=20)
+MAX_BUDGET = Decimal(10) ** 8  # JudgeRun.budget holds 8 digits before the point
 
 
 def cost_of(tokens_in: int, tokens_out: int, price_in: Decimal, price_out: Decimal) -> Decimal:
@@ -102,6 +103,13 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
 # --- Runs -----------------------------------------------------------------------------------
 
 
+def judge_request_params(judge: JudgeConfig) -> dict[str, Any]:
+    """The judge's request settings as a run snapshots them (same requests on resume)."""
+    fields = ["model", "base_url", "api_key_env", "temperature", "max_tokens", "seed"]
+    fields += ["json_mode", "concurrency", "timeout_s", "max_attempts"]
+    return {f: getattr(judge, f) for f in fields}
+
+
 @transaction.atomic
 def judge_run_create(
     *,
@@ -112,24 +120,30 @@ def judge_run_create(
     repeat_rate: float = 0.02,
     limit: int | None = None,
     seed: int = 0,
+    budget: Decimal | None = None,
+    cost_estimate: Decimal | None = None,
 ) -> JudgeRun:
+    """The run row. Callers that spend money go through launch.judge_run_start (pre-flight)."""
     if both_orders and study.mode != "pairwise":
         raise ValidationError({"both_orders": "Both orders apply to pairwise studies only."})
     if not 0 <= repeat_rate <= 0.5:
         raise ValidationError({"repeat_rate": "The repeat rate must be between 0 and 0.5."})
     if limit is not None and limit < 1:
         raise ValidationError({"limit": "The limit must be at least 1."})
+    if budget is not None and not (budget.is_finite() and 0 <= budget < MAX_BUDGET):
+        raise ValidationError({"budget": f"The budget must be between 0 and {MAX_BUDGET - 1}."})
+    if not study.items.exists():
+        raise ValidationError({"study": "The study has no items to judge."})
     active = JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE)
     if active.exists():
         raise ValidationError(
             f"Run {active.first().pk} of this judge on this study is still active: cancel or "
             "resume it first."
         )
-    template = template_for_study(judge=judge, study=study)
-    run = JudgeRun.objects.create(
+    return JudgeRun.objects.create(
         study=study,
         judge=judge,
-        template=template,
+        template=template_for_study(judge=judge, study=study),
         both_orders=both_orders,
         repeat_rate=repeat_rate,
         limit=limit,
@@ -137,20 +151,10 @@ def judge_run_create(
         created_by=created_by,
         price_in_per_1k=judge.price_in_per_1k,
         price_out_per_1k=judge.price_out_per_1k,
-        params={
-            "model": judge.model,
-            "base_url": judge.base_url,
-            "api_key_env": judge.api_key_env,
-            "temperature": judge.temperature,
-            "max_tokens": judge.max_tokens,
-            "seed": judge.seed,
-            "json_mode": judge.json_mode,
-            "concurrency": judge.concurrency,
-            "timeout_s": judge.timeout_s,
-            "max_attempts": judge.max_attempts,
-        },
+        budget=budget,
+        cost_estimate=cost_estimate,
+        params=judge_request_params(judge),
     )
-    return run
 
 
 def _worker_id() -> str:
@@ -178,7 +182,7 @@ def judge_run_claim(*, run_id: int, force: bool = False) -> JudgeRun | None:
     now = timezone.now()
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
-        if run.status in (JudgeRun.Status.DONE, JudgeRun.Status.CANCELLED):
+        if run.status in JudgeRun.FINISHED:
             return None
         if run.status == JudgeRun.Status.RUNNING and not force and not _executor_dead(run, now):
             return None
@@ -308,12 +312,14 @@ def judge_run_plan(*, run: JudgeRun) -> Plan:
     )
     if run.limit:
         items = items[: run.limit]
+    # An unsaved run (the pre-flight's estimate) has recorded nothing yet.
+    recorded = JudgeCall.objects.filter(run=run) if run.pk else JudgeCall.objects.none()
     judged_elsewhere = set(
         Assignment.objects.filter(study=study, rater=rater, is_repeat=False).values_list(
             "item_id", flat=True
         )
-    ) - set(run.calls.filter(purpose=JudgeCall.Purpose.PRIMARY).values_list("item_id", flat=True))
-    done = set(run.calls.values_list("item_id", "purpose"))
+    ) - set(recorded.filter(purpose=JudgeCall.Purpose.PRIMARY).values_list("item_id", flat=True))
+    done = set(recorded.values_list("item_id", "purpose"))
     cache: dict = {}
     jobs: list[Job] = []
     n_planned = 0

@@ -13,10 +13,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.permissions import get_study_for_organizer, organizer_required
-from evaluation import selectors, services
+from evaluation import launch, safety, selectors, services
 from evaluation.forms import JudgeConfigForm, PromptTemplateForm, RunStartForm
 from evaluation.models import JudgeRun
-from evaluation.tasks import judge_run_execute
 
 
 def _errors_to_form(form, e: ValidationError) -> None:
@@ -58,7 +57,8 @@ def judge_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, _("Judge %(name)s created.") % {"name": judge.name})
             return redirect("judges:list")
-    return render(request, "evaluation/judge_new.html", {"form": form})
+    key_envs = [(name, safety.key_is_set(name)) for name in safety.approved_key_envs()]
+    return render(request, "evaluation/judge_new.html", {"form": form, "key_envs": key_envs})
 
 
 @organizer_required
@@ -83,31 +83,33 @@ def template_list(request: HttpRequest) -> HttpResponse:
 @organizer_required
 @require_http_methods(["GET", "POST"])
 def run_start(request: HttpRequest, study_id: int) -> HttpResponse:
+    """First POST: pre-flight and cost estimate, shown with a confirm button; the confirmed
+    POST checks again and starts the run. Nothing is written until then."""
     study = get_study_for_organizer(request.user, study_id)
-    form = RunStartForm(request.POST or None, judges=services.judges_for(request.user))
+    judges = services.judges_for(request.user)
+    form = RunStartForm(request.POST or None, judges=judges)
+    estimate = None
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+        options = form.run_options()
         try:
-            run = services.judge_run_create(
-                study=study,
-                judge=data["judge"],
-                created_by=request.user,
-                both_orders=data["both_orders"],
-                repeat_rate=data["repeat_rate"],
-                limit=data["limit"],
-                seed=data["seed"] or 0,
-            )
+            if form.cleaned_data["confirmed"]:
+                run, _estimate = launch.judge_run_start(
+                    study=study,
+                    created_by=request.user,
+                    budget=form.cleaned_data["budget"],
+                    **options,
+                )
+                messages.success(request, _("Judge run started."))
+                return redirect("judges:run", run_id=run.pk)
+            estimate = launch.judge_run_preflight(study=study, **options)
         except ValidationError as e:
             _errors_to_form(form, e)
         else:
-            run.task_id = judge_run_execute.enqueue(run.pk)
-            JudgeRun.objects.filter(pk=run.pk).update(task_id=run.task_id)
-            messages.success(request, _("Judge run started."))
-            return redirect("judges:run", run_id=run.pk)
+            form = RunStartForm(dict(request.POST.items(), confirmed="on"), judges=judges)
+            form.is_valid()
     runs = selectors.runs_for(request.user).filter(study=study)
-    return render(
-        request, "evaluation/run_start.html", {"study": study, "form": form, "runs": runs}
-    )
+    context = {"study": study, "form": form, "runs": runs, "estimate": estimate}
+    return render(request, "evaluation/run_start.html", context)
 
 
 @organizer_required
@@ -141,10 +143,11 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
-    if run.status in (JudgeRun.Status.DONE, JudgeRun.Status.CANCELLED):
-        messages.error(request, _("This run is finished; start a new run to judge what is left."))
+    try:
+        launch.judge_run_resume(run=run)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
     else:
-        judge_run_execute.enqueue(run.pk)
         messages.success(request, _("Run handed to the task queue; it continues where it stopped."))
     return redirect("judges:run", run_id=run.pk)
 

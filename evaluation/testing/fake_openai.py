@@ -135,7 +135,8 @@ class FakeOpenAI:
     def __init__(self, *, latency: float = 0.0, json_supported: bool = True, model_names=None):
         self.latency = latency
         self.json_supported = json_supported
-        self.models = list(model_names or ["gpt-4-0613", "fake-judge"])
+        # GET /v1/models lists these; None answers 404, like servers without a model list.
+        self.models: list[str] | None = list(model_names or ["gpt-4-0613", "fake-judge"])
         self._lock = threading.Lock()
         self.reset()
         self.paused = False
@@ -207,6 +208,8 @@ class FakeOpenAI:
         )
 
     async def _models(self, request):
+        if self.models is None:  # like servers that have no model list
+            return self._json(404, {"error": {"message": "Not found"}})
         return self._json(
             200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
         )

@@ -15,6 +15,15 @@ from evaluation.testing.fake_openai import FakeOpenAI
 KEY_ENV = "LLMEVAL_TEST_JUDGE_KEY"
 
 
+@pytest.fixture(autouse=True)
+def _judge_rules(settings):
+    """As an operator would set them: the tests' key variable approved, the local test server
+    allowed (nothing else private)."""
+    settings.JUDGE_API_KEY_ENVS = ["OPENAI_API_KEY", KEY_ENV]
+    settings.JUDGE_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.JUDGE_ALLOW_PUBLIC_HOSTS = True
+
+
 @pytest.fixture(scope="session")
 def _fake_server():
     server = FakeOpenAI().start()
@@ -29,6 +38,7 @@ def fake(_fake_server, monkeypatch):
     _fake_server.latency = 0.0
     _fake_server.json_supported = True
     _fake_server.paused = False
+    _fake_server.models = ["gpt-4-0613", "fake-judge"]
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     return _fake_server
 

@@ -27,6 +27,7 @@ def _env(db: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(DATABASE_URL=f"sqlite:///{db}", JUDGE_BACKOFF_BASE="0.05")
     env[KEY_ENV] = "sk-crash-test"
+    env.update(JUDGE_API_KEY_ENVS=KEY_ENV, JUDGE_ALLOWED_HOSTS="127.0.0.1")
     return env
 
 

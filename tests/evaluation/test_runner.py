@@ -176,10 +176,10 @@ def test_client_errors_are_not_retried(make_study, make_judge, fake):
 
 
 def test_a_missing_api_key_variable_fails_the_run_with_a_clear_reason(
-    make_study, make_judge, fake, monkeypatch
+    make_study, make_judge, fake, monkeypatch, settings
 ):
-    study = make_study(["Q?"], n_llms=1)
-    judge = make_judge(api_key_env="NO_SUCH_KEY_VAR_X")
+    settings.JUDGE_API_KEY_ENVS = [*settings.JUDGE_API_KEY_ENVS, "NO_SUCH_KEY_VAR_X"]
+    study, judge = make_study(["Q?"], n_llms=1), make_judge(api_key_env="NO_SUCH_KEY_VAR_X")
     monkeypatch.delenv("NO_SUCH_KEY_VAR_X", raising=False)
     run = run_judge(study, judge)
     assert run.status == "failed" and "NO_SUCH_KEY_VAR_X" in run.error

@@ -92,6 +92,8 @@ def test_a_judge_run_goes_through_celery_with_a_real_worker_and_redis(tmp_path, 
         CELERY_RESULT_BACKEND="",
         CELERY_QUEUE=f"test-judges-{uuid.uuid4().hex[:8]}",
         LLMEVAL_TEST_JUDGE_KEY="sk-test",
+        JUDGE_API_KEY_ENVS="LLMEVAL_TEST_JUDGE_KEY",
+        JUDGE_ALLOWED_HOSTS="127.0.0.1",
     )
     out = subprocess.run(
         [

@@ -132,7 +132,8 @@ def test_a_pasted_key_is_refused_as_the_key_variable(organizer_client, fake):
             "max_attempts": "1",
         },
     )
-    assert r.status_code == 200 and "not the key itself" in r.content.decode()
+    # The form offers only the approved variables: a pasted key is not one of them.
+    assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
     assert not JudgeConfig.objects.filter(name="oops").exists()
 
 
@@ -168,14 +169,15 @@ def test_starting_a_run_from_the_page_runs_it_through_the_task_queue(
     settings.TASK_BACKEND = "immediate"
     study = make_study(["Q1?", "Q2?"], mode="pairwise", rubric="pairwise", n_llms=2)
     judge = make_judge()
+    form = {"judge": judge.pk, "both_orders": "on", "repeat_rate": "0", "seed": "3"}
+    r = organizer_client.post(reverse("judges:run_start", args=[study.pk]), form)
+    # First the pre-flight and the estimate, with nothing written or called yet.
+    page = r.content.decode()
+    assert r.status_code == 200 and 'id="estimate-total"' in page
+    assert 'name="confirmed" value="on"' in page
+    assert not JudgeRun.objects.exists() and fake.paid() == []
     r = organizer_client.post(
-        reverse("judges:run_start", args=[study.pk]),
-        {
-            "judge": judge.pk,
-            "both_orders": "on",
-            "repeat_rate": "0",
-            "seed": "3",
-        },
+        reverse("judges:run_start", args=[study.pk]), {**form, "confirmed": "on"}
     )
     run = JudgeRun.objects.get(study=study)
     assert r.status_code == 302 and r["Location"] == reverse("judges:run", args=[run.pk])

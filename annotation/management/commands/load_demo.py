@@ -1,4 +1,5 @@
 """python manage.py load_demo [--no-accounts] [--no-studies] [--simulate] [--fixtures DIR]
+[--judge-url URL]
 
 Loads the compact real fixtures (fixtures/), creates the demo accounts and two live studies, and
 prints how to log in. Idempotent: running it again changes nothing (passwords are reset to the
@@ -7,11 +8,13 @@ printed ones). The caller runs `migrate` first.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import ValidationError
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -29,6 +32,8 @@ STAR_STUDY = "Demo: LLMEval-2 star"
 PAIR_STUDY = "Demo: ChineseAlpacaEval pairwise"
 SCORES_STUDY = "LLMEval-2 (imported scores)"
 SIM_PAIR_STUDY = "Demo: LLMEval-2 pairwise (simulated raters)"
+DEMO_JUDGE = "Demo judge (local test server)"
+DEMO_JUDGE_KEY_ENV = "LLMEVAL_DEMO_JUDGE_KEY"
 
 
 def demo_imports(root: Path) -> list[tuple[str, list[Path], dict]]:
@@ -65,6 +70,13 @@ class Command(BaseCommand):
             help="Also add simulated human raters to the imported-scores study "
             "(runs the simulate_ratings command when it is installed).",
         )
+        parser.add_argument(
+            "--judge-url",
+            help="Create (or re-point) the demo organizer's judge at this OpenAI-compatible URL, "
+            f"with the key in {DEMO_JUDGE_KEY_ENV}; bin/demo passes the local test server "
+            "(evaluation.testing.fake_openai) it starts. The host must be allowed "
+            "(JUDGE_ALLOWED_HOSTS) and the variable approved (JUDGE_API_KEY_ENVS).",
+        )
 
     def handle(self, *args, **opts):
         root = Path(opts["fixtures"])
@@ -89,7 +101,39 @@ class Command(BaseCommand):
             )
         if opts["simulate"] and not opts["no_studies"]:
             self.simulate_hook(studies)
+        judge = self._judge(organizer, opts["judge_url"]) if opts["judge_url"] else None
         self._print(organizer, studies)
+        if judge is not None:
+            self.stdout.write(
+                f"Judge: {judge.name} -> {judge.base_url} (key in {judge.api_key_env}); "
+                "start a run from LLM judges -> a study."
+            )
+
+    def _judge(self, organizer, url: str):
+        # Imported here: the judges app is optional for the rest of the demo.
+        from evaluation.models import JudgeConfig
+        from evaluation.services import judge_config_create
+
+        try:
+            judge = JudgeConfig.objects.filter(name=DEMO_JUDGE).first()
+            if judge is None:
+                return judge_config_create(
+                    name=DEMO_JUDGE,
+                    owner=organizer,
+                    model="fake-judge",
+                    base_url=url,
+                    api_key_env=DEMO_JUDGE_KEY_ENV,
+                    price_in_per_1k=Decimal("0.01"),
+                    price_out_per_1k=Decimal("0.03"),
+                    concurrency=8,
+                    max_tokens=512,
+                )
+            judge.base_url = url  # the test server's port changes between demo starts
+            judge.full_clean(exclude=["rater"])
+            judge.save(update_fields=["base_url"])
+            return judge
+        except ValidationError as e:
+            raise CommandError(f"demo judge refused: {' '.join(e.messages)}") from None
 
     # Where a later step (simulated raters) plugs in: it receives the demo studies.
     def simulate_hook(self, studies: list[Study]) -> None:

@@ -1,20 +1,32 @@
 """python manage.py judge --study STUDY --judge JUDGE [--limit N] [--both-orders]
-[--repeat-rate R] [--seed S] [--resume RUN_ID] [--reparse] [--enqueue] [--force]"""
+[--repeat-rate R] [--seed S] [--budget B] [--dry-run] [--resume RUN_ID] [--reparse] [--enqueue]
+[--force]"""
 
 from __future__ import annotations
 
 import os
 import sys
+from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotation.models import Study
-from evaluation import selectors, services
+from evaluation import launch, selectors, services
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.runner import execute_run
 from evaluation.tasks import judge_run_execute
+
+
+def _budget(value: str) -> Decimal:
+    try:
+        budget = Decimal(value)
+    except InvalidOperation:
+        raise CommandError(f"--budget {value!r} is not a number.") from None
+    if not budget.is_finite() or budget < 0:
+        raise CommandError("--budget must be a number of at least 0.")
+    return budget
 
 
 def _get(model, value: str, field: str):
@@ -27,7 +39,11 @@ def _get(model, value: str, field: str):
 
 
 class Command(BaseCommand):
-    help = "Run an LLM judge over a study's items (or resume / re-parse a run)."
+    help = (
+        "Run an LLM judge over a study's items (or resume / re-parse a run). A new run starts "
+        "only after a pre-flight (the key variable is approved and set, the URL is allowed, the "
+        "server lists the model, the study has items) and prints its cost estimate first."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--study", help="Study id or name.")
@@ -45,6 +61,17 @@ class Command(BaseCommand):
             help="Share of items judged again with a fresh call (default 0.02).",
         )
         parser.add_argument("--seed", type=int, default=0, help="Seed for order and repeats.")
+        parser.add_argument(
+            "--budget",
+            type=_budget,
+            help="Stop the run (status 'stopped: budget reached') once its cost reaches this; "
+            "calls already in flight still finish.",
+        )
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Only run the pre-flight and print the cost estimate; start nothing.",
+        )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue this run.")
         parser.add_argument(
             "--reparse",
@@ -67,6 +94,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         run = self._run(opts)
+        if run is None:  # --dry-run: the estimate is printed, nothing started
+            return
         if opts["reparse"]:
             result = services.judge_run_reparse(run=run)
             self.stdout.write(
@@ -118,7 +147,7 @@ class Command(BaseCommand):
         if done.status == JudgeRun.Status.FAILED:
             raise CommandError(f"Run {done.pk} failed: {done.error}")
 
-    def _run(self, opts) -> JudgeRun:
+    def _run(self, opts) -> JudgeRun | None:
         if opts["resume"]:
             try:
                 return JudgeRun.objects.get(pk=opts["resume"])
@@ -133,17 +162,32 @@ class Command(BaseCommand):
             if run is None:
                 raise CommandError("This judge has no run on this study to re-parse.")
             return run
+        options = {
+            "study": study,
+            "judge": judge,
+            "both_orders": opts["both_orders"],
+            "repeat_rate": opts["repeat_rate"],
+            "limit": opts["limit"],
+            "seed": opts["seed"],
+        }
         try:
-            return services.judge_run_create(
-                study=study,
-                judge=judge,
-                both_orders=opts["both_orders"],
-                repeat_rate=opts["repeat_rate"],
-                limit=opts["limit"],
-                seed=opts["seed"],
-            )
+            if opts["dry_run"]:
+                self._estimate(launch.judge_run_preflight(**options))
+                return None
+            run, estimate = launch.judge_run_start(budget=opts["budget"], enqueue=False, **options)
         except ValidationError as e:
             raise CommandError(" ".join(e.messages)) from None
+        self._estimate(estimate)
+        return run
+
+    def _estimate(self, e: launch.Estimate) -> None:
+        listed = {True: "listed by the server", None: "the server offers no model list"}
+        self.stdout.write(
+            f"Pre-flight passed: key variable {e.key_env} set; model {e.model} "
+            f"{listed.get(e.model_listed, '')}. Estimate: {e.items} items, {e.calls} calls, "
+            f"~{e.tokens_in} input tokens; estimated cost {e.total_max:.4f} "
+            f"(input ~{e.cost_in:.4f} + output at most {e.cost_out_max:.4f})."
+        )
 
     def _summary(self, run: JudgeRun) -> None:
         s = selectors.run_summary(run)

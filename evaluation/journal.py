@@ -1,0 +1,107 @@
+"""The run's journal: answers written to a local file the moment they arrive (see Journal)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from datetime import datetime
+
+from django.conf import settings
+
+from evaluation.models import JudgeCall
+from evaluation.services import Outcome, Plan
+
+
+class Journal:
+    """An append-only file of answered calls, written the moment each answer arrives.
+
+    The database writer batches, so a kill -9 can lose answers that were paid for but not yet
+    committed. Each answer is therefore first appended here with a plain write() from the event
+    loop (no await in between: it survives the process being killed, as the data is in the
+    kernel). A resumed run records journal entries missing from the database instead of calling
+    again; the file is removed when the run finishes. Best effort: it is local to the machine.
+    """
+
+    def __init__(self, run_id: int, created_at=None) -> None:
+        base = os.environ.get("JUDGE_JOURNAL_DIR") or os.path.join(
+            tempfile.gettempdir(), "llmeval-judge-journal"
+        )
+        db = settings.DATABASES["default"]
+        name = str(db.get("NAME"))
+        if "memory" in name:  # an in-memory database lives and dies with this process
+            name += f"|pid {os.getpid()}"
+        # The database's identity and the run's creation time: never another database's run 1.
+        tag = hashlib.sha256(
+            f"{db.get('ENGINE')}|{db.get('HOST')}|{db.get('PORT')}|{name}|{created_at}".encode()
+        ).hexdigest()[:16]
+        os.makedirs(base, exist_ok=True)
+        self.path = os.path.join(base, f"run-{tag}-{run_id}.jsonl")
+        self._fd: int | None = None
+
+    def append(self, o: Outcome) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        line = json.dumps(
+            {
+                "item": o.job.item_id,
+                "purpose": o.job.purpose,
+                "json_mode": o.json_mode,
+                "raw": o.raw,
+                "finish_reason": o.finish_reason,
+                "tokens_in": o.tokens_in,
+                "tokens_out": o.tokens_out,
+                "latency_ms": o.latency_ms,
+                "attempts": o.attempts,
+                "started_at": o.started_at.isoformat() if o.started_at else None,
+                "finished_at": o.finished_at.isoformat() if o.finished_at else None,
+            },
+            ensure_ascii=False,
+        )
+        os.write(self._fd, (line + "\n").encode("utf-8"))
+
+    def recover(self, plan: Plan) -> list[Outcome]:
+        """Answers journaled by a killed executor and missing from the database."""
+        if not os.path.exists(self.path):
+            return []
+        pending = {(j.item_id, j.purpose): j for j in plan.pending}
+        out: list[Outcome] = []
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by the kill
+                job = pending.pop((e["item"], e["purpose"]), None)
+                if job is None or e["json_mode"] not in job.bodies:
+                    continue
+                out.append(
+                    Outcome(
+                        job=job,
+                        json_mode=e["json_mode"],
+                        status=JudgeCall.Status.OK,
+                        raw=e["raw"],
+                        finish_reason=e["finish_reason"],
+                        tokens_in=e["tokens_in"],
+                        tokens_out=e["tokens_out"],
+                        latency_ms=e["latency_ms"],
+                        attempts=e["attempts"],
+                        http_status=200,
+                        started_at=_dt(e["started_at"]),
+                        finished_at=_dt(e["finished_at"]),
+                    )
+                )
+        plan.pending = list(pending.values())
+        return out
+
+    def close(self, *, remove: bool) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if remove and os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def _dt(value: str | None):
+    return datetime.fromisoformat(value) if value else None

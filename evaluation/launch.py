@@ -1,0 +1,242 @@
+"""Starting and resuming judge runs: the pre-flight that runs before any money is spent, the cost
+estimate, and the services every interface (page, API, command) starts and resumes runs with.
+
+Pre-flight (nothing is written when it fails): the study has items; the key variable is approved
+and set in this process; the URL is allowed; the server lists the model on /v1/models (a server
+without that endpoint, a 404, is tolerated). The estimate renders the run's real prompts for up
+to ESTIMATE_SAMPLE items and scales to the whole run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from annotation.models import Study
+from evaluation import safety, services
+from evaluation.models import JudgeConfig, JudgeRun
+from evaluation.tasks import judge_run_execute
+
+ESTIMATE_SAMPLE = 300  # items whose prompts are rendered for the estimate
+MODELS_TIMEOUT = 10.0  # seconds for the /v1/models look-up
+MODEL_LIST_ABSENT = (404, 405, 501)  # the server has no model list: tolerated
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run will cost, from its prompt sizes: input tokens estimated from characters (a
+    tokenizer may count differently), output at most max_tokens per call."""
+
+    items: int
+    calls: int
+    tokens_in: int
+    max_tokens_out: int
+    cost_in: Decimal
+    cost_out_max: Decimal
+    key_env: str
+    key_set: bool
+    model: str
+    model_listed: bool | None  # None: the server offers no model list
+
+    @property
+    def total_max(self) -> Decimal:
+        return self.cost_in + self.cost_out_max
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total_max": self.total_max}
+
+
+def estimate_tokens(text: str) -> int:
+    """A deliberately high token count: one per non-ASCII character (Chinese runs about 0.7-1.5
+    per character), one per four ASCII characters (English runs about four characters each)."""
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return non_ascii + (len(text) - non_ascii + 3) // 4
+
+
+def run_estimate(
+    *, study: Study, judge: JudgeConfig, both_orders: bool, repeat_rate: float, limit, seed: int
+) -> tuple[int, int, int]:
+    """(items, calls, input tokens) of the run, from the prompts it would send."""
+    n_items = study.items.count()
+    if limit:
+        n_items = min(n_items, limit)
+    sample = min(n_items, ESTIMATE_SAMPLE)
+    if not sample:
+        return 0, 0, 0
+    draft = JudgeRun(  # never saved: judge_run_plan plans an unsaved run as a fresh one
+        study=study,
+        judge=judge,
+        template=services.template_for_study(judge=judge, study=study),
+        both_orders=both_orders,
+        repeat_rate=repeat_rate,
+        limit=sample,
+        seed=seed,
+        params=services.judge_request_params(judge),
+    )
+    plan = services.judge_run_plan(run=draft)
+    tokens = 0
+    for job in plan.pending:
+        messages = job.bodies[plan.json_first and True in job.bodies]["messages"]
+        tokens += sum(estimate_tokens(m["content"]) + 4 for m in messages)
+    scale = n_items / sample
+    return n_items, round(len(plan.pending) * scale), round(tokens * scale)
+
+
+def model_check(*, judge: JudgeConfig, key: str) -> tuple[bool | None, str]:
+    """(listed, problem): whether /v1/models lists the judge's model (None when the server has
+    no model list) and what went wrong, if anything, in words fit to show."""
+    import httpx2
+    import openai
+
+    http = httpx2.Client(follow_redirects=False, timeout=MODELS_TIMEOUT)
+    client = openai.OpenAI(
+        base_url=judge.base_url,
+        api_key=key,
+        max_retries=0,
+        timeout=MODELS_TIMEOUT,
+        http_client=http,
+    )
+    try:
+        ids = [str(m.id) for m in client.models.list()]
+    except openai.APIStatusError as e:
+        if e.status_code in MODEL_LIST_ABSENT:
+            return None, ""
+        if e.status_code in (401, 403):
+            return False, _("The server refused the key in %(env)s (HTTP %(code)s).") % {
+                "env": judge.api_key_env,
+                "code": e.status_code,
+            }
+        detail = safety.short_error(e.message, secrets=(key,))
+        return False, _("The server's model list failed: HTTP %(code)s: %(detail)s") % {
+            "code": e.status_code,
+            "detail": detail,
+        }
+    except openai.APIConnectionError as e:
+        detail = safety.short_error(e.__cause__ or e, secrets=(key,))
+        return False, _("Cannot reach %(url)s: %(detail)s") % {
+            "url": judge.base_url,
+            "detail": detail,
+        }
+    except (openai.APIError, ValueError, TypeError, AttributeError):
+        return None, ""  # a 200 that is not a model list: the server offers none we can read
+    finally:
+        client.close()
+    if judge.model in ids:
+        return True, ""
+    offered = safety.short_error(", ".join(ids[:20]) or "-", limit=200)
+    return False, _("The server does not offer the model %(model)s; it offers: %(offered)s") % {
+        "model": judge.model,
+        "offered": offered,
+    }
+
+
+def judge_run_preflight(
+    *,
+    study: Study,
+    judge: JudgeConfig,
+    both_orders: bool = False,
+    repeat_rate: float = 0.02,
+    limit: int | None = None,
+    seed: int = 0,
+) -> Estimate:
+    """Everything that must hold before a run may spend money, and an estimate of its cost.
+    ValidationError (every problem found, by field) when anything is wrong."""
+    errors: dict[str, list[str]] = {}
+    if not study.items.exists():
+        errors.setdefault("study", []).append(_("The study has no items to judge."))
+    key = ""
+    try:
+        key = safety.api_key(judge.api_key_env)
+        safety.check_base_url(judge.base_url)
+    except ValidationError as e:
+        errors.setdefault("judge", []).extend(e.messages)
+    listed: bool | None = None
+    if key and "judge" not in errors:
+        listed, problem = model_check(judge=judge, key=key)
+        if problem:
+            errors.setdefault("judge", []).append(problem)
+    if errors:
+        raise ValidationError(errors)
+    items, calls, tokens_in = run_estimate(
+        study=study,
+        judge=judge,
+        both_orders=both_orders,
+        repeat_rate=repeat_rate,
+        limit=limit,
+        seed=seed,
+    )
+    max_out = calls * judge.max_tokens
+    return Estimate(
+        items=items,
+        calls=calls,
+        tokens_in=tokens_in,
+        max_tokens_out=max_out,
+        cost_in=services.cost_of(tokens_in, 0, judge.price_in_per_1k, judge.price_out_per_1k),
+        cost_out_max=services.cost_of(0, max_out, judge.price_in_per_1k, judge.price_out_per_1k),
+        key_env=judge.api_key_env,
+        key_set=True,
+        model=judge.model,
+        model_listed=listed,
+    )
+
+
+def judge_run_start(
+    *,
+    study: Study,
+    judge: JudgeConfig,
+    created_by=None,
+    both_orders: bool = False,
+    repeat_rate: float = 0.02,
+    limit: int | None = None,
+    seed: int = 0,
+    budget: Decimal | None = None,
+    enqueue: bool = True,
+) -> tuple[JudgeRun, Estimate]:
+    """Pre-flight, then the run row, then (unless the caller runs it itself) the queue job."""
+    options = {"both_orders": both_orders, "repeat_rate": repeat_rate, "limit": limit}
+    estimate = judge_run_preflight(study=study, judge=judge, seed=seed, **options)
+    run = services.judge_run_create(
+        study=study,
+        judge=judge,
+        created_by=created_by,
+        seed=seed,
+        budget=budget,
+        cost_estimate=estimate.total_max,
+        **options,
+    )
+    if enqueue:
+        task_id = judge_run_execute.enqueue(run.pk)
+        JudgeRun.objects.filter(pk=run.pk).update(task_id=task_id)
+        run.refresh_from_db()
+    return run, estimate
+
+
+def judge_run_resume(*, run: JudgeRun, force: bool = False) -> JudgeRun:
+    """Hand an unfinished run to the queue again. A failed run becomes queued at once, so its
+    page shows it as active (and keeps refreshing) until an executor claims it."""
+    if run.status == JudgeRun.Status.STOPPED:
+        raise ValidationError(
+            _(
+                "The run stopped at its budget; start a new run (with a higher budget) to judge the rest."
+            )
+        )
+    if run.status in JudgeRun.FINISHED:
+        raise ValidationError(_("This run is finished; start a new run to judge what is left."))
+    try:
+        safety.api_key(run.params.get("api_key_env", ""))
+        safety.check_base_url(run.params.get("base_url", ""))
+    except ValidationError as e:
+        raise ValidationError(e.messages) from None
+    with transaction.atomic():
+        locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == JudgeRun.Status.FAILED:
+            locked.status = JudgeRun.Status.QUEUED
+            locked.save(update_fields=["status"])
+    judge_run_execute.enqueue(run.pk, force=force)
+    run.refresh_from_db()
+    return run
