@@ -467,6 +467,11 @@ class Assignment(models.Model):
         return (self.submitted_at - self.served_at).total_seconds()
 
 
+class ParseStatus(models.TextChoices):
+    PARSED = "", _("parsed or human")
+    UNPARSED = "unparsed", _("unparsed judge output")
+
+
 class Rating(models.Model):
     """The answer to an assignment: per-criterion scores (Score rows) for star items, or the
     pairwise choice in canonical A/B orientation."""
@@ -476,6 +481,10 @@ class Rating(models.Model):
     rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="ratings")
     choice = models.CharField(max_length=10, choices=PairChoice.choices, blank=True)
     comment = models.TextField(blank=True)
+    # A judge verdict that could not be read (imported as given): the raw text is kept, the
+    # rating carries no score or choice and the statistics leave it out.
+    parse_status = models.CharField(max_length=10, choices=ParseStatus.choices, blank=True)
+    raw_output = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -500,6 +509,8 @@ class Score(models.Model):
     rating = models.ForeignKey(Rating, on_delete=models.CASCADE, related_name="scores")
     criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="+")
     value = models.PositiveSmallIntegerField()
+    # A published value outside the criterion's range, kept as given (data as given).
+    out_of_range = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["rating", "criterion"]

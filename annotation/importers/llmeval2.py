@@ -247,15 +247,16 @@ def parse(
                     )
                 )
             if scores:
+                stars, flagged = _scores(rec, kind, path=path, rid=rid, repairs=repairs)
                 bundle.ratings.append(
                     RatingSpec(
                         study=study_key,
                         rater=rater_spec.name,
                         question=qid,
                         llm=llm,
-                        scores=_scores(rec, kind, path=path, rid=rid, repairs=repairs),
+                        scores=stars,
+                        out_of_range=flagged,
                         hint_shown=bool(hint),
-                        comment=_zero_comment(rec),
                         where=where,
                     )
                 )
@@ -280,20 +281,14 @@ def parse(
     return bundle
 
 
-def _zero_comment(rec: dict[str, Any]) -> str:
-    stars = rec.get("stars")
-    if isinstance(stars, dict):
-        zeros = [k for k, v in stars.items() if v == 0 and not isinstance(v, bool)]
-        if zeros:
-            return "imported: " + ", ".join(f"{k}=0" for k in zeros) + " in the source, raised to 1"
-    return ""
-
-
-def _scores(rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: RepairLog) -> dict:
+def _scores(
+    rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: RepairLog
+) -> tuple[dict[str, int], set[str]]:
     stars = rec.get("stars")
     if not isinstance(stars, dict) or not stars:
         raise ImportRefused(f"{path.name}, record {rid}: no 'stars' object with the scores")
     out: dict[str, int] = {}
+    flagged: set[str] = set()
     for name, value in stars.items():
         key = CRITERIA.get(str(name).strip())
         if key is None:
@@ -303,15 +298,21 @@ def _scores(rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: Re
                 f"{path.name}, record {rid}: criterion {name!r} does not apply to {kind} questions"
             )
         lo, hi = RANGES[key]
-        if value == 0 and not isinstance(value, bool) and lo == 1:
-            # The human files use 0 on a few objective answers where the rubric's lowest grade
-            # is 1 ("wrong"); read as the lowest grade, the original noted on the rating.
-            repairs.add(f"score {name}=0 below the rubric's range 1-{hi}, raised to 1", path, rid)
-            value = 1
-        out[key] = check_score(value, lo=lo, hi=hi, criterion=str(name), file=path, record=rid)
+        out[key] = check_score(
+            value, lo=lo, hi=hi, criterion=str(name), file=path, record=rid, keep_out_of_range=True
+        )
+        if not lo <= out[key] <= hi:
+            # Data as given: the human files hold a few 0s below the rubric's lowest grade 1.
+            repairs.flag(
+                f"score {name}={out[key]} outside the rubric's range {lo}-{hi}: kept as given, "
+                "flagged (Score.out_of_range)",
+                path,
+                rid,
+            )
+            flagged.add(key)
     missing = BY_KIND[kind] - set(out)
     if missing:
         raise ImportRefused(
             f"{path.name}, record {rid}: missing score(s) for {', '.join(sorted(missing))}"
         )
-    return out
+    return out, flagged
