@@ -84,6 +84,8 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
                     raise ImportRefused(
                         f"{path.name}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
                     ) from exc
+                except ValueError as exc:  # e.g. a number of more than 4,300 digits
+                    raise ImportRefused(f"{path.name}, line {number}: {exc}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
     return out

@@ -93,6 +93,8 @@ def load_list(path: Path) -> list:
         raise ImportRefused(
             f"{path.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise ImportRefused(f"{path.name}: {exc}") from exc
     if not isinstance(data, list):
         raise ImportRefused(
             f"{path.name}: expected a JSON list of records, got {type(data).__name__}"
