@@ -57,8 +57,10 @@ FORMATS: dict[str, Format] = {
         ),
         Format(
             "jsonl",
-            "Your own data, one JSON object a line typed question/response/rating/pairwise "
-            "(docs/import-formats.md). Needs --dataset; star ratings need --rubric.",
+            "Your own data, one JSON object a line typed question/response/rating/pairwise, "
+            "with times, pools, repeats, hints, sides, active time and unparsed judge outputs "
+            "(docs/import-formats.md; export_data --what generic writes it). Needs --dataset; "
+            "star ratings need --rubric.",
             ("dataset", "study", "rubric"),
         ),
         Format(
