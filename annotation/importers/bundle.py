@@ -123,10 +123,34 @@ class Bundle:
                 )
         return have
 
+    def _check_lengths(self) -> None:
+        """Names and ids fit their columns (PostgreSQL would refuse them mid-import)."""
+        checks = [("dataset name", self.dataset, None, 200)]
+        for q in self.questions.values():
+            where = f"question {q.external_id[:40]!r}"
+            checks += [("question id", q.external_id, where, 200)]
+            checks += [
+                ("task type", q.task_type, where, 100),
+                ("subcategory", q.subcategory, where, 100),
+            ]
+            checks += [("answer type", q.answer_type, where, 50)]
+        for r in self.responses:
+            checks += [
+                ("LLM name", r.llm, r.where, 200),
+                ("response id", r.external_id, r.where, 200),
+            ]
+        checks += [("rater name", r.name, None, 200) for r in self.raters.values()]
+        checks += [("study name", s.name, None, 200) for s in self.studies.values()]
+        for what, value, where, limit in checks:
+            if len(value) > limit:
+                place = f"{where}: " if where else ""
+                raise ImportRefused(f"{place}the {what} is longer than {limit} characters")
+
     def validate(self) -> None:
-        """Everything that can be checked without the database: every rating names a known
-        study and rater and is consistent in itself. (Whether a repeat's first rating exists is
-        the writer's check: it may be stored already.)"""
+        """Everything that can be checked without the database: names fit their columns, every
+        rating names a known study and rater and is consistent in itself. (Whether a repeat's
+        first rating exists is the writer's check: it may be stored already.)"""
+        self._check_lengths()
         for spec in self.ratings:
             study = self.studies.get(spec.study)
             if study is None or spec.rater not in self.raters:

@@ -63,6 +63,8 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
     """Text fields must be strings; numbers and booleans are turned into their text (a counted
     repair), anything else is refused."""
     if isinstance(value, str):
+        if "\x00" in value:  # PostgreSQL cannot store it in text; never data
+            raise ImportRefused(f"{at(file, record)}: {what} contains a NUL character")
         return value
     if isinstance(value, bool):
         repairs.add(f"{what} was a JSON boolean, stored as the text 'True'/'False'", file, record)

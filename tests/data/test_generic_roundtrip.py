@@ -362,3 +362,39 @@ def test_export_data_writes_the_generic_format(rich_star, tmp_path):
     types = [json.loads(line)["type"] for line in out.read_text("utf-8").splitlines()]
     assert types.count("question") == 1 and types.count("response") == 3
     assert types.count("rating") == 8
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"type": "question", "question_id": "Q9", "text": "a\x00b"}, "text contains a NUL"),
+        ({"type": "question", "question_id": "Q" * 201, "text": "t"}, "question id is longer"),
+        ({"type": "response", "question_id": "Q1", "llm": "m" * 201, "text": "t"}, "LLM name"),
+        (
+            {"type": "question", "question_id": "Q9", "text": "t", "task_type": "x" * 101},
+            "task type is longer than 100",
+        ),
+        (
+            {
+                "type": "pairwise",
+                "question_id": "Q2",
+                "llm_a": "model-x",
+                "llm_b": "model-y",
+                "rater": "gpt",
+                "rater_kind": "judge",
+                "parse_status": "unparsed",
+                "raw_output": "\x00",
+            },
+            "raw_output contains a NUL",
+        ),
+    ],
+)
+def test_values_the_database_cannot_hold_are_refused_cleanly(
+    small_dataset, tmp_path, record, message
+):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    before = table_counts()
+    with pytest.raises(ImportRefused, match=message):
+        dataset_import(format="jsonl", paths=[path], dataset="tiny", progress=False)
+    assert table_counts() == before
