@@ -398,3 +398,31 @@ def test_values_the_database_cannot_hold_are_refused_cleanly(
     with pytest.raises(ImportRefused, match=message):
         dataset_import(format="jsonl", paths=[path], dataset="tiny", progress=False)
     assert table_counts() == before
+
+
+def test_the_api_serves_the_generic_export_to_the_owner_only(
+    l2_scores_imported, organizer_client, organizer, client, other_organizer
+):
+    study = Study.objects.get(name="LLMEval-2 (imported scores)")
+    study.owner = organizer
+    study.save()
+    url = f"/api/studies/{study.pk}/export/"
+    r = organizer_client.get(url, {"what": "generic", "file_format": "jsonl"})
+    assert r.status_code == 200
+    assert b"".join(r.streaming_content) == _export(study, "jsonl")
+    client.force_login(other_organizer)
+    assert client.get(url, {"what": "generic", "file_format": "jsonl"}).status_code == 404
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_imported_llmeval2_scores_round_trip_with_their_flagged_zeros(
+    l2_scores_imported, fmt, tmp_path
+):
+    study = Study.objects.get(name="LLMEval-2 (imported scores)")
+    first = _export(study, fmt)
+    assert b'"out_of_range": ["correctness", "explanation_correctness"]' in first or fmt == "csv"
+    copy = _round_trip(study, fmt, tmp_path, rubric="llmeval2")
+    assert _export(copy, fmt) == first
+    assert Score.objects.filter(rating__item__study=copy, out_of_range=True).count() == (
+        Score.objects.filter(rating__item__study=study, out_of_range=True).count()
+    )
