@@ -190,7 +190,7 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
         llm=llm,
         kind=KINDS[rec["type"]],
         question=question,
-        answer=text(answer, "the answer (llm turn)", rid),  # may be empty: kept as given
+        answer=_answer(answer, path, rid, repairs),
         hint="" if hint is None else text(hint, "hint", rid),
         dialog_uuid="",
         rid=rid,
@@ -198,6 +198,17 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
     )
     d.dialog_uuid = _dialog_uuid(rec, d, path, repairs)
     return d
+
+
+def _answer(value: Any, path: Path, rid: str, repairs: RepairLog) -> str:
+    """The model's answer; an empty one (or null, no text at all) is imported as an empty
+    answer and flagged: it is what the model returned."""
+    if value is None:
+        value = ""
+    answer = as_text(value, what="the answer (llm turn)", file=path, record=rid, repairs=repairs)
+    if not answer.strip():
+        repairs.flag("empty answer: imported as given (length 0 if null or empty)", path, rid)
+    return answer
 
 
 def _is_duplicate(state: _State, d: _Dialog, rec: dict, path: Path) -> bool:

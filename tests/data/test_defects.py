@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 
 from annotation.importers import ImportRefused, dataset_import
 from annotation.models import Assignment, ImportRecord, Question, Rating, Response, Score
+from ranking.quality import data_quality
 from tests.data.conftest import FIXTURES, L2, l2_files, table_counts
 
 
@@ -256,3 +257,20 @@ def test_the_command_exits_non_zero_on_refusal_and_writes_nothing(db, corrupt_js
     with pytest.raises(CommandError, match="refused, nothing was written: .*record 1"):
         call_command("import_dataset", str(path), format="llmeval2", no_progress=True)
     assert table_counts() == before
+
+
+def test_empty_and_null_answers_are_imported_and_flagged_not_refused(db, corrupt_json):
+    src = L2 / "results" / "gpt-score" / "Mathematics_data.json"
+
+    def mutate(data):
+        data[0]["dialog"][1]["content"] = ""
+        data[1]["dialog"][1]["content"] = None
+
+    path = corrupt_json(src, mutate)
+    result = dataset_import(format="llmeval2-scores", paths=[path], progress=False)
+    (flag,) = _repairs(result, "empty answer")
+    assert flag.kind == "flagged" and len(flag.records) == 2
+    assert Response.objects.filter(length=0).count() == 2
+    study = Rating.objects.first().item.study
+    table = data_quality(study).set_index("issue")["n"]
+    assert table["empty answer"] == 2
