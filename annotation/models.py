@@ -483,8 +483,11 @@ class Rating(models.Model):
     comment = models.TextField(blank=True)
     # A judge verdict that could not be read (imported as given): the raw text is kept, the
     # rating carries no score or choice and the statistics leave it out.
-    parse_status = models.CharField(max_length=10, choices=ParseStatus.choices, blank=True)
-    raw_output = models.TextField(blank=True)
+    # Database defaults: the engine's hot path inserts ratings in plain SQL without these columns.
+    parse_status = models.CharField(
+        max_length=10, choices=ParseStatus.choices, blank=True, default="", db_default=""
+    )
+    raw_output = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -510,7 +513,7 @@ class Score(models.Model):
     criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="+")
     value = models.PositiveSmallIntegerField()
     # A published value outside the criterion's range, kept as given (data as given).
-    out_of_range = models.BooleanField(default=False)
+    out_of_range = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["rating", "criterion"]
