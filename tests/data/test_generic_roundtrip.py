@@ -10,6 +10,8 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
 
 from annotation.exports import export_write
 from annotation.importers import ImportRefused, dataset_import
@@ -426,3 +428,16 @@ def test_imported_llmeval2_scores_round_trip_with_their_flagged_zeros(
     assert Score.objects.filter(rating__item__study=copy, out_of_range=True).count() == (
         Score.objects.filter(rating__item__study=study, out_of_range=True).count()
     )
+
+
+def test_the_report_api_serves_the_data_quality_table(rich_star, organizer):
+    rich_star.owner = organizer
+    rich_star.save()
+    api = APIClient()
+    api.force_authenticate(organizer)
+    url = reverse("ranking:api-report-table", args=[rich_star.pk, "data_quality"])
+    body = api.get(url).json()
+    assert body["columns"] == ["issue", "criterion", "n", "treatment"]
+    rows = {(r["issue"], r["criterion"]): r["n"] for r in body["rows"]}
+    assert rows[("score outside the rubric's range", "all")] == 1
+    assert rows[("unparsed judge output", "")] == 1
