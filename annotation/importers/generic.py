@@ -260,6 +260,10 @@ def _star(state: _State, r: _Record, qid: str) -> None:
         spec = RatingSpec(study=state.star_key, question=qid, llm=llm, **exposure)
         state.star[key] = spec
         state.bundle.ratings.append(spec)
+    else:  # another criterion of the same rating (CSV): its exposure must be the same
+        differ = [k for k, v in exposure.items() if k != "where" and getattr(spec, k) != v]
+        if differ:
+            raise r.refuse(f"{', '.join(differ)} differ from the same rating's row in {spec.where}")
     scores, flagged = _scores_of(r)
     for crit, value in scores.items():
         if crit not in ranges:

@@ -441,3 +441,17 @@ def test_the_report_api_serves_the_data_quality_table(rich_star, organizer):
     rows = {(r["issue"], r["criterion"]): r["n"] for r in body["rows"]}
     assert rows[("score outside the rubric's range", "all")] == 1
     assert rows[("unparsed judge output", "")] == 1
+
+
+def test_the_rows_of_one_csv_rating_must_agree_on_its_exposure(small_dataset, tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text(
+        "type,question_id,llm,rater,criterion,score,submitted_at\n"
+        "rating,Q1,model-x,ann,correctness,2,2024-01-01T10:00:00+00:00\n"
+        "rating,Q1,model-x,ann,explanation_correctness,1,2024-01-01T11:00:00+00:00\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ImportRefused, match=r"r.csv, line 3: submitted_at differ from .* line 2"):
+        dataset_import(
+            format="csv", paths=[path], dataset="tiny", rubric="llmeval2", progress=False
+        )
