@@ -14,7 +14,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.exports import export_write
-from annotation.importers import ImportRefused, dataset_import
+from annotation.importers import ImportRefused, dataset_import, dataset_preview
 from annotation.models import (
     Assignment,
     Criterion,
@@ -455,3 +455,25 @@ def test_the_rows_of_one_csv_rating_must_agree_on_its_exposure(small_dataset, tm
         dataset_import(
             format="csv", paths=[path], dataset="tiny", rubric="llmeval2", progress=False
         )
+
+
+def test_a_preview_counts_what_would_be_added_and_lists_bad_lines(small_dataset, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        json.dumps({"type": "response", "question_id": "Q1", "llm": "model-w", "text": ""}) + "\n",
+        encoding="utf-8",
+    )
+    before = table_counts()
+    preview = dataset_preview(format="jsonl", paths=[good], dataset="tiny", progress=False)
+    assert preview["ok"] and preview["added"]["responses"] == 1 and preview["added"]["llms"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "question"}\nnot json\n', encoding="utf-8")
+    preview = dataset_preview(format="jsonl", paths=[bad], dataset="tiny", progress=False)
+    assert preview == {
+        "ok": False,
+        "added": {},
+        "skipped": {},
+        "repairs": [],
+        "errors": ["bad.jsonl, line 2: not valid JSON (Expecting value, column 1)"],
+    }
+    assert table_counts() == before
