@@ -176,13 +176,14 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
         text(rec["llm_name"], "llm_name", rid),
     )
     where, rid = f"{path.name}, {rid} (question {qid}, LLM {llm})", f"{qid}/{llm}"
-    for key in sorted(set(rec) - KNOWN_KEYS):
-        repairs.add(f"ignored the unknown field {key!r}", path, rid)
+    if not KNOWN_KEYS.issuperset(rec):
+        for key in sorted(set(rec) - KNOWN_KEYS):
+            repairs.add(f"ignored the unknown field {key!r}", path, rid)
     if rec["type"] not in KINDS:
         raise ImportRefused(f"{where}: type must be 'A' or 'B', not {rec['type']!r:.40}")
     question, answer = _turns(rec, where)
     question = text(question, "the question (user turn)", rid)
-    if not question.strip():
+    if not question or question.isspace():
         raise ImportRefused(f"{where}: the question text is empty")
     hint = rec.get("hint")
     d = _Dialog(
@@ -206,7 +207,7 @@ def _answer(value: Any, path: Path, rid: str, repairs: RepairLog) -> str:
     if value is None:
         value = ""
     answer = as_text(value, what="the answer (llm turn)", file=path, record=rid, repairs=repairs)
-    if not answer.strip():
+    if not answer or answer.isspace():  # no copy of a long answer
         repairs.flag("empty answer: imported as given (length 0 if null or empty)", path, rid)
     return answer
 
