@@ -288,7 +288,10 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
         plan.append((spec, study, key, first == a))
     created = _batched_create(Item, list(new_items.values()), enabled=ctx.progress, desc="items")
     ctx.count("items", added=len(created), skipped=len({p[2] for p in plan}) - len(created))
-    keys = _item_keys(ctx) if created else keys
+    if any(item.pk is None for item in created):  # backends that return no ids
+        keys = _item_keys(ctx)
+    else:
+        keys.update({key: item.pk for key, item in new_items.items()})
     return [(spec, study, keys[key], first_is_a) for spec, study, key, first_is_a in plan]
 
 
