@@ -104,6 +104,8 @@ class Response(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["question", "llm"], name="response_one_per_llm"),
         ]
+        # The report's data-quality count finds empty answers without a scan.
+        indexes = [models.Index(fields=["id"], condition=Q(length=0), name="response_empty")]
 
     def __str__(self) -> str:
         return f"{self.llm} / {self.question}"
@@ -499,7 +501,12 @@ class Rating(models.Model):
                 name="rating_choice_valid",
             ),
         ]
-        indexes = [models.Index(fields=["item", "rater"], name="rating_item_rater")]
+        indexes = [
+            models.Index(fields=["item", "rater"], name="rating_item_rater"),
+            models.Index(
+                fields=["item"], condition=Q(parse_status="unparsed"), name="rating_unparsed"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"rating {self.pk}"
@@ -519,6 +526,11 @@ class Score(models.Model):
         ordering = ["rating", "criterion"]
         constraints = [
             models.UniqueConstraint(fields=["rating", "criterion"], name="score_one_per_criterion"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["rating"], condition=Q(out_of_range=True), name="score_out_of_range"
+            )
         ]
 
     def __str__(self) -> str:

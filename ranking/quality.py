@@ -4,7 +4,7 @@ much of it there is and how the statistics treat it (data as given: nothing is c
 from __future__ import annotations
 
 import pandas as pd
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from annotation.models import Item, ParseStatus, Rating, Response, Score, Study
 
@@ -32,9 +32,14 @@ def _out_of_range(study: Study) -> list[dict]:
 
 def _empty_answers(study: Study) -> int:
     items = Item.objects.filter(study=study)
-    ids = set(items.values_list("response_a_id", flat=True))
-    ids |= set(items.exclude(response_b=None).values_list("response_b_id", flat=True))
-    return Response.objects.filter(id__in=ids, length=0).count()
+    return (
+        Response.objects.filter(length=0)
+        .filter(
+            Q(id__in=items.values("response_a_id"))
+            | Q(id__in=items.exclude(response_b=None).values("response_b_id"))
+        )
+        .count()
+    )
 
 
 def data_quality(study: Study) -> pd.DataFrame:
