@@ -350,6 +350,8 @@ def parse(
             try:
                 _one(state, _Record(rec, path, rid, repairs))
             except ImportRefused as exc:
+                if str(exc) in errors:  # a file-wide problem (e.g. an unknown rubric): once
+                    continue
                 errors.append(str(exc))
                 if len(errors) >= MAX_ERRORS:
                     break
