@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from annotation.generic_export import CSV_COLUMNS, generic_csv_rows, generic_records
 from annotation.models import Study
 from annotation.selectors import (
     RESPONSE_COLUMNS,
@@ -20,7 +21,7 @@ from annotation.selectors import (
 )
 
 FORMATS = ("csv", "jsonl", "xlsx")
-WHATS = ("ratings", "responses")
+WHATS = ("ratings", "responses", "generic")
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
@@ -34,7 +35,9 @@ def export_rows(study: Study, what: str) -> tuple[list[str], Iterator[dict[str, 
         return rating_columns(study), rating_export_rows(study)
     if what == "responses":
         return RESPONSE_COLUMNS, response_export_rows(study)
-    raise ValueError(f"unknown export {what!r}: use ratings or responses")
+    if what == "generic":  # the import format, one row per record (per criterion for stars)
+        return CSV_COLUMNS, generic_csv_rows(generic_records(study))
+    raise ValueError(f"unknown export {what!r}: use ratings, responses or generic")
 
 
 def _text(value: Any) -> Any:
@@ -95,7 +98,10 @@ def export_iter(study: Study, *, what: str, fmt: str) -> Iterator[bytes]:
     if fmt == "xlsx":
         yield xlsx_bytes(columns, rows, title=what)
         return
-    lines = iter_csv(columns, rows) if fmt == "csv" else iter_jsonl(columns, rows)
+    if fmt == "jsonl" and what == "generic":  # each record type has its own fields
+        lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in generic_records(study))
+    else:
+        lines = iter_csv(columns, rows) if fmt == "csv" else iter_jsonl(columns, rows)
     buf: list[str] = []
     size = 0
     for line in lines:

@@ -104,6 +104,8 @@ class Response(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["question", "llm"], name="response_one_per_llm"),
         ]
+        # The report's data-quality count finds empty answers without a scan.
+        indexes = [models.Index(fields=["id"], condition=Q(length=0), name="response_empty")]
 
     def __str__(self) -> str:
         return f"{self.llm} / {self.question}"
@@ -467,6 +469,11 @@ class Assignment(models.Model):
         return (self.submitted_at - self.served_at).total_seconds()
 
 
+class ParseStatus(models.TextChoices):
+    PARSED = "", _("parsed or human")
+    UNPARSED = "unparsed", _("unparsed judge output")
+
+
 class Rating(models.Model):
     """The answer to an assignment: per-criterion scores (Score rows) for star items, or the
     pairwise choice in canonical A/B orientation."""
@@ -476,6 +483,13 @@ class Rating(models.Model):
     rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="ratings")
     choice = models.CharField(max_length=10, choices=PairChoice.choices, blank=True)
     comment = models.TextField(blank=True)
+    # A judge verdict that could not be read (imported as given): the raw text is kept, the
+    # rating carries no score or choice and the statistics leave it out.
+    # Database defaults: the engine's hot path inserts ratings in plain SQL without these columns.
+    parse_status = models.CharField(
+        max_length=10, choices=ParseStatus.choices, blank=True, default="", db_default=""
+    )
+    raw_output = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -487,7 +501,12 @@ class Rating(models.Model):
                 name="rating_choice_valid",
             ),
         ]
-        indexes = [models.Index(fields=["item", "rater"], name="rating_item_rater")]
+        indexes = [
+            models.Index(fields=["item", "rater"], name="rating_item_rater"),
+            models.Index(
+                fields=["item"], condition=Q(parse_status="unparsed"), name="rating_unparsed"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"rating {self.pk}"
@@ -500,11 +519,18 @@ class Score(models.Model):
     rating = models.ForeignKey(Rating, on_delete=models.CASCADE, related_name="scores")
     criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="+")
     value = models.PositiveSmallIntegerField()
+    # A published value outside the criterion's range, kept as given (data as given).
+    out_of_range = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["rating", "criterion"]
         constraints = [
             models.UniqueConstraint(fields=["rating", "criterion"], name="score_one_per_criterion"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["rating"], condition=Q(out_of_range=True), name="score_out_of_range"
+            )
         ]
 
     def __str__(self) -> str:

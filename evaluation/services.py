@@ -19,6 +19,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Rater, Rating, Score, Study
+from annotation.recording import NewRating, ratings_record_bulk
 from evaluation import parsers, prompts
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
@@ -525,18 +526,28 @@ def _drop_rating(call: JudgeCall) -> None:
         assignment.delete()
 
 
+def _scores_checked(call: JudgeCall, criteria: dict) -> dict[int, int]:
+    scores = {}
+    for key, value in ((call.parsed or {}).get("scores") or {}).items():
+        cid, lo, hi = criteria[key]
+        if not lo <= int(value) <= hi:  # parsers check this too; no stray value gets in
+            raise ValidationError(f"{key}={value} is outside {lo}-{hi}")
+        scores[cid] = int(value)
+    return scores
+
+
 def _record_bulk(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> None:
-    """The fast path: a few multi-row INSERTs per batch (calls, assignments, ratings, scores)."""
+    """The fast path: the shared ratings_record_bulk writes assignments, ratings and scores in a
+    few multi-row INSERTs per batch; then the calls."""
     rater = run.judge.rater
-    firsts = {
-        a.item_id: a
-        for a in Assignment.objects.filter(
+    firsts: dict[int, int | NewRating] = {
+        item_id: pk
+        for pk, item_id in Assignment.objects.filter(
             rater=rater, is_repeat=False, item_id__in={c.item_id for c in calls}
-        )
+        ).values_list("pk", "item_id")
     }
-    rated: list[tuple[JudgeCall, Assignment]] = []
+    rated: list[tuple[JudgeCall, NewRating]] = []
     for purpose in (JudgeCall.Purpose.PRIMARY, JudgeCall.Purpose.REPEAT):
-        new: list[tuple[JudgeCall, Assignment]] = []
         for call in calls:
             if call.purpose != purpose or call.parse_status != JudgeCall.Parse.OK:
                 continue
@@ -545,46 +556,28 @@ def _record_bulk(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> No
                 continue  # this judge already rated the item (an earlier run)
             if purpose == JudgeCall.Purpose.REPEAT and first is None:
                 continue  # the primary was not judged: nothing to repeat
-            a = Assignment(
+            row = NewRating(
                 study_id=run.study_id,
                 item_id=call.item_id,
-                rater=rater,
+                rater_id=rater.pk,
                 seq=call.item_id,
-                status=Assignment.Status.SUBMITTED,
+                choice=(call.parsed or {}).get("choice", ""),
+                scores=_scores_checked(call, criteria),
                 left_is_a=call.left_is_a,
                 hint_shown=call.hint_shown,
                 is_repeat=purpose == JudgeCall.Purpose.REPEAT,
-                repeat_of=first if purpose == JudgeCall.Purpose.REPEAT else None,
+                repeat_of_id=first if isinstance(first, int) else None,
+                repeat_of=first if isinstance(first, NewRating) else None,
                 served_at=call.started_at or call.finished_at,
                 submitted_at=call.finished_at,
                 active_ms=call.latency_ms,
             )
-            new.append((call, a))
+            rated.append((call, row))
             if purpose == JudgeCall.Purpose.PRIMARY:
-                firsts[call.item_id] = a
-        Assignment.objects.bulk_create([a for _, a in new])
-        rated += new
-    ratings = [
-        Rating(
-            assignment=a,
-            item_id=call.item_id,
-            rater=rater,
-            choice=(call.parsed or {}).get("choice", ""),
-            created_at=call.finished_at,
-            updated_at=call.finished_at,
-        )
-        for call, a in rated
-    ]
-    Rating.objects.bulk_create(ratings)
-    scores = []
-    for (call, _), rating in zip(rated, ratings, strict=True):
-        call.rating = rating
-        for key, value in ((call.parsed or {}).get("scores") or {}).items():
-            cid, lo, hi = criteria[key]
-            if not lo <= int(value) <= hi:  # parsers check this too; no stray value gets in
-                raise ValidationError(f"{key}={value} is outside {lo}-{hi}")
-            scores.append(Score(rating=rating, criterion_id=cid, value=int(value)))
-    Score.objects.bulk_create(scores)
+                firsts[call.item_id] = row
+    ratings_record_bulk(rows=[row for _, row in rated])
+    for call, row in rated:
+        call.rating = row.rating
     JudgeCall.objects.bulk_create(calls)
 
 

@@ -19,11 +19,12 @@ from django.core.cache import cache
 
 from annotation.models import Study
 from ranking import selectors
+from ranking.quality import data_quality
 from ranking.stats.report import REPORT_KEYS, build_report
 
 CACHE_SECONDS = 60 * 60
 # Bump when the report's layout changes so that old snapshots are not served.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
@@ -51,6 +52,7 @@ TABLE_ORDER: tuple[str, ...] = (
     "kappa",
     "position_bias",
     "annotator_diagnostics",
+    "data_quality",
 )
 
 
@@ -192,6 +194,7 @@ def report_build(
     kwargs = filters.build_kwargs()
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)
+    tables["data_quality"] = data_quality(study)  # flagged values and how they are treated
     if key is not None:
         cache.set(key, tables, CACHE_SECONDS)
     return StudyReport(study=study, filters=filters, tables=tables, cache_key=key)

@@ -38,11 +38,11 @@ from annotation.models import (
     Item,
     Question,
     Rater,
-    Rating,
     Rubric,
     Score,
     Study,
 )
+from annotation.recording import NewRating, ratings_record_bulk
 
 POOLS = ("onsite", "crowd", "public")
 # Per pool: noise (fraction of a criterion's range / of the 0-1 quality scale), bias spread,
@@ -82,6 +82,7 @@ BOTH_BAD_BELOW = 0.35
 @dataclass
 class SimulationResult:
     study_id: int
+    study_name: str = ""
     raters: int = 0
     assignments: int = 0
     repeats: int = 0
@@ -197,6 +198,225 @@ def _response_quality(study: Study) -> dict[int, float]:
     return quality
 
 
+def _reset(study: Study, *, force: bool, more: bool) -> int | None:
+    """The first new rater number, or None when the study already has simulated ratings and
+    neither force nor more was asked for."""
+    existing = _simulated_assignments(study)
+    if not existing.exists():
+        return 0
+    if force:
+        existing.delete()
+        return 0
+    return _next_index(study) if more else None
+
+
+def _items(study: Study, rng, max_items: int | None) -> list[tuple]:
+    items = list(
+        Item.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "id",
+            "question_id",
+            "response_a_id",
+            "response_b_id",
+            "response_a__length",
+            "response_b__length",
+        )
+    )
+    if max_items is not None and len(items) > max_items:
+        keep = np.sort(rng.choice(len(items), size=max_items, replace=False))
+        items = [items[i] for i in keep]
+    return items
+
+
+def _truth(study: Study, by_key: dict) -> dict[int, dict[str, float]]:
+    """Per response and criterion, the mean real human score (else the judges')."""
+    item_filter = {"rating__item__study": study}
+    human = _real_scores(item_filter, Rater.Kind.HUMAN)
+    judge = _real_scores(item_filter, Rater.Kind.JUDGE)
+    truth: dict[int, dict[str, float]] = defaultdict(dict)
+    for source in (judge, human):  # human overrides judge
+        for (resp, key), mean in source.items():
+            if key in by_key:
+                truth[resp][key] = mean
+    return truth
+
+
+def _plan(raters: list[Rater], pools, n_items: int, ratings_per_item: int, rng) -> dict:
+    """Who rates what: rater index -> item indices, ratings_per_item raters of each pool."""
+    plan: dict[int, list[int]] = defaultdict(list)
+    for pool in pools:
+        members = [i for i, r in enumerate(raters) if r.pool == pool]
+        k = min(ratings_per_item, len(members))
+        for it_idx in range(n_items):
+            for m in rng.choice(members, size=k, replace=False):
+                plan[int(m)].append(it_idx)
+    return plan
+
+
+@dataclass
+class _Sim:
+    """One simulation's inputs and draws; payloads are scores (star) or a choice (pairwise)."""
+
+    study: Study
+    rng: np.random.Generator
+    items: list[tuple]
+    repeat_rate: float
+    seed: int = 0
+    pairwise: bool = False
+    questions: dict = field(default_factory=dict)
+    criteria: list = field(default_factory=list)
+    by_key: dict = field(default_factory=dict)
+    truth: dict | None = None
+    quality: dict | None = None
+    base: dt.datetime | None = None
+
+    def star_payload(self, r_meta, item, hint_shown, local_rng):
+        q = self.questions[item[1]]
+        t = self.truth.get(item[2]) or {}
+        keys = [k for k in t if k in self.by_key] or [
+            c.key for c in self.criteria if c.applies(_QuestionView(q))
+        ]
+        scores = {}
+        for key in keys:
+            c = self.by_key[key]
+            span = c.max_score - c.min_score
+            centre = t.get(key, (c.min_score + c.max_score) / 2)
+            drift = HINT_HIDDEN_DRIFT * span if (not hint_shown and q["reference"]) else 0.0
+            x = centre + span * (r_meta["bias"] + local_rng.normal(0, r_meta["noise"])) + drift
+            scores[c.pk] = int(np.clip(np.rint(x), c.min_score, c.max_score))
+        return scores
+
+    def pair_payload(self, r_meta, item, left_is_a, local_rng):
+        qa = self.quality.get(item[2], 0.5)
+        qb = self.quality.get(item[3], 0.5)
+        dlen = float((item[4] or 0) - (item[5] or 0))
+        z = (
+            (qa - qb)
+            + LENGTH_PREFERENCE * float(np.clip(dlen / 300.0, -1.0, 1.0))
+            + r_meta["left_bias"] * (1.0 if left_is_a else -1.0)
+            + local_rng.normal(0, r_meta["noise"])
+        )
+        if z > TIE_BAND:
+            return "A"
+        if z < -TIE_BAND:
+            return "B"
+        return "both_bad" if max(qa, qb) < BOTH_BAD_BELOW else "tie"
+
+    def payload(self, meta, item, *, hint: bool, left_is_a: bool):
+        if self.pairwise:
+            return self.pair_payload(meta, item, left_is_a, self.rng)
+        return self.star_payload(meta, item, hint, self.rng)
+
+    def hint(self) -> bool:
+        policy = self.study.hint_policy
+        if policy == Study.HintPolicy.RANDOM:
+            return bool(self.rng.random() < 0.5)
+        return policy == Study.HintPolicy.SHOWN
+
+    def row(self, rater, item, payload, **exposure) -> NewRating:
+        return NewRating(
+            study_id=self.study.pk,
+            item_id=item[0],
+            rater_id=rater.pk,
+            choice=payload if self.pairwise else "",
+            scores={} if self.pairwise else payload,
+            comment="simulated",
+            **exposure,
+        )
+
+    def sequence(self, n: int) -> list[tuple[float, str, int]]:
+        """A rater's exposures: n firsts in order and about repeat_rate hidden repeats, each at
+        least five items after its original."""
+        rng = self.rng
+        n_rep = int(rng.binomial(n, self.repeat_rate)) if n >= 10 else 0
+        n_rep = min(n_rep, n - 5)  # only items with five more after them can be repeated
+        rep_of = rng.choice(n - 5, size=n_rep, replace=False) if n_rep > 0 else []
+        keys = [(float(p), "first", p) for p in range(n)]
+        keys += [(float(rng.uniform(p + 5, n + 0.5)), "repeat", int(p)) for p in rep_of]
+        return sorted(keys)
+
+    def rater_rows(self, rater: Rater, item_idxs: list[int], firsts: list, pending: list) -> None:
+        """The rater's first exposures (appended to firsts as (row, item, meta)) and the
+        repeats still to draw (appended to pending)."""
+        rng = self.rng
+        meta = {**_rater_profile(rater.pool, 0, self.seed), **(rater.meta or {})}
+        order = rng.permutation(len(item_idxs))
+        keys = self.sequence(len(order))
+        when = self.base + dt.timedelta(seconds=float(rng.uniform(0, 2 * 86400)))
+        first_of_pos: dict[int, tuple] = {}
+        for seq, (_key, what, p) in enumerate(keys, start=1):
+            item = self.items[item_idxs[int(order[p])]]
+            length = (item[4] or 0) + (item[5] or 0)
+            duration = float(
+                np.clip(rng.lognormal(np.log(meta["median_s"]), 0.5) * (1 + length / 3000), 4, 1800)
+            )
+            served, submitted = when, when + dt.timedelta(seconds=duration)
+            # Short pauses between items and a longer break now and then.
+            when = submitted + dt.timedelta(
+                seconds=float(rng.exponential(8) + (rng.random() < 0.02) * rng.uniform(600, 7200))
+            )
+            hint = self.hint()
+            exposure = {"seq": seq, "hint_shown": hint, "served_at": served}
+            exposure |= {"submitted_at": submitted, "active_ms": int(duration * 1000 * 0.9)}
+            if what == "first":
+                left_is_a = bool(rng.random() < 0.5) if self.pairwise else True
+                payload = self.payload(meta, item, hint=hint, left_is_a=left_is_a)
+                row = self.row(rater, item, payload, left_is_a=left_is_a, **exposure)
+                first_of_pos[p] = (row, item, meta)
+                firsts.append(first_of_pos[p])
+            else:
+                pending.append((first_of_pos, p, rater, exposure))
+
+    def repeat_row(self, first: tuple, rater: Rater, exposure: dict) -> NewRating:
+        row, item, meta = first
+        left_is_a = (not row.left_is_a) if self.pairwise else True  # sides swapped
+        payload = row.choice if self.pairwise else row.scores
+        if self.rng.random() >= meta["stability"]:
+            payload = self.payload(meta, item, hint=exposure["hint_shown"], left_is_a=left_is_a)
+        return self.row(
+            rater, item, payload, left_is_a=left_is_a, is_repeat=True, repeat_of=row, **exposure
+        )
+
+
+def _setup(study: Study, rng, items: list[tuple], repeat_rate: float, seed: int) -> _Sim:
+    sim = _Sim(study=study, rng=rng, items=items, repeat_rate=repeat_rate, seed=seed)
+    sim.pairwise = study.mode == Rubric.Mode.PAIRWISE
+    sim.questions = {
+        q["id"]: q
+        for q in Question.objects.filter(id__in={it[1] for it in items}).values(
+            "id", "kind", "answer_type", "reference"
+        )
+    }
+    sim.criteria = list(Criterion.objects.filter(rubric_id=study.rubric_id))
+    sim.by_key = {c.key: c for c in sim.criteria}
+    if sim.pairwise:
+        sim.quality = _response_quality(study)
+    else:
+        sim.truth = _truth(study, sim.by_key)
+    # Times: sessions starting in the four days before the newest real rating (or the study's
+    # creation), so that simulated ratings never lie in the future.
+    latest = Assignment.objects.filter(study=study).aggregate(t=Max("submitted_at"))["t"]
+    sim.base = (latest or study.created_at).replace(microsecond=0) - dt.timedelta(days=4)
+    return sim
+
+
+def _summary(result: SimulationResult, rows: list[NewRating], counts: dict, raters, pools):
+    by_id = {r.pk: r.pool for r in raters}
+    result.assignments = counts["assignments"]
+    result.repeats = sum(1 for r in rows if r.is_repeat)
+    result.ratings = counts["ratings"]
+    result.scores = counts["scores"]
+    per_pool: dict[str, int] = defaultdict(int)
+    for r in rows:
+        per_pool[by_id[r.rater_id]] += 1
+    result.per_pool = dict(per_pool)
+    result.message = (
+        f"Simulated {result.ratings} ratings ({result.repeats} hidden repeats) by "
+        f"{result.raters} raters in {', '.join(pools)} for study {result.study_name!r}."
+    )
+
+
 @transaction.atomic
 def simulate_ratings(
     *,
@@ -215,255 +435,38 @@ def simulate_ratings(
     Idempotent: when the study already has simulated ratings nothing is added, unless ``force``
     (delete them and simulate again) or ``more`` (another round with new raters). Each item gets
     ``ratings_per_item`` ratings from each pool (capped at the pool's size). Seeded: the same
-    seed on the same data gives the same ratings.
+    seed on the same data gives the same ratings. Written by the shared ratings_record_bulk.
     """
     unknown = [p for p in pools if p not in PROFILES]
     if unknown:
         raise ValueError(f"Unknown pools: {', '.join(unknown)} (use {', '.join(POOLS)}).")
     if raters_per_pool < 1:
         raise ValueError("raters_per_pool must be at least 1.")
-    result = SimulationResult(study_id=study.pk)
-    existing = _simulated_assignments(study)
-    start_index = 0
-    if existing.exists():
-        if force:
-            existing.delete()
-        elif more:
-            start_index = _next_index(study)
-        else:
-            result.skipped = True
-            result.message = (
-                f"Study {study.name!r} already has simulated ratings; nothing added "
-                "(use force to replace them or more to add another round)."
-            )
-            return result
-
+    result = SimulationResult(study_id=study.pk, study_name=study.name)
+    start_index = _reset(study, force=force, more=more)
+    if start_index is None:
+        result.skipped = True
+        result.message = (
+            f"Study {study.name!r} already has simulated ratings; nothing added "
+            "(use force to replace them or more to add another round)."
+        )
+        return result
     rng = np.random.default_rng([seed, study.pk, start_index])
     raters = _raters(pools, raters_per_pool, start_index, seed, refresh=force)
     result.raters = len(raters)
-
-    items = list(
-        Item.objects.filter(study=study)
-        .order_by("id")
-        .values_list(
-            "id",
-            "question_id",
-            "response_a_id",
-            "response_b_id",
-            "response_a__length",
-            "response_b__length",
-        )
-    )
-    if max_items is not None and len(items) > max_items:
-        keep = np.sort(rng.choice(len(items), size=max_items, replace=False))
-        items = [items[i] for i in keep]
+    items = _items(study, rng, max_items)
     if not items:
         result.message = "The study has no items."
         return result
-    pairwise = study.mode == Rubric.Mode.PAIRWISE
-
-    questions = {
-        q["id"]: q
-        for q in Question.objects.filter(id__in={it[1] for it in items}).values(
-            "id", "kind", "answer_type", "reference"
-        )
-    }
-    criteria = list(Criterion.objects.filter(rubric_id=study.rubric_id))
-    by_key = {c.key: c for c in criteria}
-
-    if pairwise:
-        quality = _response_quality(study)
-        truth = None
-    else:
-        item_filter = {"rating__item__study": study}
-        human = _real_scores(item_filter, Rater.Kind.HUMAN)
-        judge = _real_scores(item_filter, Rater.Kind.JUDGE)
-        truth = defaultdict(dict)
-        for source in (judge, human):  # human overrides judge
-            for (resp, key), mean in source.items():
-                if key in by_key:
-                    truth[resp][key] = mean
-
-    # Times: sessions starting in the four days before the newest real rating (or the study's
-    # creation), so that simulated ratings never lie in the future.
-    latest = Assignment.objects.filter(study=study).aggregate(t=Max("submitted_at"))["t"]
-    base = (latest or study.created_at).replace(microsecond=0) - dt.timedelta(days=4)
-    hint_policy = study.hint_policy
-
-    # --- who rates what
-    plan: dict[int, list[int]] = defaultdict(list)  # rater index -> item indices
-    for pool in pools:
-        members = [i for i, r in enumerate(raters) if r.pool == pool]
-        k = min(ratings_per_item, len(members))
-        for it_idx in range(len(items)):
-            for m in rng.choice(members, size=k, replace=False):
-                plan[int(m)].append(it_idx)
-
-    first_assignments: list[Assignment] = []
-    first_payload: list[tuple] = []  # (rater, item tuple, payload) parallel to first_assignments
-    repeat_specs: list[tuple] = []
-
-    def star_payload(r_meta, item, hint_shown, local_rng):
-        q = questions[item[1]]
-        resp = item[2]
-        t = truth.get(resp) or {}
-        keys = [k for k in t if k in by_key] or [
-            c.key for c in criteria if c.applies(_QuestionView(q))
-        ]
-        scores = {}
-        for key in keys:
-            c = by_key[key]
-            span = c.max_score - c.min_score
-            centre = t.get(key, (c.min_score + c.max_score) / 2)
-            drift = HINT_HIDDEN_DRIFT * span if (not hint_shown and q["reference"]) else 0.0
-            x = centre + span * (r_meta["bias"] + local_rng.normal(0, r_meta["noise"])) + drift
-            scores[c.pk] = int(np.clip(np.rint(x), c.min_score, c.max_score))
-        return scores
-
-    def pair_payload(r_meta, item, left_is_a, local_rng):
-        qa = quality.get(item[2], 0.5)
-        qb = quality.get(item[3], 0.5)
-        dlen = float((item[4] or 0) - (item[5] or 0))
-        z = (
-            (qa - qb)
-            + LENGTH_PREFERENCE * float(np.clip(dlen / 300.0, -1.0, 1.0))
-            + r_meta["left_bias"] * (1.0 if left_is_a else -1.0)
-            + local_rng.normal(0, r_meta["noise"])
-        )
-        if z > TIE_BAND:
-            return "A"
-        if z < -TIE_BAND:
-            return "B"
-        return "both_bad" if max(qa, qb) < BOTH_BAD_BELOW else "tie"
-
-    for r_idx, item_idxs in sorted(plan.items()):
-        rater = raters[r_idx]
-        meta = {**_rater_profile(rater.pool, 0, seed), **(rater.meta or {})}
-        order = rng.permutation(len(item_idxs))
-        n = len(order)
-        # Hidden repeats, spaced out: each goes somewhere at least 5 items after its original.
-        n_rep = int(rng.binomial(n, repeat_rate)) if n >= 10 else 0
-        # Only items with at least five more after them can be repeated at a distance.
-        n_rep = min(n_rep, n - 5)
-        rep_of = rng.choice(n - 5, size=n_rep, replace=False) if n_rep > 0 else []
-        keys = [(float(p), "first", p) for p in range(n)]
-        keys += [(float(rng.uniform(p + 5, n + 0.5)), "repeat", int(p)) for p in rep_of]
-        keys.sort()
-        when = base + dt.timedelta(seconds=float(rng.uniform(0, 2 * 86400)))
-        first_index_of_pos: dict[int, int] = {}
-        for seq, (_key, what, p) in enumerate(keys, start=1):
-            item = items[item_idxs[int(order[p])]]
-            length = (item[4] or 0) + (item[5] or 0)
-            duration = float(
-                np.clip(rng.lognormal(np.log(meta["median_s"]), 0.5) * (1 + length / 3000), 4, 1800)
-            )
-            served = when
-            submitted = served + dt.timedelta(seconds=duration)
-            # Short pauses between items and a longer break now and then.
-            when = submitted + dt.timedelta(
-                seconds=float(rng.exponential(8) + (rng.random() < 0.02) * rng.uniform(600, 7200))
-            )
-            if hint_policy == Study.HintPolicy.SHOWN:
-                hint = True
-            elif hint_policy == Study.HintPolicy.RANDOM:
-                hint = bool(rng.random() < 0.5)
-            else:
-                hint = False
-            if what == "first":
-                left_is_a = bool(rng.random() < 0.5) if pairwise else True
-                payload = (
-                    pair_payload(meta, item, left_is_a, rng)
-                    if pairwise
-                    else star_payload(meta, item, hint, rng)
-                )
-                first_index_of_pos[p] = len(first_assignments)
-                first_assignments.append(
-                    Assignment(
-                        study=study,
-                        item_id=item[0],
-                        rater=rater,
-                        seq=seq,
-                        status=Assignment.Status.SUBMITTED,
-                        left_is_a=left_is_a,
-                        hint_shown=hint,
-                        served_at=served,
-                        submitted_at=submitted,
-                        active_ms=int(duration * 1000 * 0.9),
-                    )
-                )
-                first_payload.append((rater, item, payload, meta))
-            else:
-                repeat_specs.append((p, served, seq, duration, hint, r_idx, first_index_of_pos))
-
-    Assignment.objects.bulk_create(first_assignments, batch_size=2000)
-
-    repeats: list[Assignment] = []
-    repeat_payload: list[tuple] = []
-    for p, served, seq, duration, hint, _r_idx, index_of in repeat_specs:
-        orig_i = index_of[p]
-        orig = first_assignments[orig_i]
-        rater, item, payload, meta = first_payload[orig_i]
-        left_is_a = (not orig.left_is_a) if pairwise else True
-        if rng.random() < meta["stability"]:
-            again = payload
-        elif pairwise:
-            again = pair_payload(meta, item, left_is_a, rng)
-        else:
-            again = star_payload(meta, item, hint, rng)
-        repeats.append(
-            Assignment(
-                study=study,
-                item_id=item[0],
-                rater=rater,
-                seq=seq,
-                status=Assignment.Status.SUBMITTED,
-                left_is_a=left_is_a,
-                hint_shown=hint,
-                is_repeat=True,
-                repeat_of=orig,
-                served_at=served,
-                submitted_at=served + dt.timedelta(seconds=duration),
-                active_ms=int(duration * 1000 * 0.9),
-            )
-        )
-        repeat_payload.append((rater, item, again, meta))
-    Assignment.objects.bulk_create(repeats, batch_size=2000)
-
-    all_assignments = first_assignments + repeats
-    all_payload = first_payload + repeat_payload
-    ratings = [
-        Rating(
-            assignment=a,
-            item_id=a.item_id,
-            rater=a.rater,
-            choice=payload if pairwise else "",
-            comment="simulated",
-            created_at=a.submitted_at,
-            updated_at=a.submitted_at,
-        )
-        for a, (_r, _i, payload, _m) in zip(all_assignments, all_payload, strict=True)
-    ]
-    Rating.objects.bulk_create(ratings, batch_size=2000)
-    scores = []
-    if not pairwise:
-        for rating, (_r, _i, payload, _m) in zip(ratings, all_payload, strict=True):
-            scores.extend(
-                Score(rating=rating, criterion_id=cid, value=v) for cid, v in payload.items()
-            )
-        Score.objects.bulk_create(scores, batch_size=5000)
-
-    result.assignments = len(all_assignments)
-    result.repeats = len(repeats)
-    result.ratings = len(ratings)
-    result.scores = len(scores)
-    per_pool: dict[str, int] = defaultdict(int)
-    for a in all_assignments:
-        per_pool[a.rater.pool] += 1
-    result.per_pool = dict(per_pool)
-    result.message = (
-        f"Simulated {result.ratings} ratings ({result.repeats} hidden repeats) by "
-        f"{result.raters} raters in {', '.join(pools)} for study {study.name!r}."
-    )
+    sim = _setup(study, rng, items, repeat_rate, seed)
+    firsts: list[tuple] = []
+    pending: list[tuple] = []
+    for r_idx, item_idxs in sorted(_plan(raters, pools, len(items), ratings_per_item, rng).items()):
+        sim.rater_rows(raters[r_idx], item_idxs, firsts, pending)
+    rows = [f[0] for f in firsts]
+    rows += [sim.repeat_row(first_of[p], rater, exp) for first_of, p, rater, exp in pending]
+    counts = ratings_record_bulk(rows=rows)
+    _summary(result, rows, counts, raters, pools)
     return result
 
 

@@ -57,8 +57,10 @@ FORMATS: dict[str, Format] = {
         ),
         Format(
             "jsonl",
-            "Your own data, one JSON object a line typed question/response/rating/pairwise "
-            "(docs/import-formats.md). Needs --dataset; star ratings need --rubric.",
+            "Your own data, one JSON object a line typed question/response/rating/pairwise, "
+            "with times, pools, repeats, hints, sides, active time and unparsed judge outputs "
+            "(docs/import-formats.md; export_data --what generic writes it). Needs --dataset; "
+            "star ratings need --rubric.",
             ("dataset", "study", "rubric"),
         ),
         Format(
@@ -142,6 +144,23 @@ def dataset_import(
     )
 
 
+def dataset_preview(**options: Any) -> dict[str, Any]:
+    """What `dataset_import(..., dry_run=True)` would do, as a dict for a preview page; bad input
+    is reported, never raised: {"ok", "added", "skipped" (per table), "repairs" (repair and flag
+    lines), "errors" (one line per bad record, naming file and line)}. Nothing is written."""
+    try:
+        result = dataset_import(**options, dry_run=True)
+    except ImportRefused as exc:
+        return {"ok": False, "added": {}, "skipped": {}, "repairs": [], "errors": exc.errors}
+    return {
+        "ok": True,
+        "added": result.added,
+        "skipped": result.skipped,
+        "repairs": [r.line() for r in result.repairs],
+        "errors": [],
+    }
+
+
 def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     """Write uploaded files into a temporary folder for the importers (API and admin). The file
     name is kept (formats read the subject or the model from it), never a client's path; folder
@@ -161,4 +180,11 @@ def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     return out
 
 
-__all__ = ["FORMATS", "ImportRefused", "ImportResult", "dataset_import", "save_uploads"]
+__all__ = [
+    "FORMATS",
+    "ImportRefused",
+    "ImportResult",
+    "dataset_import",
+    "dataset_preview",
+    "save_uploads",
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from annotation.importers.base import (
     Bundle,
@@ -84,9 +85,78 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
                     raise ImportRefused(
                         f"{path.name}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
                     ) from exc
+                except ValueError as exc:  # e.g. a number of more than 4,300 digits
+                    raise ImportRefused(f"{path.name}, line {number}: {exc}") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
     return out
+
+
+def _stray_keys(rec: dict, path: Path, rid: str, repairs: RepairLog) -> None:
+    for key in sorted(set(rec) - KNOWN_KEYS):
+        if key.isdigit() and isinstance(rec[key], dict):
+            repairs.add(
+                "an earlier revision of the record nested under a stray numeric key: "
+                "dropped from the record, kept in question.meta['superseded_revision']",
+                path,
+                f"{rid} key {key!r}",
+            )
+        else:
+            repairs.add(f"ignored the unknown field {key!r}", path, rid)
+
+
+def _meta(rec: dict, path: Path, rid: str) -> dict:
+    meta: dict = {}
+    evidences = rec.get("evidences")
+    if evidences:
+        if not isinstance(evidences, list):
+            raise ImportRefused(f"{path.name}, {rid}: evidences must be a list")
+        meta["evidences"] = evidences
+    stray = [rec[k] for k in rec if k.isdigit() and isinstance(rec[k], dict)]
+    if stray:
+        meta["superseded_revision"] = stray[0]
+    return meta
+
+
+def _question(rec: Any, path: Path, number: int, repairs: RepairLog) -> tuple[QuestionSpec, str]:
+    """One checked record as a question, and its name for messages."""
+    rid = f"line {number}"
+    if not isinstance(rec, dict):
+        raise ImportRefused(f"{path.name}, {rid}: expected an object")
+    qid = rec.get("question_id")
+    if isinstance(qid, bool) or qid in (None, ""):
+        raise ImportRefused(f"{path.name}, {rid}: question_id is missing")
+    qid = str(qid).strip()
+    rid = f"line {number} (question_id {qid})"
+    _stray_keys(rec, path, rid, repairs)
+    for key in ("question", "subcategory"):
+        if not rec.get(key):
+            raise ImportRefused(f"{path.name}, {rid}: {key} is missing or empty")
+
+    def text(key: str) -> str:
+        value = rec.get(key)
+        return (
+            ""
+            if value is None
+            else as_text(value, what=key, file=path, record=rid, repairs=repairs)
+        )
+
+    sub = text("subcategory")
+    answer_type = SUBCATEGORY_ANSWER_TYPE.get(sub)
+    if answer_type is None:
+        raise ImportRefused(
+            f"{path.name}, {rid}: unknown subcategory {sub!r:.40} (no answer type for it)"
+        )
+    spec = QuestionSpec(
+        external_id=qid,
+        text=text("question"),
+        task_type=text("category") if rec.get("category") else "",
+        subcategory=sub,
+        answer_type=answer_type,
+        reference=text("reference"),
+        meta=_meta(rec, path, rid),
+    )
+    return spec, f"{path.name}, {rid}"
 
 
 def parse(
@@ -109,81 +179,22 @@ def parse(
         "answers; the subcategory selects the answer type and the judging dimensions.",
         dataset_source="github.com/THUDM/AlignBench",
     )
-    seen: dict[str, tuple[str, dict]] = {}
-    for path in paths:
-        path = Path(path)
+    seen: dict[str, tuple[str, tuple]] = {}
+    for path in map(Path, paths):
         lines = read_jsonl(path)
         for number, rec in progress(
             lines, total=len(lines), desc=path.name, enabled=progress_enabled
         ):
-            rid = f"line {number}"
-            if not isinstance(rec, dict):
-                raise ImportRefused(f"{path.name}, {rid}: expected an object")
-            qid = rec.get("question_id")
-            if isinstance(qid, bool) or qid in (None, ""):
-                raise ImportRefused(f"{path.name}, {rid}: question_id is missing")
-            qid = str(qid).strip()
-            rid = f"line {number} (question_id {qid})"
-            for key in sorted(set(rec) - KNOWN_KEYS):
-                if key.isdigit() and isinstance(rec[key], dict):
-                    repairs.add(
-                        "an earlier revision of the record nested under a stray numeric key: "
-                        "dropped from the record, kept in question.meta['superseded_revision']",
-                        path,
-                        f"{rid} key {key!r}",
-                    )
-                else:
-                    repairs.add(f"ignored the unknown field {key!r}", path, rid)
-            for key in ("question", "subcategory"):
-                if not rec.get(key):
-                    raise ImportRefused(f"{path.name}, {rid}: {key} is missing or empty")
-            text = as_text(rec["question"], what="question", file=path, record=rid, repairs=repairs)
-            sub = as_text(
-                rec["subcategory"], what="subcategory", file=path, record=rid, repairs=repairs
-            )
-            answer_type = SUBCATEGORY_ANSWER_TYPE.get(sub)
-            if answer_type is None:
-                raise ImportRefused(
-                    f"{path.name}, {rid}: unknown subcategory {sub!r} (no answer type for it)"
-                )
-            reference = rec.get("reference")
-            reference = (
-                ""
-                if reference is None
-                else as_text(reference, what="reference", file=path, record=rid, repairs=repairs)
-            )
-            meta: dict = {}
-            evidences = rec.get("evidences")
-            if evidences:
-                if not isinstance(evidences, list):
-                    raise ImportRefused(f"{path.name}, {rid}: evidences must be a list")
-                meta["evidences"] = evidences
-            stray = [rec[k] for k in rec if k.isdigit() and isinstance(rec[k], dict)]
-            if stray:
-                meta["superseded_revision"] = stray[0]
-            category = as_text(
-                rec.get("category") or "", what="category", file=path, record=rid, repairs=repairs
-            )
-            snapshot = {"q": text, "r": reference, "s": sub, "c": category}
-            if qid in seen:
-                if seen[qid][1] == snapshot:
-                    repairs.add("duplicated record dropped", path, rid)
+            spec, where = _question(rec, path, number, repairs)
+            snapshot = (spec.text, spec.reference, spec.subcategory, spec.task_type)
+            if spec.external_id in seen:
+                if seen[spec.external_id][1] == snapshot:
+                    repairs.add("duplicated record dropped", path, where.split(", ", 1)[1])
                     continue
                 raise ImportRefused(
-                    f"{path.name}, {rid}: question_id {qid} appears twice with different content "
-                    f"(first in {seen[qid][0]})"
+                    f"{where}: question_id {spec.external_id} appears twice with different content "
+                    f"(first in {seen[spec.external_id][0]})"
                 )
-            seen[qid] = (f"{path.name}, {rid}", snapshot)
-            bundle.add_question(
-                QuestionSpec(
-                    external_id=qid,
-                    text=text,
-                    task_type=category,
-                    subcategory=sub,
-                    answer_type=answer_type,
-                    reference=reference,
-                    meta=meta,
-                ),
-                where=f"{path.name}, {rid}",
-            )
+            seen[spec.external_id] = (where, snapshot)
+            bundle.add_question(spec, where=where)
     return bundle

@@ -1,11 +1,17 @@
 """The generic format for users' own data: JSONL (one object a line) or CSV (a header row), each
 record typed by its `type` field: question, response, rating (star, one criterion a row or a
 `scores` object in JSONL) or pairwise. docs/import-formats.md has the schema and examples.
+
+It carries everything a rating has (times, rater pool and platform, repeats, hint, sides shown,
+active time, unparsed judge outputs), so `export_data --what generic` and this importer
+round-trip a study: export -> import -> export gives the same file.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,45 +31,28 @@ from annotation.importers.base import (
 )
 
 TYPES = ("question", "response", "rating", "pairwise")
-FIELDS = {
-    "question": {
-        "question_id",
-        "text",
-        "task_type",
-        "subcategory",
-        "kind",
-        "answer_type",
-        "reference",
-    },
-    "response": {"question_id", "llm", "text", "response_id"},
-    "rating": {
-        "question_id",
-        "llm",
-        "rater",
-        "rater_kind",
-        "rater_pool",
-        "criterion",
-        "score",
-        "scores",
-        "hint_shown",
-        "comment",
-    },
-    "pairwise": {
-        "question_id",
-        "llm_a",
-        "llm_b",
-        "rater",
-        "rater_kind",
-        "rater_pool",
-        "choice",
-        "left",
-        "hint_shown",
-        "comment",
-    },
-}
+QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
+RESPONSE = ["question_id", "llm", "text", "response_id"]
+RATER = ["rater", "rater_kind", "rater_pool", "rater_platform"]
+EXPOSURE = [
+    "hint_shown",
+    "is_repeat",
+    "served_at",
+    "submitted_at",
+    "active_ms",
+    "comment",
+    "parse_status",
+    "raw_output",
+]
+RATING = ["question_id", "llm", *RATER, "scores", "criterion", "score", "out_of_range", *EXPOSURE]
+PAIRWISE = ["question_id", "llm_a", "llm_b", *RATER, "choice", "left", *EXPOSURE]
+FIELDS = {"question": QUESTION, "response": RESPONSE, "rating": RATING, "pairwise": PAIRWISE}
 CHOICES = {"a": "first", "b": "second", "tie": "tie", "both_bad": "both_bad"}
 TRUE = {"1", "true", "yes", "y", "t"}
 FALSE = {"0", "false", "no", "n", "f", ""}
+PLATFORMS = ("", "prolific", "mturk")
+MAX_ERRORS = 100  # per-line errors listed before the import gives up
+ACTIVE_MS_MAX = 2**31 - 1
 
 
 def _records(path: Path, fmt: str) -> list[tuple[str, dict]]:
@@ -91,28 +80,250 @@ def _records(path: Path, fmt: str) -> list[tuple[str, dict]]:
         raise ImportRefused(f"{path.name}: cannot read the CSV: {exc}") from exc
 
 
-def _flag(value: Any, *, what: str, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in TRUE:
-        return True
-    if text in FALSE:
-        return False
-    raise ImportRefused(f"{where}: {what} must be true or false, not {value!r}")
+@dataclass
+class _Record:
+    """One record of a file with the helpers that read its fields."""
+
+    rec: dict
+    path: Path
+    rid: str
+    repairs: RepairLog
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.name}, {self.rid}"
+
+    def refuse(self, why: str) -> ImportRefused:
+        return ImportRefused(f"{self.where}: {why}")
+
+    def text(self, key: str, *, required: bool = False) -> str:
+        value = self.rec.get(key)
+        if value in (None, ""):
+            if required:
+                raise self.refuse(f"{key} is missing")
+            return ""
+        return as_text(value, what=key, file=self.path, record=self.rid, repairs=self.repairs)
+
+    def flag(self, key: str) -> bool:
+        value = self.rec.get(key, False)
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in TRUE | FALSE:
+            return text in TRUE
+        raise self.refuse(f"{key} must be true or false, not {value!r:.40}")
+
+    def time(self, key: str) -> dt.datetime | None:
+        """ISO 8601; a time without an offset is read as UTC."""
+        value = self.text(key)
+        if not value:
+            return None
+        try:
+            when = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}") from None
+        return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+    def active_ms(self) -> int | None:
+        value = self.rec.get("active_ms")
+        if value in (None, ""):
+            return None
+        text = str(value).strip() if not isinstance(value, bool) else ""
+        if not (
+            text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= ACTIVE_MS_MAX
+        ):
+            raise self.refuse(
+                f"active_ms must be a whole number of milliseconds, not {value!r:.40}"
+            )
+        return int(text)
 
 
-def _rater(rec: dict, where: str) -> RaterSpec:
-    name = str(rec.get("rater") or "").strip()
-    if not name:
-        raise ImportRefused(f"{where}: rater is missing")
-    kind = str(rec.get("rater_kind") or "human").strip()
+def _rater(r: _Record) -> RaterSpec:
+    name = r.text("rater", required=True).strip()
+    kind = r.text("rater_kind").strip() or "human"
     if kind not in ("human", "judge"):
-        raise ImportRefused(f"{where}: rater_kind must be human or judge, not {kind!r}")
-    pool = str(rec.get("rater_pool") or ("judge" if kind == "judge" else "onsite")).strip()
+        raise r.refuse(f"rater_kind must be human or judge, not {kind!r:.40}")
+    pool = r.text("rater_pool").strip() or ("judge" if kind == "judge" else "onsite")
     if (kind == "judge") != (pool == "judge") or pool not in ("onsite", "crowd", "public", "judge"):
-        raise ImportRefused(f"{where}: rater_pool {pool!r} does not fit rater_kind {kind!r}")
-    return RaterSpec(name, kind, pool)
+        raise r.refuse(f"rater_pool {pool!r:.40} does not fit rater_kind {kind!r}")
+    platform = r.text("rater_platform").strip().lower()
+    if platform not in PLATFORMS:
+        raise r.refuse(f"rater_platform must be prolific, mturk or empty, not {platform!r:.40}")
+    return RaterSpec(name, kind, pool, platform)
+
+
+def _exposure(r: _Record, rater: RaterSpec) -> dict[str, Any]:
+    """The fields every rating record shares, as RatingSpec keyword arguments."""
+    parse_status = r.text("parse_status").strip()
+    if parse_status not in ("", "unparsed"):
+        raise r.refuse(f"parse_status must be empty or unparsed, not {parse_status!r:.40}")
+    if parse_status and rater.kind != "judge":
+        raise r.refuse("parse_status unparsed is for judge outputs (rater_kind judge)")
+    return {
+        "rater": rater.name,
+        "hint_shown": r.flag("hint_shown"),
+        "repeat": r.flag("is_repeat"),
+        "served_at": r.time("served_at"),
+        "submitted_at": r.time("submitted_at"),
+        "active_ms": r.active_ms(),
+        "comment": r.text("comment"),
+        "parse_status": parse_status,
+        "raw_output": r.text("raw_output"),
+        "where": r.where,
+    }
+
+
+@dataclass
+class _State:
+    bundle: Bundle
+    study: str | None
+    rubric: str | None
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    star: dict[tuple, RatingSpec] = field(default_factory=dict)
+
+    @property
+    def star_key(self) -> str:
+        return self.study or f"{self.bundle.dataset} (imported ratings)"
+
+    @property
+    def pair_key(self) -> str:
+        if self.study:
+            return f"{self.study} (pairwise)"
+        return f"{self.bundle.dataset} (imported pairwise ratings)"
+
+    def star_rubric(self, r: _Record) -> dict[str, tuple[int, int]]:
+        from annotation.models import Rubric
+
+        if not self.rubric:
+            raise r.refuse("star ratings need --rubric KEY")
+        if not self.ranges:
+            rubric = Rubric.objects.filter(key=self.rubric, mode="star").first()
+            if rubric is None:
+                raise ImportRefused(f"unknown star rubric {self.rubric!r}")
+            self.ranges = {c.key: (c.min_score, c.max_score) for c in rubric.criteria.all()}
+            self.bundle.studies[self.star_key] = StudySpec(
+                name=self.star_key, mode="star", rubric=self.rubric
+            )
+        return self.ranges
+
+
+def _question(state: _State, r: _Record, qid: str) -> None:
+    kind = r.text("kind")
+    if kind not in ("", "objective", "subjective"):
+        raise r.refuse("kind must be objective, subjective or empty")
+    spec = QuestionSpec(
+        external_id=qid,
+        text=r.text("text", required=True),
+        task_type=r.text("task_type"),
+        subcategory=r.text("subcategory"),
+        kind=kind,
+        answer_type=r.text("answer_type"),
+        reference=r.text("reference"),
+    )
+    state.bundle.add_question(spec, where=r.where)
+
+
+def _response(state: _State, r: _Record, qid: str) -> None:
+    # An empty answer is kept: it is what the model answered (the report counts them).
+    state.bundle.responses.append(
+        ResponseSpec(
+            question=qid,
+            llm=r.text("llm", required=True),
+            text=r.text("text"),
+            external_id=r.text("response_id"),
+            where=r.where,
+        )
+    )
+
+
+def _scores_of(r: _Record) -> tuple[dict, set[str]]:
+    scores = r.rec.get("scores")
+    flagged = r.rec.get("out_of_range") or []
+    if scores is None:
+        crit = r.text("criterion")
+        scores = {crit: r.rec.get("score")} if crit else {}
+        flagged = [crit] if crit and r.flag("out_of_range") else []
+    if not isinstance(scores, dict) or not isinstance(flagged, list):
+        raise r.refuse("scores must be an object of criterion: value, out_of_range a list")
+    return scores, {str(c) for c in flagged}
+
+
+def _star(state: _State, r: _Record, qid: str) -> None:
+    ranges = state.star_rubric(r)
+    rater = _rater(r)
+    state.bundle.raters.setdefault(rater.name, rater)
+    llm = r.text("llm", required=True)
+    exposure = _exposure(r, rater)
+    key = (qid, llm, rater.name, exposure["repeat"])
+    spec = state.star.get(key)
+    if spec is None:
+        spec = RatingSpec(study=state.star_key, question=qid, llm=llm, **exposure)
+        state.star[key] = spec
+        state.bundle.ratings.append(spec)
+    else:  # another criterion of the same rating (CSV): its exposure must be the same
+        differ = [k for k, v in exposure.items() if k != "where" and getattr(spec, k) != v]
+        if differ:
+            raise r.refuse(f"{', '.join(differ)} differ from the same rating's row in {spec.where}")
+    scores, flagged = _scores_of(r)
+    for crit, value in scores.items():
+        if crit not in ranges:
+            raise r.refuse(f"rubric {state.rubric!r} has no criterion {crit!r:.40}")
+        if crit in spec.scores:
+            raise r.refuse(f"a second score for {crit!r} by {rater.name!r} on this answer")
+        lo, hi = ranges[crit]
+        keep = crit in flagged
+        spec.scores[crit] = check_score(
+            value, lo=lo, hi=hi, criterion=crit, file=r.path, record=r.rid, keep_out_of_range=keep
+        )
+        if keep and lo <= spec.scores[crit] <= hi:
+            raise r.refuse(
+                f"out_of_range names {crit!r}, whose score {spec.scores[crit]} is in range"
+            )
+        if keep:
+            spec.out_of_range.add(crit)
+
+
+def _pairwise(state: _State, r: _Record, qid: str) -> None:
+    key = state.pair_key
+    state.bundle.studies.setdefault(key, StudySpec(name=key, mode="pairwise", rubric="pairwise"))
+    rater = _rater(r)
+    state.bundle.raters.setdefault(rater.name, rater)
+    a, b = r.text("llm_a", required=True), r.text("llm_b", required=True)
+    if a == b:
+        raise r.refuse("llm_a and llm_b are the same model")
+    exposure = _exposure(r, rater)
+    raw_choice = r.text("choice", required=not exposure["parse_status"]).strip().lower()
+    choice = CHOICES.get(raw_choice, "") if raw_choice else ""
+    if raw_choice and not choice:
+        raise r.refuse("choice must be a, b, tie or both_bad")
+    left = r.text("left") or a
+    if left not in (a, b):
+        raise r.refuse("left must name llm_a or llm_b")
+    spec = RatingSpec(
+        study=key,
+        question=qid,
+        llm=a,
+        other_llm=b,
+        choice=choice,
+        first_on_left=left == a,
+        **exposure,
+    )
+    state.bundle.ratings.append(spec)
+
+
+HANDLERS = {"question": _question, "response": _response, "rating": _star, "pairwise": _pairwise}
+
+
+def _one(state: _State, r: _Record) -> None:
+    kind = str(r.rec.get("type") or "").strip()
+    if kind not in TYPES:
+        raise r.refuse(f"type must be one of {', '.join(TYPES)}, not {kind!r:.40}")
+    for key in sorted(set(r.rec) - set(FIELDS[kind]) - {"type"}):
+        r.repairs.add(f"ignored the unknown field {key!r} on a {kind} record", r.path, r.rid)
+    qid = r.text("question_id").strip()
+    if not qid:
+        raise r.refuse("question_id is missing")
+    HANDLERS[kind](state, r, qid)
 
 
 def parse(
@@ -126,143 +337,25 @@ def parse(
     progress_enabled: bool = True,
     **_ignored,
 ) -> Bundle:
-    from annotation.models import Rubric
-
+    """Every record is checked; the errors of up to MAX_ERRORS records are listed together."""
     if not dataset:
         raise ImportRefused("the generic formats need --dataset NAME")
-    bundle = Bundle(dataset=dataset, dataset_source="import")
-    star_key = study or f"{dataset} (imported ratings)"
-    pair_key = f"{study} (pairwise)" if study else f"{dataset} (imported pairwise ratings)"
-    ranges: dict[str, tuple[int, int]] = {}
-    star_ratings: dict[tuple[str, str, str], RatingSpec] = {}
-
+    state = _State(Bundle(dataset=dataset, dataset_source="import"), study, rubric)
+    errors: list[str] = []
     for path in map(Path, paths):
         records = _records(path, fmt)
         for rid, rec in progress(
             records, total=len(records), desc=path.name, enabled=progress_enabled
         ):
-            where = f"{path.name}, {rid}"
-            kind = str(rec.get("type") or "").strip()
-            if kind not in TYPES:
-                raise ImportRefused(
-                    f"{where}: type must be one of {', '.join(TYPES)}, not {kind!r}"
-                )
-            for key in sorted(set(rec) - FIELDS[kind] - {"type"}):
-                repairs.add(f"ignored the unknown field {key!r} on a {kind} record", path, rid)
-            qid = str(rec.get("question_id") or "").strip()
-            if not qid:
-                raise ImportRefused(f"{where}: question_id is missing")
-
-            def text(
-                key: str, *, required: bool = False, _rec=rec, _where=where, _rid=rid, _path=path
-            ) -> str:
-                value = _rec.get(key)
-                if value in (None, ""):
-                    if required:
-                        raise ImportRefused(f"{_where}: {key} is missing")
-                    return ""
-                return as_text(value, what=key, file=_path, record=_rid, repairs=repairs)
-
-            if kind == "question":
-                qkind = text("kind")
-                if qkind not in ("", "objective", "subjective"):
-                    raise ImportRefused(f"{where}: kind must be objective, subjective or empty")
-                bundle.add_question(
-                    QuestionSpec(
-                        external_id=qid,
-                        text=text("text", required=True),
-                        task_type=text("task_type"),
-                        subcategory=text("subcategory"),
-                        kind=qkind,
-                        answer_type=text("answer_type"),
-                        reference=text("reference"),
-                    ),
-                    where=where,
-                )
-            elif kind == "response":
-                bundle.responses.append(
-                    ResponseSpec(
-                        question=qid,
-                        llm=text("llm", required=True),
-                        text=text("text", required=True),
-                        external_id=text("response_id"),
-                        where=where,
-                    )
-                )
-            elif kind == "rating":
-                if not rubric:
-                    raise ImportRefused(f"{where}: star ratings need --rubric KEY")
-                if not ranges:
-                    r = Rubric.objects.filter(key=rubric, mode="star").first()
-                    if r is None:
-                        raise ImportRefused(f"unknown star rubric {rubric!r}")
-                    ranges = {c.key: (c.min_score, c.max_score) for c in r.criteria.all()}
-                    bundle.studies[star_key] = StudySpec(name=star_key, mode="star", rubric=rubric)
-                rater = _rater(rec, where)
-                bundle.raters.setdefault(rater.name, rater)
-                llm = text("llm", required=True)
-                scores = rec.get("scores")
-                if scores is None:
-                    crit = text("criterion", required=True)
-                    scores = {crit: rec.get("score")}
-                if not isinstance(scores, dict) or not scores:
-                    raise ImportRefused(f"{where}: scores must be an object of criterion: value")
-                key = (qid, llm, rater.name)
-                spec = star_ratings.get(key)
-                if spec is None:
-                    spec = RatingSpec(
-                        study=star_key,
-                        rater=rater.name,
-                        question=qid,
-                        llm=llm,
-                        hint_shown=_flag(
-                            rec.get("hint_shown", False), what="hint_shown", where=where
-                        ),
-                        comment=text("comment"),
-                        where=where,
-                    )
-                    star_ratings[key] = spec
-                    bundle.ratings.append(spec)
-                for crit, value in scores.items():
-                    if crit not in ranges:
-                        raise ImportRefused(f"{where}: rubric {rubric!r} has no criterion {crit!r}")
-                    if crit in spec.scores:
-                        raise ImportRefused(
-                            f"{where}: a second score for {crit!r} by {rater.name!r} on this answer"
-                        )
-                    lo, hi = ranges[crit]
-                    spec.scores[crit] = check_score(
-                        value, lo=lo, hi=hi, criterion=crit, file=path, record=rid
-                    )
-            else:  # pairwise
-                bundle.studies.setdefault(
-                    pair_key, StudySpec(name=pair_key, mode="pairwise", rubric="pairwise")
-                )
-                rater = _rater(rec, where)
-                bundle.raters.setdefault(rater.name, rater)
-                a, b = text("llm_a", required=True), text("llm_b", required=True)
-                if a == b:
-                    raise ImportRefused(f"{where}: llm_a and llm_b are the same model")
-                choice = CHOICES.get(text("choice", required=True).strip().lower())
-                if choice is None:
-                    raise ImportRefused(f"{where}: choice must be a, b, tie or both_bad")
-                left = text("left") or a
-                if left not in (a, b):
-                    raise ImportRefused(f"{where}: left must name llm_a or llm_b")
-                bundle.ratings.append(
-                    RatingSpec(
-                        study=pair_key,
-                        rater=rater.name,
-                        question=qid,
-                        llm=a,
-                        other_llm=b,
-                        choice=choice,
-                        first_on_left=left == a,
-                        hint_shown=_flag(
-                            rec.get("hint_shown", False), what="hint_shown", where=where
-                        ),
-                        comment=text("comment"),
-                        where=where,
-                    )
-                )
-    return bundle
+            try:
+                _one(state, _Record(rec, path, rid, repairs))
+            except ImportRefused as exc:
+                if str(exc) in errors:  # a file-wide problem (e.g. an unknown rubric): once
+                    continue
+                errors.append(str(exc))
+                if len(errors) >= MAX_ERRORS:
+                    break
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ImportRefused(errors[0] + more, errors=errors)
+    return state.bundle

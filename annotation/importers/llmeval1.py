@@ -60,6 +60,122 @@ def _rater(path: Path, rater: str | None, rater_kind: str | None) -> RaterSpec:
     )
 
 
+def _rows(path: Path) -> list[list[str]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+    if not rows or [c.strip() for c in rows[0]] != COLUMNS:
+        raise ImportRefused(
+            f"{path.name}: expected the header {','.join(COLUMNS)}, got "
+            f"{','.join(rows[0]) if rows else 'an empty file'}"
+        )
+    return rows
+
+
+def _row(path: Path, line: int, row: list[str]) -> tuple[dict[str, str], int]:
+    """One checked row and its score."""
+    if len(row) != len(COLUMNS):
+        raise ImportRefused(
+            f"{path.name}, line {line}: expected {len(COLUMNS)} columns, got {len(row)}"
+        )
+    rec = dict(zip(COLUMNS, (c.strip() for c in row), strict=True))
+    rid = f"line {line} (id {rec['id']})"
+    for key in ("question_uuid", "llm_name", "metric", "score"):
+        if not rec[key]:
+            raise ImportRefused(f"{path.name}, {rid}: {key} is empty")
+    if rec["metric"] not in METRICS:
+        raise ImportRefused(f"{path.name}, {rid}: unknown metric {rec['metric']!r:.40}")
+    expected = f"{rec['llm_name']}_{rec['question_uuid']}"
+    if rec["dialog_uuid"] != expected:
+        raise ImportRefused(
+            f"{path.name}, {rid}: dialog_uuid {rec['dialog_uuid']!r:.60} does not match "
+            f"llm_name and question_uuid ({expected!r})"
+        )
+    score = check_score(rec["score"], lo=1, hi=3, criterion=rec["metric"], file=path, record=rid)
+    return rec, score
+
+
+def _by_dialog(path: Path, progress_enabled: bool) -> dict:
+    """dialog (question, LLM) -> metric -> [(row id, score)] in file order."""
+    rows = _rows(path)
+    by_dialog: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    lines = progress(rows[1:], total=len(rows) - 1, desc=path.name, enabled=progress_enabled)
+    for line, row in enumerate(lines, start=2):
+        if not row or not any(c.strip() for c in row):
+            continue
+        rec, score = _row(path, line, row)
+        key = (rec["question_uuid"], rec["llm_name"])
+        by_dialog[key][rec["metric"]].append((rec["id"], score))
+    return by_dialog
+
+
+def _rounds(metrics: dict[str, list], where: str) -> int:
+    """How many times the dialog was scored: every metric the same number of times, 1 or 2."""
+    counts = {m: len(v) for m, v in metrics.items()}
+    if set(counts) != METRICS:
+        raise ImportRefused(
+            f"{where}: missing score(s) for {', '.join(sorted(METRICS - set(counts)))}"
+        )
+    rounds = set(counts.values())
+    if len(rounds) != 1:
+        raise ImportRefused(
+            f"{where}: the criteria were scored a different number of times {counts}"
+        )
+    n = rounds.pop()
+    if n > 2:
+        raise ImportRefused(f"{where}: scored {n} times")
+    return n
+
+
+def _note_second_scoring(repairs: RepairLog, path: Path, rid: str, metrics: dict) -> None:
+    first = {m: metrics[m][0][1] for m in METRICS}
+    second = {m: metrics[m][1][1] for m in METRICS}
+    ids = ",".join(metrics[m][1][0] for m in sorted(METRICS))
+    what = (
+        "dialog scored twice with the same scores"
+        if first == second
+        else "dialog scored twice with different scores"
+    )
+    repairs.add(
+        f"{what}: the second scoring (later rows) imported as a repeat rating "
+        "(is_repeat, repeat_of the first)",
+        path,
+        f"{rid} ids {ids}",
+    )
+
+
+def _dialog(bundle: Bundle, study_key: str, rater: RaterSpec, key, metrics, path, repairs):
+    qid, llm = key
+    rid = f"{llm}_{qid}"
+    where = f"{path.name}, dialog {rid}"
+    n = _rounds(metrics, where)
+    question = QuestionSpec(
+        external_id=qid, text="", task_type=qid.rsplit("_", 1)[0], meta=dict(PLACEHOLDER)
+    )
+    bundle.add_question(question, where=where)
+    bundle.responses.append(
+        ResponseSpec(question=qid, llm=llm, text="", external_id=rid, where=where)
+    )
+    if n == 2:
+        _note_second_scoring(repairs, path, rid, metrics)
+    for round_ in range(n):
+        bundle.ratings.append(
+            RatingSpec(
+                study=study_key,
+                rater=rater.name,
+                question=qid,
+                llm=llm,
+                scores={m: metrics[m][round_][1] for m in sorted(METRICS)},
+                repeat=bool(round_),
+                where=where,
+            )
+        )
+
+
 def parse(
     paths: list[Path],
     repairs: RepairLog,
@@ -83,107 +199,9 @@ def parse(
         rubric="llmeval1",
         description="GPT-4 star scores released with LLMEval-1, imported.",
     )
-    for path in paths:
-        path = Path(path)
+    for path in map(Path, paths):
         rater_spec = _rater(path, rater, rater_kind)
         bundle.raters.setdefault(rater_spec.name, rater_spec)
-        try:
-            with open(path, encoding="utf-8-sig", newline="") as fh:
-                rows = list(csv.reader(fh))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
-        if not rows or [c.strip() for c in rows[0]] != COLUMNS:
-            raise ImportRefused(
-                f"{path.name}: expected the header {','.join(COLUMNS)}, got "
-                f"{','.join(rows[0]) if rows else 'an empty file'}"
-            )
-        # dialog -> metric -> [(row id, score)] in file order.
-        by_dialog: dict[tuple[str, str], dict[str, list[tuple[str, int]]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
-        for line, row in enumerate(
-            progress(rows[1:], total=len(rows) - 1, desc=path.name, enabled=progress_enabled),
-            start=2,
-        ):
-            if not row or not any(c.strip() for c in row):
-                continue
-            if len(row) != len(COLUMNS):
-                raise ImportRefused(
-                    f"{path.name}, line {line}: expected {len(COLUMNS)} columns, got {len(row)}"
-                )
-            rec = dict(zip(COLUMNS, (c.strip() for c in row), strict=True))
-            rid = f"line {line} (id {rec['id']})"
-            for key in ("question_uuid", "llm_name", "metric", "score"):
-                if not rec[key]:
-                    raise ImportRefused(f"{path.name}, {rid}: {key} is empty")
-            if rec["metric"] not in METRICS:
-                raise ImportRefused(f"{path.name}, {rid}: unknown metric {rec['metric']!r}")
-            expected = f"{rec['llm_name']}_{rec['question_uuid']}"
-            if rec["dialog_uuid"] != expected:
-                raise ImportRefused(
-                    f"{path.name}, {rid}: dialog_uuid {rec['dialog_uuid']!r} does not match "
-                    f"llm_name and question_uuid ({expected!r})"
-                )
-            score = check_score(
-                rec["score"], lo=1, hi=3, criterion=rec["metric"], file=path, record=rid
-            )
-            by_dialog[(rec["question_uuid"], rec["llm_name"])][rec["metric"]].append(
-                (rec["id"], score)
-            )
-
-        for (qid, llm), metrics in by_dialog.items():
-            rid = f"{llm}_{qid}"
-            where = f"{path.name}, dialog {rid}"
-            counts = {m: len(v) for m, v in metrics.items()}
-            if set(counts) != METRICS:
-                raise ImportRefused(
-                    f"{where}: missing score(s) for {', '.join(sorted(METRICS - set(counts)))}"
-                )
-            rounds = set(counts.values())
-            if len(rounds) != 1:
-                raise ImportRefused(
-                    f"{where}: the criteria were scored a different number of times {counts}"
-                )
-            n = rounds.pop()
-            if n > 2:
-                raise ImportRefused(f"{where}: scored {n} times")
-            bundle.add_question(
-                QuestionSpec(
-                    external_id=qid,
-                    text="",
-                    task_type=qid.rsplit("_", 1)[0],
-                    meta=dict(PLACEHOLDER),
-                ),
-                where=where,
-            )
-            bundle.responses.append(
-                ResponseSpec(question=qid, llm=llm, text="", external_id=rid, where=where)
-            )
-            for round_ in range(n):
-                scores = {m: metrics[m][round_][1] for m in sorted(METRICS)}
-                if round_:
-                    first = {m: metrics[m][0][1] for m in METRICS}
-                    ids = ",".join(metrics[m][round_][0] for m in sorted(METRICS))
-                    what = (
-                        "dialog scored twice with the same scores"
-                        if first == scores
-                        else "dialog scored twice with different scores"
-                    )
-                    repairs.add(
-                        f"{what}: the second scoring (later rows) imported as a repeat rating "
-                        "(is_repeat, repeat_of the first)",
-                        path,
-                        f"{rid} ids {ids}",
-                    )
-                bundle.ratings.append(
-                    RatingSpec(
-                        study=study_key,
-                        rater=rater_spec.name,
-                        question=qid,
-                        llm=llm,
-                        scores=scores,
-                        repeat=bool(round_),
-                        where=where,
-                    )
-                )
+        for key, metrics in _by_dialog(path, progress_enabled).items():
+            _dialog(bundle, study_key, rater_spec, key, metrics, path, repairs)
     return bundle

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +94,203 @@ def load_list(path: Path) -> list:
         raise ImportRefused(
             f"{path.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise ImportRefused(f"{path.name}: {exc}") from exc
     if not isinstance(data, list):
         raise ImportRefused(
             f"{path.name}: expected a JSON list of records, got {type(data).__name__}"
         )
     return data
+
+
+@dataclass
+class _Dialog:
+    """One record's fields, checked."""
+
+    qid: str
+    llm: str
+    kind: str
+    question: str
+    answer: str
+    hint: str
+    dialog_uuid: str
+    rid: str  # "<question>/<llm>" for repair lists
+    where: str  # "file, record N (question, LLM)" for messages
+
+
+@dataclass
+class _State:
+    bundle: Bundle
+    repairs: RepairLog
+    scores: bool
+    study_key: str
+    # Prompts per question: the models were not always shown the same wording.
+    prompts: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    records: dict[tuple[str, str], tuple[str, tuple]] = field(default_factory=dict)
+    answers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+
+
+def _turns(rec: dict, where: str) -> tuple[Any, Any]:
+    dialog = rec["dialog"]
+    if not isinstance(dialog, list):
+        raise ImportRefused(f"{where}: dialog must be a list of turns")
+    turns: dict[str, list] = {"user": [], "llm": []}
+    for turn in dialog:
+        role = turn.get("role") if isinstance(turn, dict) else None
+        if role not in turns:
+            raise ImportRefused(f"{where}: a dialog turn has the role {role!r:.40}")
+        turns[role].append(turn.get("content"))
+    if len(turns["user"]) != 1 or len(turns["llm"]) != 1:
+        raise ImportRefused(
+            f"{where}: expected one user turn and one llm turn, found "
+            f"{len(turns['user'])} and {len(turns['llm'])}"
+        )
+    return turns["user"][0], turns["llm"][0]
+
+
+def _dialog_uuid(rec: dict, d: _Dialog, path: Path, repairs: RepairLog) -> str:
+    dialog_uuid = rec.get("dialog_uuid")
+    expected = f"{d.llm}_{d.qid}"
+    if not isinstance(dialog_uuid, str) or not dialog_uuid:
+        repairs.add("dialog_uuid missing, rebuilt as <llm_name>_<question_uuid>", path, d.rid)
+        return expected
+    if dialog_uuid != expected and expected.startswith(dialog_uuid):
+        repairs.add("dialog_uuid truncated, rebuilt as <llm_name>_<question_uuid>", path, d.rid)
+        return expected
+    return dialog_uuid
+
+
+def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
+    rid = f"record {index}"
+    if not isinstance(rec, dict):
+        raise ImportRefused(f"{path.name}, {rid}: expected an object, got {type(rec).__name__}")
+    for key in ("question_uuid", "llm_name", "dialog", "type"):
+        if key not in rec or rec[key] in (None, ""):
+            raise ImportRefused(f"{path.name}, {rid}: the field {key!r} is missing")
+
+    def text(value: Any, what: str, record: str) -> str:
+        return as_text(value, what=what, file=path, record=record, repairs=repairs)
+
+    qid, llm = (
+        text(rec["question_uuid"], "question_uuid", rid),
+        text(rec["llm_name"], "llm_name", rid),
+    )
+    where, rid = f"{path.name}, {rid} (question {qid}, LLM {llm})", f"{qid}/{llm}"
+    if not KNOWN_KEYS.issuperset(rec):
+        for key in sorted(set(rec) - KNOWN_KEYS):
+            repairs.add(f"ignored the unknown field {key!r}", path, rid)
+    if rec["type"] not in KINDS:
+        raise ImportRefused(f"{where}: type must be 'A' or 'B', not {rec['type']!r:.40}")
+    question, answer = _turns(rec, where)
+    question = text(question, "the question (user turn)", rid)
+    if not question or question.isspace():
+        raise ImportRefused(f"{where}: the question text is empty")
+    hint = rec.get("hint")
+    d = _Dialog(
+        qid=qid,
+        llm=llm,
+        kind=KINDS[rec["type"]],
+        question=question,
+        answer=_answer(answer, path, rid, repairs),
+        hint="" if hint is None else text(hint, "hint", rid),
+        dialog_uuid="",
+        rid=rid,
+        where=where,
+    )
+    d.dialog_uuid = _dialog_uuid(rec, d, path, repairs)
+    return d
+
+
+def _answer(value: Any, path: Path, rid: str, repairs: RepairLog) -> str:
+    """The model's answer; an empty one (or null, no text at all) is imported as an empty
+    answer and flagged: it is what the model returned."""
+    if value is None:
+        value = ""
+    answer = as_text(value, what="the answer (llm turn)", file=path, record=rid, repairs=repairs)
+    if not answer or answer.isspace():  # no copy of a long answer
+        repairs.flag("empty answer: imported as given (length 0 if null or empty)", path, rid)
+    return answer
+
+
+def _is_duplicate(state: _State, d: _Dialog, rec: dict, path: Path) -> bool:
+    """A record repeated in the same file: dropped when identical, refused otherwise."""
+    key = (d.qid, d.llm)
+    snapshot = (d.question, d.answer, d.hint, d.kind, rec.get("stars") if state.scores else None)
+    if key in state.records:
+        prev_file, prev = state.records[key]
+        if prev_file == str(path):
+            if prev == snapshot:
+                state.repairs.add("duplicated record dropped", path, d.rid)
+                return True
+            raise ImportRefused(
+                f"{d.where}: question {d.qid!r} answered by {d.llm!r} appears twice with "
+                "different content"
+            )
+    state.records[key] = (str(path), snapshot)
+    return False
+
+
+def _add(state: _State, d: _Dialog, subject: str, path: Path) -> None:
+    """The question and the answer, each once; answers must agree across files."""
+    spec = QuestionSpec(
+        external_id=d.qid, text=d.question, task_type=subject, kind=d.kind, reference=d.hint
+    )
+    if state.bundle.add_question(spec, where=d.where) is spec:
+        state.prompts[d.qid] = {}
+    key = (d.qid, d.llm)
+    if key in state.answers and state.answers[key][0] != d.answer:
+        raise ImportRefused(
+            f"{d.where}: the answer differs from the one in {state.answers[key][1]} "
+            "(the files disagree about what was rated)"
+        )
+    state.answers.setdefault(key, (d.answer, path.name))
+    if d.llm not in state.prompts[d.qid]:
+        state.prompts[d.qid][d.llm] = d.question
+        state.bundle.responses.append(
+            ResponseSpec(
+                question=d.qid, llm=d.llm, text=d.answer, external_id=d.dialog_uuid, where=d.where
+            )
+        )
+
+
+def _record(state: _State, rec: Any, path: Path, index: int, subject: str, rater) -> None:
+    d = _read(rec, path, index, state.repairs)
+    if _is_duplicate(state, d, rec, path):
+        return
+    _add(state, d, subject, path)
+    if state.scores:
+        stars, flagged = _scores(rec, d.kind, path=path, rid=d.rid, repairs=state.repairs)
+        state.bundle.ratings.append(
+            RatingSpec(
+                study=state.study_key,
+                rater=rater.name,
+                question=d.qid,
+                llm=d.llm,
+                scores=stars,
+                out_of_range=flagged,
+                hint_shown=bool(d.hint),
+                where=d.where,
+            )
+        )
+
+
+def _prompt_variants(state: _State) -> None:
+    """The question text is the wording most models were shown; the others are kept per LLM."""
+    for qid, by_llm in state.prompts.items():
+        counts = Counter(by_llm.values())
+        if len(counts) <= 1:
+            continue
+        first_seen = list(dict.fromkeys(by_llm.values()))
+        text = max(first_seen, key=lambda t: counts[t])
+        q = state.bundle.questions[qid]
+        q.text = text
+        q.meta["prompt_variants"] = {llm: t for llm, t in by_llm.items() if t != text}
+        state.repairs.add(
+            "the question wording differs between the LLMs' dialogs: kept the most common as the "
+            "question text, the other wordings in question.meta['prompt_variants']",
+            "",
+            qid,
+        )
 
 
 def parse(
@@ -116,24 +309,18 @@ def parse(
         dataset_description="LLMEval-2: 12 subjects x 40 questions, answers of 20 LLMs (Chinese).",
         dataset_source="github.com/llmeval/llmeval-2",
     )
-    study_key = study or STUDY
+    state = _State(bundle=bundle, repairs=repairs, scores=scores, study_key=study or STUDY)
     if scores:
-        bundle.studies[study_key] = StudySpec(
-            name=study_key,
+        bundle.studies[state.study_key] = StudySpec(
+            name=state.study_key,
             mode="star",
             rubric="llmeval2",
             description="Scores released with LLMEval-2 (human panel and GPT-4), imported.",
         )
-    # Prompts per question: the models were not always shown the same wording.
-    prompts: dict[str, dict[str, str]] = defaultdict(dict)
-    records_by_key: dict[tuple[str, str], tuple[str, tuple]] = {}
-    answers: dict[tuple[str, str], tuple[str, str]] = {}
-
     loaded = []
     for path in map(Path, paths):
-        subject = subject_of(path)
         rater_spec = rater_for(path, rater, rater_kind) if scores else None
-        loaded.append((path, subject, rater_spec, load_list(path)))
+        loaded.append((path, subject_of(path), rater_spec, load_list(path)))
     bar = Bar(
         total=sum(len(x[3]) for x in loaded), desc="reading records", enabled=progress_enabled
     )
@@ -142,158 +329,20 @@ def parse(
             bundle.raters.setdefault(rater_spec.name, rater_spec)
         for index, rec in enumerate(data):
             bar.update()
-            rid = f"record {index}"
-            if not isinstance(rec, dict):
-                raise ImportRefused(
-                    f"{path.name}, {rid}: expected an object, got {type(rec).__name__}"
-                )
-            for key in ("question_uuid", "llm_name", "dialog", "type"):
-                if key not in rec or rec[key] in (None, ""):
-                    raise ImportRefused(f"{path.name}, {rid}: the field {key!r} is missing")
-            qid = as_text(
-                rec["question_uuid"], what="question_uuid", file=path, record=rid, repairs=repairs
-            )
-            llm = as_text(rec["llm_name"], what="llm_name", file=path, record=rid, repairs=repairs)
-            where = f"{path.name}, {rid} (question {qid}, LLM {llm})"
-            rid = f"{qid}/{llm}"
-            stray = sorted(set(rec) - KNOWN_KEYS)
-            for key in stray:
-                repairs.add(f"ignored the unknown field {key!r}", path, rid)
-            if rec["type"] not in KINDS:
-                raise ImportRefused(f"{where}: type must be 'A' or 'B', not {rec['type']!r}")
-            kind = KINDS[rec["type"]]
-            dialog = rec["dialog"]
-            if not isinstance(dialog, list):
-                raise ImportRefused(f"{where}: dialog must be a list of turns")
-            turns = {"user": [], "llm": []}
-            for turn in dialog:
-                role = turn.get("role") if isinstance(turn, dict) else None
-                if role not in turns:
-                    raise ImportRefused(f"{where}: a dialog turn has the role {role!r}")
-                turns[role].append(turn.get("content"))
-            if len(turns["user"]) != 1 or len(turns["llm"]) != 1:
-                raise ImportRefused(
-                    f"{where}: expected one user turn and one llm turn, found "
-                    f"{len(turns['user'])} and {len(turns['llm'])}"
-                )
-            question_text = as_text(
-                turns["user"][0],
-                what="the question (user turn)",
-                file=path,
-                record=rid,
-                repairs=repairs,
-            )
-            answer = as_text(
-                turns["llm"][0],
-                what="the answer (llm turn)",
-                file=path,
-                record=rid,
-                repairs=repairs,
-            )
-            if not question_text.strip():
-                raise ImportRefused(f"{where}: the question text is empty")
-            hint = rec.get("hint")
-            hint = (
-                ""
-                if hint is None
-                else as_text(hint, what="hint", file=path, record=rid, repairs=repairs)
-            )
-            dialog_uuid = rec.get("dialog_uuid")
-            expected = f"{llm}_{qid}"
-            if not isinstance(dialog_uuid, str) or not dialog_uuid:
-                repairs.add("dialog_uuid missing, rebuilt as <llm_name>_<question_uuid>", path, rid)
-                dialog_uuid = expected
-            elif dialog_uuid != expected and expected.startswith(dialog_uuid):
-                repairs.add(
-                    "dialog_uuid truncated, rebuilt as <llm_name>_<question_uuid>", path, rid
-                )
-                dialog_uuid = expected
-
-            key = (qid, llm)
-            snapshot = (question_text, answer, hint, kind, rec.get("stars") if scores else None)
-            if key in records_by_key:
-                prev_file, prev = records_by_key[key]
-                if prev_file == str(path):
-                    if prev == snapshot:
-                        repairs.add("duplicated record dropped", path, rid)
-                        continue
-                    raise ImportRefused(
-                        f"{where}: question {qid!r} answered by {llm!r} appears twice with "
-                        "different content"
-                    )
-            records_by_key[key] = (str(path), snapshot)
-
-            spec = QuestionSpec(
-                external_id=qid,
-                text=question_text,
-                task_type=subject,
-                kind=kind,
-                reference=hint,
-            )
-            have = bundle.add_question(spec, where=where)
-            if have is spec:
-                prompts[qid] = {}
-            if key in answers and answers[key][0] != answer:
-                raise ImportRefused(
-                    f"{where}: the answer differs from the one in {answers[key][1]} "
-                    "(the files disagree about what was rated)"
-                )
-            answers.setdefault(key, (answer, path.name))
-            if llm not in prompts[qid]:
-                prompts[qid][llm] = question_text
-                bundle.responses.append(
-                    ResponseSpec(
-                        question=qid, llm=llm, text=answer, external_id=dialog_uuid, where=where
-                    )
-                )
-            if scores:
-                bundle.ratings.append(
-                    RatingSpec(
-                        study=study_key,
-                        rater=rater_spec.name,
-                        question=qid,
-                        llm=llm,
-                        scores=_scores(rec, kind, path=path, rid=rid, repairs=repairs),
-                        hint_shown=bool(hint),
-                        comment=_zero_comment(rec),
-                        where=where,
-                    )
-                )
-
+            _record(state, rec, path, index, subject, rater_spec)
     bar.close()
-    # The question text is the wording most models were shown; the others are kept per LLM.
-    for qid, by_llm in prompts.items():
-        counts = Counter(by_llm.values())
-        if len(counts) <= 1:
-            continue
-        first_seen = list(dict.fromkeys(by_llm.values()))
-        text = max(first_seen, key=lambda t: counts[t])
-        q = bundle.questions[qid]
-        q.text = text
-        q.meta["prompt_variants"] = {llm: t for llm, t in by_llm.items() if t != text}
-        repairs.add(
-            "the question wording differs between the LLMs' dialogs: kept the most common as the "
-            "question text, the other wordings in question.meta['prompt_variants']",
-            "",
-            qid,
-        )
+    _prompt_variants(state)
     return bundle
 
 
-def _zero_comment(rec: dict[str, Any]) -> str:
-    stars = rec.get("stars")
-    if isinstance(stars, dict):
-        zeros = [k for k, v in stars.items() if v == 0 and not isinstance(v, bool)]
-        if zeros:
-            return "imported: " + ", ".join(f"{k}=0" for k in zeros) + " in the source, raised to 1"
-    return ""
-
-
-def _scores(rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: RepairLog) -> dict:
+def _scores(
+    rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: RepairLog
+) -> tuple[dict[str, int], set[str]]:
     stars = rec.get("stars")
     if not isinstance(stars, dict) or not stars:
         raise ImportRefused(f"{path.name}, record {rid}: no 'stars' object with the scores")
     out: dict[str, int] = {}
+    flagged: set[str] = set()
     for name, value in stars.items():
         key = CRITERIA.get(str(name).strip())
         if key is None:
@@ -303,15 +352,21 @@ def _scores(rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: Re
                 f"{path.name}, record {rid}: criterion {name!r} does not apply to {kind} questions"
             )
         lo, hi = RANGES[key]
-        if value == 0 and not isinstance(value, bool) and lo == 1:
-            # The human files use 0 on a few objective answers where the rubric's lowest grade
-            # is 1 ("wrong"); read as the lowest grade, the original noted on the rating.
-            repairs.add(f"score {name}=0 below the rubric's range 1-{hi}, raised to 1", path, rid)
-            value = 1
-        out[key] = check_score(value, lo=lo, hi=hi, criterion=str(name), file=path, record=rid)
+        out[key] = check_score(
+            value, lo=lo, hi=hi, criterion=str(name), file=path, record=rid, keep_out_of_range=True
+        )
+        if not lo <= out[key] <= hi:
+            # Data as given: the human files hold a few 0s below the rubric's lowest grade 1.
+            repairs.flag(
+                f"score {name}={out[key]} outside the rubric's range {lo}-{hi}: kept as given, "
+                "flagged (Score.out_of_range)",
+                path,
+                rid,
+            )
+            flagged.add(key)
     missing = BY_KIND[kind] - set(out)
     if missing:
         raise ImportRefused(
             f"{path.name}, record {rid}: missing score(s) for {', '.join(sorted(missing))}"
         )
-    return out
+    return out, flagged

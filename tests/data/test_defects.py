@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.importers import ImportRefused, dataset_import
-from annotation.models import Assignment, ImportRecord, Question, Rating, Response
+from annotation.models import Assignment, ImportRecord, Question, Rating, Response, Score
+from ranking.quality import data_quality
 from tests.data.conftest import FIXTURES, L2, l2_files, table_counts
 
 
@@ -74,18 +75,27 @@ def test_differing_prompt_wordings_keep_the_most_common_and_the_variants(db):
     assert shown.count(q.text) == max(shown.count(t) for t in shown)
 
 
-def test_human_scores_of_zero_are_raised_to_the_lowest_grade_and_noted(db):
+def test_human_scores_of_zero_are_kept_as_given_and_flagged(db):
     result = dataset_import(
         format="llmeval2-scores", paths=l2_files("results/human-score"), progress=False
     )
     (corr,) = _repairs(result, "score Correctness=0")
+    assert corr.kind == "flagged"
     assert "Chinese_Language_and_Literature_10/tigerbot-180b" in corr.records
+    assert "flagged " in "\n".join(result.summary_lines())
     rating = Rating.objects.get(
         item__question__external_id="Chinese_Language_and_Literature_10",
         item__response_a__llm__name="tigerbot-180b",
     )
-    assert rating.scores_dict() == {"correctness": 1, "explanation_correctness": 1}
-    assert "Correctness=0" in rating.comment
+    # The published value, never raised to the rubric's lowest grade.
+    assert rating.scores_dict() == {"correctness": 0, "explanation_correctness": 0}
+    assert {s.criterion.key for s in rating.scores.all() if s.out_of_range} == {
+        "correctness",
+        "explanation_correctness",
+    }
+    assert rating.comment == ""
+    in_range = Score.objects.filter(out_of_range=False)
+    assert not in_range.filter(value=0).exists()
 
 
 def test_llmeval1_dialogs_scored_twice_become_repeat_ratings(db):
@@ -134,7 +144,7 @@ def test_an_unknown_field_is_ignored_and_counted(db, corrupt_json):
 # --- refused ----------------------------------------------------------------------------------
 
 
-def test_a_score_outside_the_rubric_range_is_refused(db, corrupt_json):
+def test_a_published_score_outside_the_range_is_kept_and_flagged(db, corrupt_json):
     src = L2 / "results" / "gpt-score" / "Mathematics_data.json"
 
     def mutate(data):
@@ -142,20 +152,36 @@ def test_a_score_outside_the_rubric_range_is_refused(db, corrupt_json):
         rec["stars"]["Accuracy"] = 7
 
     path = corrupt_json(src, mutate)
-    message = _refused("llmeval2-scores", [path], "outside the rubric's range 1-5")
-    assert "Mathematics_data.json" in message and "Accuracy=7" in message
+    result = dataset_import(format="llmeval2-scores", paths=[path], progress=False)
+    assert _repairs(result, "score Accuracy=7 outside the rubric's range 1-5")
+    flagged = Score.objects.get(out_of_range=True)
+    assert (flagged.criterion.key, flagged.value) == ("accuracy", 7)
+
+
+@pytest.mark.parametrize("value", [101, -1, "²", "٣", "9" * 5000, 2.5, True, "\x00"])
+def test_a_score_that_is_no_plausible_grade_is_refused(db, corrupt_json, value):
+    src = L2 / "results" / "gpt-score" / "Mathematics_data.json"
+
+    def mutate(data):
+        rec = next(r for r in data if r["type"] == "B")
+        rec["stars"]["Accuracy"] = value
+
+    path = corrupt_json(src, mutate)
+    message = _refused("llmeval2-scores", [path], "Accuracy")
+    assert "Mathematics_data.json" in message
+    assert "outside the rubric's range" in message or "not a whole number" in message
     failed = ImportRecord.objects.get(ok=False)
-    assert "Accuracy=7" in failed.message
+    assert "Accuracy" in failed.message
 
 
 def test_refusal_after_a_good_import_leaves_every_count_unchanged(l2_scores_imported, corrupt_json):
     src = L2 / "results" / "human-score" / "Foreign_Languages_data.json"
 
     def mutate(data):
-        data[10]["stars"]["Correctness"] = 4
+        data[10]["stars"]["Correctness"] = 400
 
     path = corrupt_json(src, mutate)
-    _refused("llmeval2-scores", [path], r"Foreign_Languages_data.json, record .*Correctness=4")
+    _refused("llmeval2-scores", [path], r"Foreign_Languages_data.json, record .*Correctness=400")
 
 
 def test_an_answer_that_differs_from_the_stored_one_is_refused(l2_scores_imported, corrupt_json):
@@ -231,3 +257,20 @@ def test_the_command_exits_non_zero_on_refusal_and_writes_nothing(db, corrupt_js
     with pytest.raises(CommandError, match="refused, nothing was written: .*record 1"):
         call_command("import_dataset", str(path), format="llmeval2", no_progress=True)
     assert table_counts() == before
+
+
+def test_empty_and_null_answers_are_imported_and_flagged_not_refused(db, corrupt_json):
+    src = L2 / "results" / "gpt-score" / "Mathematics_data.json"
+
+    def mutate(data):
+        data[0]["dialog"][1]["content"] = ""
+        data[1]["dialog"][1]["content"] = None
+
+    path = corrupt_json(src, mutate)
+    result = dataset_import(format="llmeval2-scores", paths=[path], progress=False)
+    (flag,) = _repairs(result, "empty answer")
+    assert flag.kind == "flagged" and len(flag.records) == 2
+    assert Response.objects.filter(length=0).count() == 2
+    study = Rating.objects.first().item.study
+    table = data_quality(study).set_index("issue")["n"]
+    assert table["empty answer"] == 2

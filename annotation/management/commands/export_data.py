@@ -1,5 +1,5 @@
-"""python manage.py export_data --study NAME|ID --what ratings|responses --format csv|jsonl|xlsx
-[--out PATH]"""
+"""python manage.py export_data --study NAME|ID --what ratings|responses|generic
+--format csv|jsonl|xlsx [--out PATH]"""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ class Command(BaseCommand):
     help = (
         "Export a study's raw data: its responses, or its ratings (one row per rating x criterion "
         "for star studies, one row per rating for pairwise; raters by pseudonym, with pool and "
-        "the exposure context) as CSV, JSONL or XLSX. Writes to --out or standard output."
+        "the exposure context) as CSV, JSONL or XLSX. --what generic writes the study in the "
+        "import format (questions, responses and every rating with its times, pool, platform, "
+        "repeats, hint, sides, active time, flags and unparsed judge outputs), which "
+        "import_dataset --format jsonl|csv reads back unchanged. Writes to --out or standard output."
     )
 
     def add_arguments(self, parser):

@@ -23,7 +23,9 @@ def _formats_help() -> str:
     lines.append(
         "Every import is atomic (a refusal writes nothing) and idempotent (importing the same "
         "file again adds nothing). Defects the importer knows how to repair are repaired and "
-        "counted; see docs/import-formats.md."
+        "counted; published values are never changed: a score outside the rubric's range is "
+        "kept as given and flagged (the report's data quality table counts it). --dry-run "
+        "checks and counts without writing. See docs/import-formats.md."
     )
     lines[-1] = textwrap.fill(lines[-1], 78)
     return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""What a file holds, format-neutral and validated in memory: questions, responses, raters,
+studies and ratings as plain dataclasses. A format module's parse() builds a `Bundle`; the writer
+(writer.py) stores it. Nothing here touches the database, so a bundle can be checked alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ImportRefused(Exception):
+    """A file cannot be imported as it is; the message names the file and the record.
+
+    `errors` lists every problem found (one line each, naming file and line) when the format
+    checks its records one by one (the generic formats); else just the message."""
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or [message]
+
+
+@dataclass
+class QuestionSpec:
+    external_id: str
+    text: str
+    task_type: str = ""
+    subcategory: str = ""
+    kind: str = ""
+    answer_type: str = ""
+    reference: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ResponseSpec:
+    question: str  # question external id
+    llm: str
+    text: str  # may be empty: an empty answer is data too (flagged by its length 0)
+    external_id: str = ""
+    where: str = ""  # "file, record" for messages
+
+
+@dataclass
+class RaterSpec:
+    name: str
+    kind: str  # human | judge
+    pool: str  # onsite | crowd | public | judge
+    platform: str = ""  # prolific | mturk | ""
+
+
+@dataclass
+class StudySpec:
+    name: str
+    mode: str  # star | pairwise
+    rubric: str  # rubric key
+    description: str = ""
+
+
+@dataclass
+class RatingSpec:
+    study: str  # StudySpec key in the bundle
+    rater: str  # RaterSpec name
+    question: str
+    llm: str  # the rated response (star) or the response shown as model 1 (pairwise)
+    other_llm: str = ""  # pairwise: the second response
+    scores: dict[str, int] = field(default_factory=dict)  # criterion key -> value (star)
+    out_of_range: set[str] = field(default_factory=set)  # criterion keys kept as given
+    choice: str = ""  # pairwise, relative to (llm, other_llm): "first", "second", "tie", "both_bad"
+    first_on_left: bool = True  # pairwise: llm's response was shown on the left
+    hint_shown: bool = False
+    repeat: bool = False  # a second scoring of the same item by the same rater
+    served_at: dt.datetime | None = None
+    submitted_at: dt.datetime | None = None  # None: the import's time
+    active_ms: int | None = None
+    comment: str = ""
+    parse_status: str = ""  # "" or "unparsed" (a judge output that could not be read)
+    raw_output: str = ""
+    where: str = ""
+
+    def check(self, mode: str) -> None:
+        """The rating's own consistency, before any database work."""
+        if self.parse_status == "unparsed":
+            if self.scores or self.choice:
+                raise ImportRefused(f"{self.where}: an unparsed rating carries no score or choice")
+            return
+        if self.parse_status:
+            raise ImportRefused(f"{self.where}: parse_status must be empty or 'unparsed'")
+        if mode == "pairwise" and self.choice not in ("first", "second", "tie", "both_bad"):
+            raise ImportRefused(f"{self.where}: unknown pairwise choice {self.choice!r}")
+        if mode == "star" and not self.scores:
+            raise ImportRefused(f"{self.where}: a star rating without any score")
+        if self.out_of_range - set(self.scores):
+            raise ImportRefused(f"{self.where}: out_of_range names a criterion without a score")
+        if self.served_at and self.submitted_at and self.served_at > self.submitted_at:
+            raise ImportRefused(f"{self.where}: served_at is after submitted_at")
+
+
+@dataclass
+class Bundle:
+    dataset: str
+    dataset_description: str = ""
+    dataset_source: str = ""
+    questions: dict[str, QuestionSpec] = field(default_factory=dict)
+    responses: list[ResponseSpec] = field(default_factory=list)
+    raters: dict[str, RaterSpec] = field(default_factory=dict)
+    studies: dict[str, StudySpec] = field(default_factory=dict)
+    ratings: list[RatingSpec] = field(default_factory=list)
+
+    def add_question(self, spec: QuestionSpec, *, where: str) -> QuestionSpec:
+        """Keep the first spec of a question id; a later spec must not contradict it."""
+        have = self.questions.get(spec.external_id)
+        if have is None:
+            self.questions[spec.external_id] = spec
+            return spec
+        for attr in ("task_type", "kind", "reference"):
+            mine, theirs = getattr(spec, attr), getattr(have, attr)
+            if mine and theirs and mine != theirs:
+                raise ImportRefused(
+                    f"{where}: question {spec.external_id!r} has {attr} {mine!r} here but "
+                    f"{theirs!r} earlier"
+                )
+        return have
+
+    def _check_lengths(self) -> None:
+        """Names and ids fit their columns (PostgreSQL would refuse them mid-import)."""
+        checks = [("dataset name", self.dataset, None, 200)]
+        for q in self.questions.values():
+            where = f"question {q.external_id[:40]!r}"
+            checks += [("question id", q.external_id, where, 200)]
+            checks += [
+                ("task type", q.task_type, where, 100),
+                ("subcategory", q.subcategory, where, 100),
+            ]
+            checks += [("answer type", q.answer_type, where, 50)]
+        for r in self.responses:
+            checks += [
+                ("LLM name", r.llm, r.where, 200),
+                ("response id", r.external_id, r.where, 200),
+            ]
+        checks += [("rater name", r.name, None, 200) for r in self.raters.values()]
+        checks += [("study name", s.name, None, 200) for s in self.studies.values()]
+        for what, value, where, limit in checks:
+            if len(value) > limit:
+                place = f"{where}: " if where else ""
+                raise ImportRefused(f"{place}the {what} is longer than {limit} characters")
+
+    def validate(self) -> None:
+        """Everything that can be checked without the database: names fit their columns, every
+        rating names a known study and rater and is consistent in itself. (Whether a repeat's
+        first rating exists is the writer's check: it may be stored already.)"""
+        self._check_lengths()
+        for spec in self.ratings:
+            study = self.studies.get(spec.study)
+            if study is None or spec.rater not in self.raters:
+                raise ImportRefused(f"{spec.where}: unknown study or rater")
+            spec.check(study.mode)
+
+
+__all__ = [
+    "Bundle",
+    "ImportRefused",
+    "QuestionSpec",
+    "RaterSpec",
+    "RatingSpec",
+    "ResponseSpec",
+    "StudySpec",
+]

@@ -1,0 +1,113 @@
+"""Helpers every format's parse() shares: progress bars, record names for messages, and the
+checks that turn a file's values into text and scores."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from annotation.importers.bundle import ImportRefused
+from annotation.importers.results import RepairLog
+
+PROGRESS_MIN = 2000  # records; smaller files get no progress bar
+# A published value outside the rubric's range is kept as given (and flagged) when it is a whole
+# number in this span; anything beyond is a corrupt file, refused.
+KEPT_RANGE = (0, 100)
+_WHOLE = re.compile(r"-?[0-9]{1,6}")  # ASCII digits only: '²' and '٣' are not scores
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
+def progress(iterable: Iterable, *, total: int | None, desc: str, enabled: bool):
+    """A tqdm bar on stderr over a large input when stderr is a terminal; the iterable otherwise."""
+    if not enabled or (total is not None and total < PROGRESS_MIN) or not _tty():
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, leave=False, unit="rec")
+
+
+class Bar:
+    """A bar advanced by hand (records over several files, rows written in batches)."""
+
+    def __init__(self, *, total: int, desc: str, enabled: bool) -> None:
+        self._bar = None
+        if enabled and total >= PROGRESS_MIN and _tty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False, unit="rec")
+
+    def update(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def at(file: str | Path, record: str) -> str:
+    """'file, record N' for messages; records already named 'line N' or 'record N' stay so."""
+    record = str(record)
+    if not record.startswith(("line ", "record ", "dialog ")):
+        record = f"record {record}"
+    return f"{Path(file).name}, {record}"
+
+
+def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: RepairLog) -> str:
+    """Text fields must be strings; numbers and booleans are turned into their text (a counted
+    repair), anything else is refused."""
+    if isinstance(value, str):
+        if "\x00" in value:  # PostgreSQL cannot store it in text; never data
+            raise ImportRefused(f"{at(file, record)}: {what} contains a NUL character")
+        return value
+    if isinstance(value, bool):
+        repairs.add(f"{what} was a JSON boolean, stored as the text 'True'/'False'", file, record)
+        return "True" if value else "False"
+    if isinstance(value, int | float):
+        repairs.add(f"{what} was a JSON number, stored as text", file, record)
+        return str(value)
+    if value is None:
+        raise ImportRefused(f"{at(file, record)}: {what} is missing (null)")
+    raise ImportRefused(f"{at(file, record)}: {what} must be text, not {type(value).__name__}")
+
+
+def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -> int:
+    """A score as an int: JSON integers, integral floats and ASCII digit strings. Booleans,
+    fractions, Unicode digits ('²', '٣') and numbers of more than six digits are refused."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e6:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**6:
+        return value
+    if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
+        return int(value.strip())
+    raise ImportRefused(
+        f"{at(file, record)}: score {criterion}={value!r:.40} is not a whole number"
+    )
+
+
+def check_score(
+    value: Any,
+    *,
+    lo: int,
+    hi: int,
+    criterion: str,
+    file: str | Path,
+    record: str,
+    keep_out_of_range: bool = False,
+) -> int:
+    """A whole number in the rubric's range lo-hi. With keep_out_of_range, a value outside it
+    (but within KEPT_RANGE) is returned as given: the caller flags it (data as given)."""
+    value = whole_number(value, criterion=criterion, file=file, record=record)
+    if lo <= value <= hi:
+        return value
+    if keep_out_of_range and KEPT_RANGE[0] <= value <= KEPT_RANGE[1]:
+        return value
+    raise ImportRefused(
+        f"{at(file, record)}: score {criterion}={value} is outside the rubric's range {lo}-{hi}"
+    )

@@ -1,0 +1,420 @@
+"""The one writer every format shares: it adds what a validated `Bundle` holds and the database
+lacks, in bulk, and leaves what is already there (natural keys: dataset + external id, question +
+LLM, study + response(s), item + rater + first/repeat). It must run inside a transaction
+(run_import provides it), which is where atomicity lives. Ratings are written by the shared
+`ratings_record_bulk` service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec
+from annotation.importers.reading import Bar
+from annotation.importers.results import ImportResult
+from annotation.models import (
+    LLM,
+    Assignment,
+    Criterion,
+    Dataset,
+    Item,
+    PairChoice,
+    Question,
+    Rater,
+    Response,
+    Rubric,
+    Study,
+)
+from annotation.recording import NewRating, ratings_record_bulk
+
+BATCH = 2000
+
+
+@dataclass
+class _Ctx:
+    bundle: Bundle
+    result: ImportResult
+    owner: object
+    progress: bool
+    dataset: Dataset | None = None
+    llm_ids: dict[str, int] = field(default_factory=dict)
+    q_ids: dict[str, int] = field(default_factory=dict)
+    r_ids: dict[tuple[int, int], int] = field(default_factory=dict)
+    raters: dict[str, Rater] = field(default_factory=dict)
+    studies: dict[str, Study] = field(default_factory=dict)
+    criteria: dict[tuple[int, str], Criterion] = field(default_factory=dict)
+
+    def count(self, entity: str, added: int = 0, skipped: int = 0) -> None:
+        self.result.added[entity] += added
+        self.result.skipped[entity] += skipped
+
+
+def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
+    out = []
+    bar = Bar(total=len(objs), desc=f"writing {desc}", enabled=enabled)
+    for start in range(0, len(objs), BATCH):
+        batch = objs[start : start + BATCH]
+        out.extend(model.objects.bulk_create(batch))
+        bar.update(len(batch))
+    bar.close()
+    return out
+
+
+def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
+    """A choice relative to (first, second) as shown in the file -> canonical A/B."""
+    if choice in ("tie", "both_bad", ""):
+        return choice
+    if choice == "first":
+        return PairChoice.A if first_is_a else PairChoice.B
+    if choice == "second":
+        return PairChoice.B if first_is_a else PairChoice.A
+    raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
+
+
+def _dataset(ctx: _Ctx) -> None:
+    b = ctx.bundle
+    dataset = Dataset.objects.filter(name=b.dataset).first()
+    if dataset is None:
+        dataset = Dataset.objects.create(
+            name=b.dataset,
+            description=b.dataset_description,
+            source=b.dataset_source,
+            owner=ctx.owner,
+        )
+        ctx.count("datasets", added=1)
+    else:
+        ctx.count("datasets", skipped=1)
+    ctx.dataset = dataset
+    ctx.result.dataset_id = dataset.id
+
+
+def _llms(ctx: _Ctx) -> None:
+    """LLMs are created from responses; ratings may name LLMs whose answers are stored already."""
+    names = {r.llm for r in ctx.bundle.responses}
+    rated = {n for r in ctx.bundle.ratings for n in (r.llm, r.other_llm) if n}
+    known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
+    missing = sorted(names - set(known))
+    for llm in LLM.objects.bulk_create([LLM(name=n) for n in missing]):
+        known[llm.name] = llm.id
+    if any(n not in known for n in missing):  # backends that return no ids
+        known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
+    ctx.count("llms", added=len(missing), skipped=len(names) - len(missing))
+    ctx.llm_ids = known
+
+
+def _question_ids(ctx: _Ctx, referenced: set[str]) -> dict[str, int]:
+    qs = Question.objects.filter(dataset=ctx.dataset, external_id__in=list(referenced))
+    return dict(qs.values_list("external_id", "id"))
+
+
+def _questions(ctx: _Ctx) -> None:
+    b = ctx.bundle
+    referenced = set(b.questions) | {r.question for r in [*b.responses, *b.ratings]}
+    q_ids = _question_ids(ctx, referenced)
+    for spec in [*b.responses, *b.ratings]:
+        if spec.question not in q_ids and spec.question not in b.questions:
+            raise ImportRefused(
+                f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
+                f"{ctx.dataset.name!r}"
+            )
+    new_q = [
+        Question(
+            dataset=ctx.dataset,
+            external_id=s.external_id,
+            text=s.text,
+            task_type=s.task_type,
+            subcategory=s.subcategory,
+            kind=s.kind,
+            answer_type=s.answer_type,
+            reference=s.reference,
+            meta=s.meta,
+        )
+        for eid, s in b.questions.items()
+        if eid not in q_ids
+    ]
+    _batched_create(Question, new_q, enabled=ctx.progress, desc="questions")
+    ctx.count("questions", added=len(new_q), skipped=len(b.questions) - len(new_q))
+    ctx.q_ids = _question_ids(ctx, referenced) if new_q else q_ids
+
+
+def _new_responses(ctx: _Ctx) -> list[Response]:
+    """Responses have the natural key (question, LLM). A stored response must carry the same
+    text, or the two files disagree about what was rated."""
+    stored = {
+        (qid, lid): text
+        for qid, lid, text in Response.objects.filter(question__dataset=ctx.dataset).values_list(
+            "question_id", "llm_id", "text"
+        )
+    }
+    seen: dict[tuple[int, int], tuple[str, str]] = {}
+    new: list[Response] = []
+    for spec in ctx.bundle.responses:
+        key = (ctx.q_ids[spec.question], ctx.llm_ids[spec.llm])
+        earlier = stored.get(key), "the one already stored"
+        if key in seen:
+            earlier = seen[key][0], f"the one in {seen[key][1]}"
+        if earlier[0] is not None and earlier[0] != spec.text:
+            raise ImportRefused(
+                f"{spec.where}: the answer of {spec.llm!r} to question {spec.question!r} differs "
+                f"from {earlier[1]} (the files disagree about what was rated)"
+            )
+        if key in seen:
+            continue
+        seen[key] = (spec.text, spec.where)
+        if key in stored:
+            ctx.count("responses", skipped=1)
+            continue
+        new.append(
+            Response(
+                question_id=key[0],
+                llm_id=key[1],
+                external_id=spec.external_id,
+                text=spec.text,
+                length=len(spec.text),
+            )
+        )
+    return new
+
+
+def _responses(ctx: _Ctx) -> None:
+    new = _new_responses(ctx)
+    _batched_create(Response, new, enabled=ctx.progress, desc="responses")
+    ctx.count("responses", added=len(new))
+    if ctx.bundle.ratings:
+        rows = Response.objects.filter(question__dataset=ctx.dataset)
+        ctx.r_ids = {
+            (q, lid): rid for rid, q, lid in rows.values_list("id", "question_id", "llm_id")
+        }
+
+
+def _raters(ctx: _Ctx) -> None:
+    """Named raters (no account, no external id) are unique by name."""
+    for spec in ctx.bundle.raters.values():
+        rater = Rater.objects.filter(name=spec.name, user__isnull=True, external_id="").first()
+        if rater is None:
+            rater = Rater.objects.create(
+                name=spec.name, kind=spec.kind, pool=spec.pool, platform=spec.platform
+            )
+            ctx.count("raters", added=1)
+        else:
+            ctx.count("raters", skipped=1)
+            if rater.kind != spec.kind:
+                raise ImportRefused(
+                    f"rater {spec.name!r} already exists as a {rater.kind} rater, not {spec.kind}"
+                )
+        ctx.raters[spec.name] = rater
+
+
+def _check_existing_study(study: Study, dataset: Dataset, rubric: Rubric, mode: str) -> None:
+    if study.status in (Study.Status.LIVE, Study.Status.PAUSED):
+        raise ImportRefused(
+            f"study {study.name!r} is {study.status}: the assignment engine owns its ratings; "
+            "import into a closed study (choose another name with --study)"
+        )
+    if (study.dataset_id, study.rubric_id, study.mode) != (dataset.id, rubric.id, mode):
+        raise ImportRefused(
+            f"study {study.name!r} already exists with another dataset, rubric or mode; "
+            "choose another name with --study"
+        )
+
+
+def _studies(ctx: _Ctx) -> None:
+    for key, spec in ctx.bundle.studies.items():
+        rubric = Rubric.objects.filter(key=spec.rubric).first()
+        if rubric is None:
+            raise ImportRefused(f"unknown rubric {spec.rubric!r}")
+        study = Study.objects.filter(name=spec.name).first()
+        if study is None:
+            study = Study.objects.create(
+                name=spec.name,
+                description=spec.description,
+                dataset=ctx.dataset,
+                mode=spec.mode,
+                rubric=rubric,
+                owner=ctx.owner,
+                status=Study.Status.CLOSED,
+                pair_design=Study.PairDesign.ALL if spec.mode == Rubric.Mode.PAIRWISE else "",
+                selection={"imported": True},
+                ratings_per_item=1,
+                repeat_rate=0,
+                hint_policy=Study.HintPolicy.SHOWN,
+                admit_onsite=False,
+            )
+            ctx.count("studies", added=1)
+        else:
+            ctx.count("studies", skipped=1)
+            _check_existing_study(study, ctx.dataset, rubric, spec.mode)
+        ctx.studies[key] = study
+        ctx.result.study_ids.append(study.id)
+        for c in rubric.criteria.all():
+            ctx.criteria[(rubric.id, c.key)] = c
+
+
+def _response_id(ctx: _Ctx, spec: RatingSpec, llm: str) -> int:
+    rid = ctx.r_ids.get((ctx.q_ids[spec.question], ctx.llm_ids.get(llm)))
+    if rid is None:
+        raise ImportRefused(f"{spec.where}: no answer of {llm!r} to {spec.question!r}")
+    return rid
+
+
+def _item_keys(ctx: _Ctx) -> dict[tuple, int]:
+    rows = Item.objects.filter(study__in=ctx.studies.values())
+    return {
+        (s, a, b): i
+        for i, s, a, b in rows.values_list("id", "study_id", "response_a_id", "response_b_id")
+    }
+
+
+def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
+    """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
+    study, item id and whether the file's first model is the item's response A."""
+    keys = _item_keys(ctx)
+    plan, new_items = [], {}
+    for spec in ctx.bundle.ratings:
+        study = ctx.studies[spec.study]
+        first = _response_id(ctx, spec, spec.llm)
+        a, b = first, None
+        if study.mode == Rubric.Mode.PAIRWISE:
+            second = _response_id(ctx, spec, spec.other_llm)
+            a, b = min(first, second), max(first, second)
+        key = (study.id, a, b)
+        if key not in keys and key not in new_items:
+            new_items[key] = Item(
+                study=study, question_id=ctx.q_ids[spec.question], response_a_id=a, response_b_id=b
+            )
+        plan.append((spec, study, key, first == a))
+    created = _batched_create(Item, list(new_items.values()), enabled=ctx.progress, desc="items")
+    ctx.count("items", added=len(created), skipped=len({p[2] for p in plan}) - len(created))
+    if any(item.pk is None for item in created):  # backends that return no ids
+        keys = _item_keys(ctx)
+    else:
+        keys.update({key: item.pk for key, item in new_items.items()})
+    return [(spec, study, keys[key], first_is_a) for spec, study, key, first_is_a in plan]
+
+
+def _scores(ctx: _Ctx, spec: RatingSpec, study: Study) -> tuple[dict[int, int], frozenset[int]]:
+    scores, flagged = {}, set()
+    for ckey, value in spec.scores.items():
+        crit = ctx.criteria.get((study.rubric_id, ckey))
+        if crit is None:
+            raise ImportRefused(
+                f"{spec.where}: rubric {study.rubric.key!r} has no criterion {ckey!r}"
+            )
+        if not crit.min_score <= value <= crit.max_score:
+            if ckey not in spec.out_of_range:
+                raise ImportRefused(
+                    f"{spec.where}: score {ckey}={value} is outside the rubric's range "
+                    f"{crit.min_score}-{crit.max_score}"
+                )
+            flagged.add(crit.id)
+        scores[crit.id] = value
+    return scores, frozenset(flagged)
+
+
+def _new_rating(ctx: _Ctx, spec: RatingSpec, study: Study, item_id: int, first_is_a: bool):
+    scores, flagged = _scores(ctx, spec, study)
+    pairwise = study.mode == Rubric.Mode.PAIRWISE
+    return NewRating(
+        study_id=study.id,
+        item_id=item_id,
+        rater_id=ctx.raters[spec.rater].id,
+        choice=canonical_choice(spec.choice, first_is_a, spec.where) if pairwise else "",
+        scores=scores,
+        out_of_range=flagged,
+        left_is_a=(first_is_a == spec.first_on_left) if pairwise else True,
+        hint_shown=spec.hint_shown,
+        is_repeat=spec.repeat,
+        served_at=spec.served_at,
+        submitted_at=spec.submitted_at,
+        active_ms=spec.active_ms,
+        comment=spec.comment,
+        parse_status=spec.parse_status,
+        raw_output=spec.raw_output,
+    )
+
+
+def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
+    """The ratings not stored yet. A rater's first rating of an item is its first exposure; a
+    second one (a repeat) is stored as a repeat of that first exposure, from this import or
+    from the database."""
+    studies = ctx.studies.values()
+    stored = Assignment.objects.filter(study__in=studies)
+    firsts: dict[tuple[int, int], int | NewRating] = {
+        (i, r): aid
+        for aid, i, r in stored.filter(is_repeat=False).values_list("id", "item_id", "rater_id")
+    }
+    repeated = set(stored.filter(is_repeat=True).values_list("item_id", "rater_id"))
+    rows: list[NewRating] = []
+    taken: set[tuple[int, int, bool]] = set()
+    for spec, study, item_id, first_is_a in sorted(plan, key=lambda p: p[0].repeat):
+        rater_id = ctx.raters[spec.rater].id
+        k = (item_id, rater_id, spec.repeat)
+        if k in taken:
+            raise ImportRefused(
+                f"{spec.where}: rater {spec.rater!r} rates this item twice in the same import"
+            )
+        taken.add(k)
+        if (item_id, rater_id) in (repeated if spec.repeat else firsts):
+            ctx.count("assignments", skipped=1)
+            ctx.count("ratings", skipped=1)
+            ctx.count("scores", skipped=len(spec.scores))
+            continue
+        row = _new_rating(ctx, spec, study, item_id, first_is_a)
+        if spec.repeat:
+            origin = firsts.get((item_id, rater_id))
+            if origin is None:
+                raise ImportRefused(
+                    f"{spec.where}: a repeated rating has no first rating to repeat"
+                )
+            row.repeat_of_id, row.repeat_of = (
+                (origin, None) if isinstance(origin, int) else (None, origin)
+            )
+        else:
+            firsts[(item_id, rater_id)] = row
+        rows.append(row)
+    return rows
+
+
+def _refresh_counters(ctx: _Ctx) -> None:
+    """Keep the items' counters true (first submitted ratings) and the target at the number of
+    raters who scored the study."""
+    for study in ctx.studies.values():
+        first_count = (
+            Assignment.objects.filter(
+                item=OuterRef("pk"), is_repeat=False, status=Assignment.Status.SUBMITTED
+            )
+            .order_by()
+            .values("item")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
+        Item.objects.filter(study=study).update(n_ratings=Coalesce(Subquery(first_count), 0))
+        n_raters = Assignment.objects.filter(study=study).values("rater").distinct().count() or 1
+        if n_raters > study.ratings_per_item:
+            Study.objects.filter(pk=study.pk).update(ratings_per_item=n_raters)
+
+
+def write_bundle(
+    bundle: Bundle, result: ImportResult, *, owner=None, progress_enabled: bool = True
+) -> None:
+    """Add what is missing. Must run inside a transaction (run_import provides it)."""
+    bundle.validate()
+    ctx = _Ctx(bundle=bundle, result=result, owner=owner, progress=progress_enabled)
+    _dataset(ctx)
+    _llms(ctx)
+    _questions(ctx)
+    _responses(ctx)
+    if not bundle.ratings:
+        return
+    _raters(ctx)
+    _studies(ctx)
+    rows = _ratings(ctx, _items(ctx))
+    bar = Bar(total=len(rows), desc="writing ratings", enabled=progress_enabled)
+    counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
+    bar.close()
+    for name, n in counts.items():
+        ctx.count(name, added=n)
+    _refresh_counters(ctx)

@@ -1,0 +1,151 @@
+"""The pieces of an import, each alone: the in-memory bundle's checks (no database) and the
+shared ratings_record_bulk service."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from annotation.importers.bundle import Bundle, ImportRefused, RaterSpec, RatingSpec, StudySpec
+from annotation.importers.reading import check_score
+from annotation.models import Assignment, Criterion, Item, Rater, Rating, Response, Score, Study
+from annotation.recording import NewRating, ratings_record_bulk
+
+T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def _bundle(*ratings: RatingSpec) -> Bundle:
+    b = Bundle(dataset="d")
+    b.studies["s"] = StudySpec(name="s", mode="star", rubric="llmeval2")
+    b.studies["p"] = StudySpec(name="p", mode="pairwise", rubric="pairwise")
+    b.raters["r"] = RaterSpec("r", "judge", "judge")
+    b.ratings.extend(ratings)
+    return b
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (RatingSpec(study="s", rater="r", question="q", llm="m"), "without any score"),
+        (RatingSpec(study="x", rater="r", question="q", llm="m", scores={"a": 1}), "unknown study"),
+        (
+            RatingSpec(
+                study="s",
+                rater="r",
+                question="q",
+                llm="m",
+                scores={"a": 1},
+                parse_status="unparsed",
+            ),
+            "carries no score",
+        ),
+        (
+            RatingSpec(
+                study="s", rater="r", question="q", llm="m", scores={"a": 1}, out_of_range={"b"}
+            ),
+            "without a score",
+        ),
+        (
+            RatingSpec(study="p", rater="r", question="q", llm="m", other_llm="n", choice="left"),
+            "unknown pairwise choice",
+        ),
+        (
+            RatingSpec(
+                study="s",
+                rater="r",
+                question="q",
+                llm="m",
+                scores={"a": 1},
+                served_at=T0,
+                submitted_at=T0 - dt.timedelta(seconds=1),
+            ),
+            "served_at is after submitted_at",
+        ),
+    ],
+)
+def test_a_bundle_refuses_inconsistent_ratings_before_any_database_work(spec, message):
+    with pytest.raises(ImportRefused, match=message):
+        _bundle(spec).validate()
+
+
+def test_an_unparsed_judge_output_is_a_valid_rating_without_scores():
+    _bundle(
+        RatingSpec(
+            study="s", rater="r", question="q", llm="m", parse_status="unparsed", raw_output="?"
+        )
+    ).validate()
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "1.5", True, 10**7, "9" * 5000, None, "\x00"])
+def test_check_score_refuses_what_is_not_a_plain_whole_number(value):
+    with pytest.raises(ImportRefused, match="not a whole number"):
+        check_score(value, lo=1, hi=3, criterion="c", file="f.json", record="record 1")
+
+
+def test_check_score_keeps_a_published_value_out_of_range_only_when_asked():
+    assert (
+        check_score("0", lo=1, hi=3, criterion="c", file="f", record="1", keep_out_of_range=True)
+        == 0
+    )
+    with pytest.raises(ImportRefused, match="outside the rubric's range 1-3"):
+        check_score(0, lo=1, hi=3, criterion="c", file="f", record="1")
+    with pytest.raises(ImportRefused, match="outside"):
+        check_score(101, lo=1, hi=3, criterion="c", file="f", record="1", keep_out_of_range=True)
+
+
+@pytest.fixture
+def star_items(small_dataset, star_rubric):
+    study = Study.objects.create(
+        name="s", dataset=small_dataset, mode="star", rubric=star_rubric, status="closed"
+    )
+    items = [
+        Item.objects.create(study=study, question=r.question, response_a=r)
+        for r in Response.objects.filter(question__external_id="Q1").order_by("id")
+    ]
+    return study, items
+
+
+def test_ratings_record_bulk_writes_origins_before_their_repeats(star_items, star_rubric):
+    study, items = star_items
+    rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
+    crit = Criterion.objects.get(rubric=star_rubric, key="correctness")
+    first = NewRating(
+        study_id=study.id,
+        item_id=items[0].id,
+        rater_id=rater.id,
+        scores={crit.id: 2},
+        submitted_at=T0,
+    )
+    repeat = NewRating(
+        study_id=study.id,
+        item_id=items[0].id,
+        rater_id=rater.id,
+        scores={crit.id: 0},
+        out_of_range=frozenset({crit.id}),
+        is_repeat=True,
+        repeat_of=first,
+    )
+    # The repeat comes first in the list: the service still writes its origin first.
+    counts = ratings_record_bulk(rows=[repeat, first], batch=1)
+    assert counts == {"assignments": 2, "ratings": 2, "scores": 2}
+    a = Assignment.objects.get(is_repeat=True)
+    assert a.repeat_of_id == first.assignment.pk and a.pk == repeat.assignment.pk
+    assert first.assignment.submitted_at == T0 == first.assignment.served_at
+    assert Rating.objects.get(pk=first.rating.pk).created_at == T0
+    assert list(Score.objects.order_by("value").values_list("value", "out_of_range")) == [
+        (0, True),
+        (2, False),
+    ]
+
+
+def test_ratings_record_bulk_refuses_a_repeat_whose_origin_is_missing(star_items):
+    study, items = star_items
+    rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
+    orphan = NewRating(study_id=study.id, item_id=items[0].id, rater_id=rater.id)
+    repeat = NewRating(
+        study_id=study.id, item_id=items[0].id, rater_id=rater.id, is_repeat=True, repeat_of=orphan
+    )
+    with pytest.raises(ValueError, match="origin"):
+        ratings_record_bulk(rows=[repeat])
+    assert not Assignment.objects.exists()
