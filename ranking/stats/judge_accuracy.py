@@ -1,0 +1,164 @@
+"""Accuracy within sigma in three labelled variants, and star ratings against the human mean.
+
+Accuracy within sigma (docs/statistics.md "Ground truth and accuracy") asks whether a rating lies
+within one standard deviation of the item's mean rating. The paper puts every rater in the truth,
+so a rater partly agrees with itself: on LLMEval-2 GPT-4 and the humans both get 0.7174. Three
+variants, each labelled in the ``variant`` column:
+
+* ``paper``          truth = mean and sigma of all raters' first ratings, the rater included;
+* ``leave_one_out``  truth = mean and sigma of the *other* raters' first ratings (at least
+                     ``min_others`` of them);
+* ``humans_only``    truth = mean and sigma of the humans' first ratings, the rater left out
+                     (for a judge: all humans on the item; for a human: the other humans).
+
+With S = sum, Q = sum of squares and n = count of the reference ratings, mean = S / n and
+sigma^2 = Q / n - mean^2 (ddof = 0; ddof = 1 multiplies by n / (n - 1)). Leaving x out is
+S - x, Q - x^2, n - 1, so every variant is a vectorised pass over the judgements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .schema import empty_frame
+
+VARIANTS = ("paper", "leave_one_out", "humans_only")
+_UNIT = ["mode", "item_id", "criterion"]
+
+VARIANT_COLS = {
+    "variant": "str",
+    "mode": "str",
+    "group_by": "str",
+    "group": "str",
+    "n_raters": "int64",
+    "n_judgements": "int64",
+    "n_accurate": "int64",
+    "accuracy": "float64",
+}
+STAR_AGREE_COLS = {
+    "criterion": "str",
+    "group_by": "str",
+    "group": "str",
+    "n_judgements": "int64",
+    "mae": "float64",
+    "pearson": "float64",
+    "spearman": "float64",
+}
+
+
+def _unit_sums(f: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """Per judgement: S, Q, n of the unit's ratings where ``mask`` holds (aligned to ``f``)."""
+    x = np.where(mask, f["score"].to_numpy(float), 0.0)
+    unit = f.groupby(_UNIT, sort=False, observed=True).ngroup().to_numpy()
+    s = np.bincount(unit, weights=x)
+    q = np.bincount(unit, weights=x * x)
+    n = np.bincount(unit, weights=mask.astype(float))
+    return pd.DataFrame({"s": s[unit], "q": q[unit], "n": n[unit]}, index=f.index)
+
+
+def within_sigma(
+    x: np.ndarray, s: np.ndarray, q: np.ndarray, n: np.ndarray, ddof: int
+) -> np.ndarray:
+    """Is x within one sigma of the reference (S, Q, n)? Exactly equal when sigma is 0."""
+    with np.errstate(all="ignore"):
+        mean = s / n
+        var = np.maximum(q / n - mean**2, 0.0)
+        if ddof:
+            var = var * n / np.maximum(n - ddof, 1)
+        sigma = np.sqrt(var)
+    diff = np.abs(x - mean)
+    return np.where(sigma <= 1e-9, diff <= 1e-9, diff < sigma)
+
+
+def _reference(f: pd.DataFrame, variant: str, min_others: int) -> tuple[np.ndarray, ...]:
+    """(S, Q, n, usable) of each judgement's reference ratings under ``variant``."""
+    x = f["score"].to_numpy(float)
+    human = f["rater_kind"].astype(str).to_numpy() == "human"
+    if variant == "humans_only":
+        t = _unit_sums(f, human)
+        drop = human
+    else:
+        t = _unit_sums(f, np.ones(len(f), bool))
+        drop = np.ones(len(f), bool) if variant == "leave_one_out" else np.zeros(len(f), bool)
+    s = t["s"].to_numpy() - np.where(drop, x, 0.0)
+    q = t["q"].to_numpy() - np.where(drop, x * x, 0.0)
+    n = t["n"].to_numpy() - drop
+    # The paper's variant needs two ratings in the unit (the rater and one more); the others need
+    # ``min_others`` reference ratings besides the rater.
+    usable = n >= (2 if variant == "paper" else min_others)
+    return s, q, n, usable
+
+
+def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    kind = f["rater_kind"].astype(str).to_numpy()
+    return [
+        ("judge", f["rater_id"].astype(str).to_numpy(), kind == "judge"),
+        ("pool", f["pool"].astype(str).to_numpy(), kind == "human"),
+        ("humans", np.full(len(f), "all", dtype=object), kind == "human"),
+    ]
+
+
+def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 2) -> pd.DataFrame:
+    """Accuracy within sigma per variant, mode and group (judge, human pool, all humans)."""
+    f = j[j["is_first"]] if len(j) else j
+    if f.empty:
+        return empty_frame(VARIANT_COLS)
+    x = f["score"].to_numpy(float)
+    mode = f["mode"].astype(str).to_numpy()
+    rater = f["rater_id"].astype(str).to_numpy()
+    rows = []
+    for variant in VARIANTS:
+        s, q, n, usable = _reference(f, variant, min_others)
+        acc = within_sigma(x, s, q, n, ddof) & usable
+        for m in sorted(set(mode)):
+            for group_by, labels, mask in _groups(f):
+                base = mask & usable & (mode == m)
+                for grp in sorted(set(labels[base])):
+                    sel = base & (labels == grp)
+                    k = int(sel.sum())
+                    hit = int(acc[sel].sum())
+                    rows.append(
+                        (variant, m, group_by, str(grp), len(set(rater[sel])), k, hit, hit / k)
+                    )
+    return pd.DataFrame(rows, columns=list(VARIANT_COLS)) if rows else empty_frame(VARIANT_COLS)
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    pearson = float(np.corrcoef(x, y)[0, 1])
+    spearman = float(np.corrcoef(stats.rankdata(x), stats.rankdata(y))[0, 1])
+    return pearson, spearman
+
+
+def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
+    """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
+    mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
+    """
+    f = j[j["is_first"] & (j["mode"].astype(str) == "star")] if len(j) else j
+    if f.empty:
+        return empty_frame(STAR_AGREE_COLS)
+    x = f["score"].to_numpy(float)
+    human = f["rater_kind"].astype(str).to_numpy() == "human"
+    t = _unit_sums(f, human)
+    n = t["n"].to_numpy() - human
+    with np.errstate(all="ignore"):
+        ref = (t["s"].to_numpy() - np.where(human, x, 0.0)) / n
+    usable = n >= 1
+    crit = f["criterion"].astype(str).to_numpy()
+    rows = []
+    for c in sorted(set(crit)):
+        for group_by, labels, mask in _groups(f):
+            base = mask & usable & (crit == c)
+            for grp in sorted(set(labels[base])):
+                sel = base & (labels == grp)
+                xs, rs = x[sel], ref[sel]
+                rows.append(
+                    (c, group_by, str(grp), int(sel.sum()), float(np.abs(xs - rs).mean()),
+                     *_corr(xs, rs))
+                )  # fmt: skip
+    return (
+        pd.DataFrame(rows, columns=list(STAR_AGREE_COLS)) if rows else empty_frame(STAR_AGREE_COLS)
+    )
