@@ -1,0 +1,128 @@
+"""Properties: each new agreement formula equals a second implementation on random data
+(scikit-learn, the krippendorff package, scipy, or a slow loop written here)."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
+
+from ranking.stats.intervals import alpha_batch, cohen_from_tables, fleiss_batch, patterns
+from ranking.stats.majority import macro_prf, other_counts
+from ranking.stats.ranking_agreement import rank_corr_rows
+
+labels_pairs = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=2, max_size=60)
+
+
+@settings(max_examples=80, deadline=None)
+@given(labels_pairs)
+def test_cohen_kappa_from_the_joint_table_equals_sklearn(pairs):
+    x = np.array([p[0] for p in pairs])
+    y = np.array([p[1] for p in pairs])
+    table = np.zeros((4, 4))
+    np.add.at(table, (x, y), 1)
+    ours = cohen_from_tables(table[None])[0]
+    if np.isnan(ours):
+        # Both raters used one and the same label: chance agreement 1, kappa undefined.
+        assert len(set(x) | set(y)) == 1
+        return
+    assert ours == pytest.approx(cohen_kappa_score(x, y), abs=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(labels_pairs)
+def test_macro_precision_recall_f1_equal_sklearn(pairs):
+    truth = np.array([p[0] for p in pairs])
+    pred = np.array([p[1] for p in pairs])
+    conf = confusion_matrix(truth, pred, labels=[0, 1, 2, 3])
+    p, r, f, _ = precision_recall_fscore_support(truth, pred, average="macro", zero_division=0)
+    assert macro_prf(conf) == pytest.approx((p, r, f), abs=1e-9)
+
+
+units_strategy = st.lists(
+    st.lists(st.one_of(st.none(), st.integers(1, 5)), min_size=3, max_size=3),
+    min_size=3,
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(units_strategy, st.sampled_from(["nominal", "ordinal", "interval"]))
+def test_alpha_over_patterns_equals_the_krippendorff_package(rows, level):
+    data = np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=float)
+    cats = np.unique(data[~np.isnan(data)])
+    counts = np.stack([(data == c).sum(axis=1) for c in cats], axis=1) if len(cats) else None
+    if counts is None or len(cats) < 2 or (counts.sum(axis=1) >= 2).sum() == 0:
+        return
+    pairable = data[(~np.isnan(data)).sum(axis=1) >= 2]
+    if len(np.unique(pairable[~np.isnan(pairable)])) < 2:
+        return
+    uniq, freq = patterns(counts)
+    ours = alpha_batch(uniq, cats, freq[None].astype(float), level)[0]
+    theirs = krippendorff.alpha(
+        reliability_data=data.T, level_of_measurement=level, value_domain=cats
+    )
+    assert ours == pytest.approx(theirs, abs=1e-9)
+
+
+def _fleiss_slow(counts: np.ndarray) -> float:
+    """Fleiss (1971) written out with loops, for units of any size >= 2."""
+    units = [c for c in counts if c.sum() >= 2]
+    p_i = [(sum(v * v for v in c) - c.sum()) / (c.sum() * (c.sum() - 1)) for c in units]
+    total = sum(c.sum() for c in units)
+    p_j = [sum(c[k] for c in units) / total for k in range(counts.shape[1])]
+    pe = sum(p * p for p in p_j)
+    return (sum(p_i) / len(p_i) - pe) / (1 - pe)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3), min_size=2, max_size=40))
+def test_fleiss_over_patterns_equals_a_slow_loop(rows):
+    counts = np.array(rows)
+    if (counts.sum(axis=1) >= 2).sum() == 0:
+        return
+    p_j = counts[counts.sum(axis=1) >= 2].sum(axis=0)
+    if (p_j > 0).sum() < 2:
+        return
+    uniq, freq = patterns(counts)
+    assert fleiss_batch(uniq, freq[None].astype(float))[0] == pytest.approx(
+        _fleiss_slow(counts), abs=1e-9
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(0, 2), st.booleans()), min_size=1, max_size=50
+    )
+)
+def test_other_counts_equal_a_slow_leave_one_out(rows):
+    item = np.array([r[0] for r in rows])
+    code = np.array([r[1] for r in rows])
+    human = np.array([r[2] for r in rows])
+    fast = other_counts(item, code, human, 3)
+    for i in range(len(rows)):
+        slow = np.zeros(3, int)
+        for k in range(len(rows)):
+            if k != i and human[k] and item[k] == item[i]:
+                slow[code[k]] += 1
+        assert (fast[i] == slow).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=3, max_size=12),
+)
+def test_row_rank_correlations_equal_scipy(pairs):
+    x = np.array([[p[0] for p in pairs]], dtype=float)
+    y = np.array([[p[1] for p in pairs]], dtype=float)
+    rho, tau = rank_corr_rows(x, y)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        assert np.isnan(rho[0])
+        return
+    assert rho[0] == pytest.approx(stats.spearmanr(x[0], y[0]).statistic, abs=1e-9)
+    assert tau[0] == pytest.approx(stats.kendalltau(x[0], y[0], variant="b").statistic, abs=1e-9)
