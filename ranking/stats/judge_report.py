@@ -90,8 +90,11 @@ def judge_costs(runs: pd.DataFrame | None) -> pd.DataFrame:
     missing = [c for c in JUDGE_RUN_COLUMNS if c not in runs.columns]
     if missing:
         raise ValueError(f"judge_runs is missing columns: {', '.join(missing)}")
-    g = runs.astype({"cost": float, "seconds": float}).groupby("rater_id", sort=True)
-    t = g[["n_calls", "n_parsed", "n_parse_failed", "cost", "seconds"]].sum()
+    runs = runs.astype({"cost": float, "seconds": float})
+    # Seconds per call only over runs with a known start and finish.
+    runs = runs.assign(timed_calls=runs["n_calls"].where(runs["seconds"].notna(), 0))
+    g = runs.groupby("rater_id", sort=True)
+    t = g[["n_calls", "n_parsed", "n_parse_failed", "cost", "seconds", "timed_calls"]].sum()
     with np.errstate(all="ignore"):
         out = pd.DataFrame(
             {
@@ -100,7 +103,7 @@ def judge_costs(runs: pd.DataFrame | None) -> pd.DataFrame:
                 "n_calls": t["n_calls"].astype(np.int64).to_numpy(),
                 "share_parsed": (t["n_parsed"] / (t["n_parsed"] + t["n_parse_failed"])).to_numpy(),
                 "cost_per_1k": (1000.0 * t["cost"] / t["n_calls"]).to_numpy(),
-                "seconds_per_1k": (1000.0 * t["seconds"] / t["n_calls"]).to_numpy(),
+                "seconds_per_1k": (1000.0 * t["seconds"] / t["timed_calls"]).to_numpy(),
             }
         )
     return out.replace([np.inf, -np.inf], np.nan)
