@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .schema import empty_frame
+from .schema import empty_frame, str_values
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
 _UNIT = ["mode", "item_id", "criterion"]
@@ -75,7 +75,7 @@ def within_sigma(
 def _reference(f: pd.DataFrame, variant: str, min_others: int) -> tuple[np.ndarray, ...]:
     """(S, Q, n, usable) of each judgement's reference ratings under ``variant``."""
     x = f["score"].to_numpy(float)
-    human = f["rater_kind"].astype(str).to_numpy() == "human"
+    human = str_values(f["rater_kind"]) == "human"
     if variant == "humans_only":
         t = _unit_sums(f, human)
         drop = human
@@ -92,10 +92,10 @@ def _reference(f: pd.DataFrame, variant: str, min_others: int) -> tuple[np.ndarr
 
 
 def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    kind = f["rater_kind"].astype(str).to_numpy()
+    kind = str_values(f["rater_kind"])
     return [
-        ("judge", f["rater_id"].astype(str).to_numpy(), kind == "judge"),
-        ("pool", f["pool"].astype(str).to_numpy(), kind == "human"),
+        ("judge", str_values(f["rater_id"]), kind == "judge"),
+        ("pool", str_values(f["pool"]), kind == "human"),
         ("humans", np.full(len(f), "all", dtype=object), kind == "human"),
     ]
 
@@ -106,14 +106,15 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 2) ->
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
-    mode = f["mode"].astype(str).to_numpy()
-    rater = f["rater_id"].astype(str).to_numpy()
+    mode = str_values(f["mode"])
+    rater = str_values(f["rater_id"])
     rows = []
+    groups = _groups(f)
     for variant in VARIANTS:
         s, q, n, usable = _reference(f, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
         for m in sorted(set(mode)):
-            for group_by, labels, mask in _groups(f):
+            for group_by, labels, mask in groups:
                 base = mask & usable & (mode == m)
                 for grp in sorted(set(labels[base])):
                     sel = base & (labels == grp)
@@ -141,16 +142,17 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)
-    human = f["rater_kind"].astype(str).to_numpy() == "human"
+    human = str_values(f["rater_kind"]) == "human"
     t = _unit_sums(f, human)
     n = t["n"].to_numpy() - human
     with np.errstate(all="ignore"):
         ref = (t["s"].to_numpy() - np.where(human, x, 0.0)) / n
     usable = n >= 1
-    crit = f["criterion"].astype(str).to_numpy()
+    crit = str_values(f["criterion"])
     rows = []
+    groups = _groups(f)
     for c in sorted(set(crit)):
-        for group_by, labels, mask in _groups(f):
+        for group_by, labels, mask in groups:
             base = mask & usable & (crit == c)
             for grp in sorted(set(labels[base])):
                 sel = base & (labels == grp)

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from . import intervals as iv
-from .schema import empty_frame
+from .kappa_kernel import cohen_intervals_fast
+from .schema import empty_frame, str_values
 
 PAIR_COLS = {
     "mode": "str",
@@ -89,11 +90,10 @@ def cohen_pairs(
         r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
         if not len(n):
             continue
-        lo, hi = iv.cohen_intervals(tables, n_boot, rng)
+        fast = cohen_intervals_fast(tables, n_boot, rng)
+        lo, hi = fast if fast is not None else iv.cohen_intervals(tables, n_boot, rng)
         d = g.drop_duplicates("rater_id")
-        kinds = pd.Series(
-            d["rater_kind"].astype(str).to_numpy(), index=d["rater_id"].astype(str).to_numpy()
-        )
+        kinds = pd.Series(str_values(d["rater_kind"]), index=str_values(d["rater_id"]))
         parts.append(
             pd.DataFrame(
                 {

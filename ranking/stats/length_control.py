@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .rankings import match_arrays
-from .schema import empty_frame
+from .schema import empty_frame, str_values
 
 LC_COLS = {
     "group": "str",
@@ -89,9 +89,9 @@ def lc_win_rates(theta: np.ndarray, played: np.ndarray) -> np.ndarray:
 
 
 def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
-    kind = pair_df["rater_kind"].astype(str).to_numpy()
-    rater = pair_df["rater_id"].astype(str).to_numpy()
-    pool = pair_df["pool"].astype(str).to_numpy()
+    kind = str_values(pair_df["rater_kind"])
+    rater = str_values(pair_df["rater_id"])
+    pool = str_values(pair_df["pool"])
     out = [("humans", "all", kind == "human")]
     out += [
         ("pool", p, (pool == p) & (kind == "human")) for p in sorted(set(pool[kind == "human"]))
@@ -112,7 +112,7 @@ def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
             continue
         g = pair_df[mask]
         a, b, s, models = match_arrays(g)
-        ok = (g["model_a"].astype(str) != g["model_b"].astype(str)).to_numpy()
+        ok = str_values(g["model_a"]) != str_values(g["model_b"])
         z = np.tanh(d_all[mask][ok] / sd)
         m = len(models)
         if len(a) == 0 or m < 2:
@@ -137,7 +137,7 @@ def length_preference(pair_df: pd.DataFrame) -> pd.DataFrame:
     if pair_df.empty:
         return empty_frame(PREF_COLS)
     d = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
-    c = pair_df["choice"].astype(str).to_numpy()
+    c = str_values(pair_df["choice"])
     decisive = (d != 0) & ((c == "A") | (c == "B"))
     longer_won = decisive & (((c == "A") & (d > 0)) | ((c == "B") & (d < 0)))
     rows = []

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .schema import empty_frame
+from .schema import empty_frame, str_values
 
 PAIR_LABELS = ("A", "B", "tie")
 _PAIR_CODE = np.array([0, 1, 2, 2])  # A, B, tie, both_bad -> A, B, tie
@@ -98,11 +98,11 @@ def macro_prf(conf: np.ndarray) -> tuple[float, float, float]:
 
 def _group_keys(g: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(group_by, group label per row, row mask) for judges, human pools and all humans."""
-    kind = g["rater_kind"].astype(str).to_numpy()
+    kind = str_values(g["rater_kind"])
     judge, human = kind == "judge", kind == "human"
     return [
-        ("judge", g["rater_id"].astype(str).to_numpy(), judge),
-        ("pool", g["pool"].astype(str).to_numpy(), human),
+        ("judge", str_values(g["rater_id"]), judge),
+        ("pool", str_values(g["pool"]), human),
         ("humans", np.full(len(g), "all", dtype=object), human),
     ]
 
@@ -110,7 +110,7 @@ def _group_keys(g: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
 def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[tuple]]:
     code, names = label_codes(g, mode)
     k = len(names)
-    human = g["rater_kind"].astype(str).to_numpy() == "human"
+    human = str_values(g["rater_kind"]) == "human"
     others = other_counts(g["item_id"].to_numpy(), code, human, k)
     n_others = others.sum(axis=1)
     top = others.max(axis=1)
@@ -121,7 +121,7 @@ def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[
     no_tie = (mode == "pairwise") & (code != tie)
     pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
     agree_nt = np.where(no_tie, agree, 0)
-    rater = g["rater_id"].astype(str).to_numpy()
+    rater = str_values(g["rater_id"])
     rows, conf_rows = [], []
     for group_by, labels, mask in _group_keys(g):
         for grp in sorted(set(labels[mask])):

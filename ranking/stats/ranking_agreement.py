@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import intervals as iv
 from .rankings import match_arrays
-from .schema import empty_frame
+from .schema import empty_frame, str_values
 
 RANK_AGREE_COLS = {
     "mode": "str",
@@ -76,8 +76,8 @@ def _row(mode, ranking, judge, hx, jx, n_q) -> tuple:
 
 
 def _star_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models, crits) -> tuple:
-    m = pd.Categorical(df["model"].astype(str), categories=models).codes
-    c = pd.Categorical(df["criterion"].astype(str), categories=crits).codes
+    m = pd.Categorical(str_values(df["model"]), categories=models).codes
+    c = pd.Categorical(str_values(df["criterion"]), categories=crits).codes
     cell = (q * len(models) + m) * len(crits) + c
     size = n_q * len(models) * len(crits)
     s = np.bincount(cell, weights=df["score"].to_numpy(float), minlength=size)
@@ -94,8 +94,8 @@ def _star_scores(w: np.ndarray, s: np.ndarray, n: np.ndarray, n_crit: int) -> np
 
 
 def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
-    kind = df["rater_kind"].astype(str).to_numpy()
-    rater = df["rater_id"].astype(str).to_numpy()
+    kind = str_values(df["rater_kind"])
+    rater = str_values(df["rater_id"])
     judge = kind == "judge"
     out = [("judge", judge)]
     names = sorted(set(rater[judge]))
@@ -114,10 +114,10 @@ def ranking_agreement(
     star = star_df[star_df["score"].notna()]
     if len(star):
         q, qs = pd.factorize(star["question_id"])
-        models = sorted(set(star["model"].astype(str)))
-        crits = sorted(set(star["criterion"].astype(str)))
+        models = sorted(set(str_values(star["model"])))
+        crits = sorted(set(str_values(star["criterion"])))
         w = question_weights(len(qs), n_boot, rng)
-        human = star["rater_kind"].astype(str).to_numpy() == "human"
+        human = str_values(star["rater_kind"]) == "human"
         hs, hn = _star_sums(star[human], q[human], len(qs), models, crits)
         hx = _star_scores(w, hs, hn, len(crits))
         for name, mask in _judge_groups(star):
@@ -149,11 +149,11 @@ def _points_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str]) -
 
 def _pair_rows(pair_df: pd.DataFrame, n_boot: int, rng) -> list[tuple]:
     # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned.
-    df = pair_df[pair_df["model_a"].astype(str) != pair_df["model_b"].astype(str)]
+    df = pair_df[str_values(pair_df["model_a"]) != str_values(pair_df["model_b"])]
     q, qs = pd.factorize(df["question_id"])
-    models = sorted(set(df["model_a"].astype(str)) | set(df["model_b"].astype(str)))
+    models = sorted(set(str_values(df["model_a"])) | set(str_values(df["model_b"])))
     w = question_weights(len(qs), n_boot, rng)
-    human = df["rater_kind"].astype(str).to_numpy() == "human"
+    human = str_values(df["rater_kind"]) == "human"
     if not human.any():
         return []
     hp, hg = _points_sums(df[human], q[human], len(qs), models)
