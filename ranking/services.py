@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -194,17 +194,32 @@ def report_build(
     if use_cache:
         count, stamp = selectors.study_rating_stamp(study)
         key = report_cache_key(study.pk, filters, count, stamp)
+
+    def compute() -> dict[str, Any]:
+        frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
+        kwargs = filters.build_kwargs()
+        kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
+        kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
+        return build_report(frames.star_df, frames.pair_df, **kwargs)
+
+    tables, cached = snapshot(key, compute)
+    return StudyReport(study=study, filters=filters, tables=tables, cached=cached, cache_key=key)
+
+
+def snapshot(key: str | None, compute: Callable[[], dict[str, Any]]) -> tuple[dict, bool]:
+    """(tables, from the cache?): the stored snapshot under ``key``, else ``compute()`` stored.
+
+    ``key`` None means "do not cache". The benchmark (benchmarks/stats_speed.py) times this very
+    function for the first and the warm request.
+    """
+    if key is not None:
         hit = cache.get(key)
         if hit is not None:
-            return StudyReport(study=study, filters=filters, tables=hit, cached=True, cache_key=key)
-    frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
-    kwargs = filters.build_kwargs()
-    kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
-    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
-    tables = build_report(frames.star_df, frames.pair_df, **kwargs)
+            return hit, True
+    tables = compute()
     if key is not None:
         cache.set(key, tables, CACHE_SECONDS)
-    return StudyReport(study=study, filters=filters, tables=tables, cache_key=key)
+    return tables, False
 
 
 def report_cache_key(study_pk: int, filters: ReportFilters, count: int, stamp: str) -> str:

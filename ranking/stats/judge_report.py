@@ -148,23 +148,31 @@ def judge_section(
     ddof: int = 0,
     n_bootstrap: int = 1000,
     seed: int = 0,
+    laps=None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of the judge-vs-human section (see the module docstring)."""
+    """Every table of the judge-vs-human section (see the module docstring). ``laps`` (a
+    ``report.Laps``) records the seconds per table."""
+    lap = laps.lap if laps is not None else (lambda name: None)
     out: dict[str, pd.DataFrame] = {}
     out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
+    lap("judge_agreement")
     out["kappa_pairs"] = cohen_pairs(
         j, min_common=min_common, n_boot=n_bootstrap, rng=table_rng(seed, "kappa_pairs")
     )
+    lap("kappa_pairs")
     out["chance_agreement"] = chance_agreement(
         j, n_boot=n_bootstrap, rng=table_rng(seed, "chance_agreement")
     )
+    lap("chance_agreement")
     out["accuracy_variants"] = accuracy_variants(j, ddof=ddof)
     out["star_vs_human"] = star_vs_human_mean(j)
+    lap("accuracy_variants")
     out["ranking_agreement"] = ranking_agreement(
         star, pair, n_boot=n_bootstrap, rng=table_rng(seed, "ranking_agreement")
     )
+    lap("ranking_agreement")
     out["length_controlled"] = length_controlled(pair)
-    out["judge_bias"] = judge_bias(
-        pair, out["length_controlled"], position, judge_costs(judge_runs)
-    )
+    costs = judge_costs(judge_runs)
+    out["judge_bias"] = judge_bias(pair, out["length_controlled"], position, costs)
+    lap("length_and_bias")
     return out

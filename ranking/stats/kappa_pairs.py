@@ -15,6 +15,11 @@ from . import intervals as iv
 from .kappa_kernel import cohen_intervals_fast
 from .schema import empty_frame, str_values
 
+# With fewer common items a pair's kappa interval spans most of [-1, 1] (n = 15: about
+# [-0.1, 0.5]); such pairs are listed with their kappa and no interval, which also keeps the
+# thousands of small crowd pairs from dominating the report's time. docs/statistics.md.
+PAIR_INTERVAL_MIN_ITEMS = 30
+
 PAIR_COLS = {
     "mode": "str",
     "criterion": "str",
@@ -75,8 +80,25 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return pairs // n_r, pairs % n_r, cells, np.asarray(names)
 
 
+def _pair_intervals(tables: np.ndarray, n: np.ndarray, n_boot: int, min_items: int, rng):
+    """Bootstrap intervals for the pairs with at least ``min_items`` common items (NaN else)."""
+    lo, hi = np.full(len(n), np.nan), np.full(len(n), np.nan)
+    big = n >= min_items
+    if big.any():
+        fast = cohen_intervals_fast(tables[big], n_boot, rng)
+        lo[big], hi[big] = (
+            fast if fast is not None else iv.cohen_intervals(tables[big], n_boot, rng)
+        )
+    return lo, hi
+
+
 def cohen_pairs(
-    j: pd.DataFrame, *, min_common: int = 5, n_boot: int = iv.N_BOOTSTRAP, rng=None
+    j: pd.DataFrame,
+    *,
+    min_common: int = 5,
+    interval_min_items: int = PAIR_INTERVAL_MIN_ITEMS,
+    n_boot: int = iv.N_BOOTSTRAP,
+    rng=None,
 ) -> pd.DataFrame:
     """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
     in common, per (mode, criterion)."""
@@ -90,8 +112,7 @@ def cohen_pairs(
         r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
         if not len(n):
             continue
-        fast = cohen_intervals_fast(tables, n_boot, rng)
-        lo, hi = fast if fast is not None else iv.cohen_intervals(tables, n_boot, rng)
+        lo, hi = _pair_intervals(tables, n, n_boot, interval_min_items, rng)
         d = g.drop_duplicates("rater_id")
         kinds = pd.Series(str_values(d["rater_kind"]), index=str_values(d["rater_id"]))
         parts.append(

@@ -167,6 +167,19 @@ class ReportOptions:
         return d
 
 
+class Laps:
+    """Seconds spent per section, for ``meta["timings"]`` and the speed benchmark."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self._last, 3)
+        self._last = now
+
+
 def _filtered(star_df, pair_df, o: ReportOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
     filt = {
         "pools": o.pools,
@@ -285,6 +298,7 @@ def build_report(
     ``n_bootstrap`` resamples (default 1,000) feed every interval; ``seed`` makes them repeat.
     """
     t0 = time.perf_counter()
+    laps = Laps()
     o = ReportOptions(**options)
     rng = np.random.default_rng(o.seed)
     star, pair = _filtered(star_df, pair_df, o)
@@ -298,9 +312,12 @@ def build_report(
     crit_max = o.criterion_max if o.criterion_max is not None else infer_criterion_max(star)
     max_source = "given" if o.criterion_max is not None else "observed maximum per criterion"
     report: dict[str, Any] = dict(quality)
+    laps.lap("quality")
     report.update(_leaderboard_section(star, pair, flags, o, crit_max, rng))
+    laps.lap("leaderboards")
     report.update(_bias_section(star, pair, j, flags, o))
     report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
+    laps.lap("bias_and_agreement")
     pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
     report.update(
         judge_section(
@@ -313,7 +330,9 @@ def build_report(
             ddof=o.ddof,
             n_bootstrap=o.n_bootstrap,
             seed=o.seed,
+            laps=laps,
         )
     )
     report["meta"] = _meta(star, pair, o, excluded, crit_max, max_source, t0)
+    report["meta"]["timings"] = laps.seconds
     return {k: report[k] for k in REPORT_KEYS}

@@ -135,11 +135,15 @@ def test_pair_kappa_of_two_raters_hand_worked():
     labels_b = ["A", "B", "B", "B", "A", "A"]
     for i, (x, y) in enumerate(zip(labels_a, labels_b, strict=True)):
         rows += [("r1", i, "m1", "m2", x), ("r2", i, "m1", "m2", y)]
-    t = cohen_pairs(_pair_j(rows), min_common=5, n_boot=200, rng=np.random.default_rng(0))
+    j = _pair_j(rows)
+    t = cohen_pairs(j, min_common=5, interval_min_items=5, n_boot=200, rng=np.random.default_rng(0))
     # po = 4/6; both raters 1/2 A, 1/2 B -> pe = 1/2; kappa = (2/3 - 1/2) / (1/2) = 1/3.
     assert t["kappa"].iloc[0] == pytest.approx(1 / 3)
     assert t["ci_low"].iloc[0] <= 1 / 3 <= t["ci_high"].iloc[0]
-    assert cohen_pairs(_pair_j(rows), min_common=7).empty
+    assert cohen_pairs(j, min_common=7).empty
+    # Below the interval threshold (30 common items by default) the pair keeps its kappa only.
+    t = cohen_pairs(j, min_common=5)
+    assert t["kappa"].iloc[0] == pytest.approx(1 / 3) and np.isnan(t["ci_low"].iloc[0])
 
 
 def test_fleiss_and_alpha_with_intervals_repeat_with_the_seed():
