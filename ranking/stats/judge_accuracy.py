@@ -7,7 +7,8 @@ variants, each labelled in the ``variant`` column:
 
 * ``paper``          truth = mean and sigma of all raters' first ratings, the rater included;
 * ``leave_one_out``  truth = mean and sigma of the *other* raters' first ratings (at least
-                     ``min_others`` of them);
+                     ``min_others``, default 1, of them; with one other rating sigma is 0 and
+                     "accurate" means equal to it);
 * ``humans_only``    truth = mean and sigma of the humans' first ratings, the rater left out
                      (for a judge: all humans on the item; for a human: the other humans).
 
@@ -100,29 +101,46 @@ def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
     ]
 
 
-def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 2) -> pd.DataFrame:
-    """Accuracy within sigma per variant, mode and group (judge, human pool, all humans)."""
+def _group_codes(labels: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Integer group per row (-1 outside ``mask``) and the sorted group names."""
+    names = sorted(set(labels[mask]))
+    lookup = {name: i for i, name in enumerate(names)}
+    codes = np.full(len(labels), -1, dtype=np.int64)
+    if names:
+        codes[mask] = pd.Series(labels[mask]).map(lookup).to_numpy(dtype=np.int64)
+    return codes, [str(n) for n in names]
+
+
+def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
+    """Accuracy within sigma per variant, mode and group (judge, human pool, all humans).
+
+    Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
+    """
     f = j[j["is_first"]] if len(j) else j
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
     mode = str_values(f["mode"])
-    rater = str_values(f["rater_id"])
+    rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
+    n_r = int(rater.max()) + 1
+    coded = [(g, *_group_codes(labels, mask)) for g, labels, mask in _groups(f)]
     rows = []
-    groups = _groups(f)
     for variant in VARIANTS:
         s, q, n, usable = _reference(f, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
         for m in sorted(set(mode)):
-            for group_by, labels, mask in groups:
-                base = mask & usable & (mode == m)
-                for grp in sorted(set(labels[base])):
-                    sel = base & (labels == grp)
-                    k = int(sel.sum())
-                    hit = int(acc[sel].sum())
-                    rows.append(
-                        (variant, m, group_by, str(grp), len(set(rater[sel])), k, hit, hit / k)
-                    )
+            in_mode = usable & (mode == m)
+            for group_by, codes, names in coded:
+                sel = in_mode & (codes >= 0)
+                g = codes[sel]
+                k = np.bincount(g, minlength=len(names))
+                hit = np.bincount(g, weights=acc[sel], minlength=len(names))
+                raters = np.bincount(np.unique(g * n_r + rater[sel]) // n_r, minlength=len(names))
+                rows += [
+                    (variant, m, group_by, names[i], int(raters[i]), int(k[i]), int(hit[i]),
+                     hit[i] / k[i])
+                    for i in np.flatnonzero(k)
+                ]  # fmt: skip
     return pd.DataFrame(rows, columns=list(VARIANT_COLS)) if rows else empty_frame(VARIANT_COLS)
 
 

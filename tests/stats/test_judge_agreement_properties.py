@@ -126,3 +126,56 @@ def test_row_rank_correlations_equal_scipy(pairs):
         return
     assert rho[0] == pytest.approx(stats.spearmanr(x[0], y[0]).statistic, abs=1e-9)
     assert tau[0] == pytest.approx(stats.kendalltau(x[0], y[0], variant="b").statistic, abs=1e-9)
+
+
+def _slow_variant_accuracy(rows, variant):
+    """Accuracy within sigma of the judge "j" under ``variant``, with plain loops."""
+    hits = total = 0
+    for rater, item, score in rows:
+        if rater != "j":
+            continue
+        if variant == "paper":
+            ref = [s for _, i, s in rows if i == item]
+            if len(ref) < 2:
+                continue
+        elif variant == "leave_one_out":
+            ref = [s for r, i, s in rows if i == item and r != rater]
+        else:
+            ref = [s for r, i, s in rows if i == item and r != "j"]
+        if not ref:
+            continue
+        mean = sum(ref) / len(ref)
+        sigma = (sum((s - mean) ** 2 for s in ref) / len(ref)) ** 0.5
+        ok = abs(score - mean) <= 1e-9 if sigma <= 1e-9 else abs(score - mean) < sigma
+        hits += ok
+        total += 1
+    return hits / total if total else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["h1", "h2", "h3", "j"]), st.integers(0, 4), st.integers(1, 3)),
+        min_size=2,
+        max_size=40,
+        unique_by=lambda r: (r[0], r[1]),
+    )
+)
+def test_accuracy_variants_equal_a_slow_loop(rows):
+    from ranking.stats.agreement import judgements
+    from ranking.stats.judge_accuracy import accuracy_variants
+    from ranking.stats.schema import coerce_pair, coerce_star
+
+    from .helpers import star_frame
+
+    frame = star_frame(
+        [(r, i, "m", "c", s, False, "judge" if r == "j" else "onsite") for r, i, s in rows]
+    )
+    t = accuracy_variants(judgements(coerce_star(frame), coerce_pair(None)))
+    t = t[t["group_by"] == "judge"].set_index("variant")["accuracy"]
+    for variant in ("paper", "leave_one_out", "humans_only"):
+        slow = _slow_variant_accuracy(rows, variant)
+        if slow is None:
+            assert variant not in t.index
+        else:
+            assert t[variant] == pytest.approx(slow)
