@@ -77,6 +77,95 @@ def _time_ordered(pair_df: pd.DataFrame) -> pd.DataFrame:
     return pair_df.sort_values(["submitted_at", "rating_id"], kind="stable")
 
 
+def _stability(kind, models, final, rank, pts, played, sh, sh_rank, n_shuffles) -> pd.DataFrame:
+    p_rank = pd.Series(pts["score"]).where(played).rank(ascending=False, method="min")
+    with np.errstate(all="ignore"):
+        return pd.DataFrame(
+            {
+                "rater_kind": kind,
+                "model": models,
+                "elo": final,
+                "elo_rank": rank,
+                "shuffle_mean": sh.mean(axis=0) if n_shuffles else np.nan,
+                "shuffle_sd": sh.std(axis=0, ddof=1) if n_shuffles > 1 else np.nan,
+                "shuffle_min": sh.min(axis=0) if n_shuffles else np.nan,
+                "shuffle_max": sh.max(axis=0) if n_shuffles else np.nan,
+                "rank_mean": sh_rank.mean(axis=0) if n_shuffles else np.nan,
+                "rank_sd": sh_rank.std(axis=0, ddof=1) if n_shuffles > 1 else np.nan,
+                "rank_min": sh_rank.min(axis=0) if n_shuffles else 0,
+                "rank_max": sh_rank.max(axis=0) if n_shuffles else 0,
+                "points_score": pts["score"],
+                "points_rank": p_rank.to_numpy(),
+            }
+        )[played]
+
+
+def _long(kind: str, step: str, first: int, models, values, ranks, played) -> pd.DataFrame:
+    """A (rounds or shuffles) x models matrix as one row per (step, model) that played."""
+    m = len(models)
+    si, mi = np.divmod(np.arange(values.size), m)
+    return pd.DataFrame(
+        {
+            "rater_kind": kind,
+            step: first + si,
+            "model": np.array(models)[mi],
+            "rating": values.ravel(),
+            "rank": ranks.ravel(),
+        }
+    )[np.tile(played, values.shape[0])]
+
+
+def _variance(kind, flags, n_matches, n_shuffles, sh, played) -> dict[str, Any]:
+    # The paper's analytic variance needs the raters' accuracy p: pooled pairwise accuracy of
+    # the raters whose matches these are.
+    fk = flags[(flags["mode"] == "pairwise")] if len(flags) else flags
+    if kind != "all" and len(fk):
+        fk = fk[fk["rater_kind"] == kind]
+    p = float(fk["accurate"].mean()) if len(fk) else float("nan")
+    obs = (
+        sh[:, played].var(axis=0, ddof=1) if n_shuffles > 1 else np.full(int(played.sum()), np.nan)
+    )
+    return {
+        "n_matches": int(n_matches),
+        "n_shuffles": int(n_shuffles),
+        **elo_mod.analytic_variance(p),
+        "observed_var_mean": float(np.mean(obs)) if len(obs) else float("nan"),
+        "observed_var_max": float(np.max(obs)) if len(obs) else float("nan"),
+        "observed_sd_mean": float(np.mean(np.sqrt(obs))) if len(obs) else float("nan"),
+    }
+
+
+def _elo_kind(kind, g, flags, *, both_bad, n_shuffles, trajectory_rounds, rng) -> dict | None:
+    """Every Elo table's rows for one rater kind (None when it has no matches)."""
+    a, b, s, models = match_arrays(_time_ordered(g), both_bad=both_bad)
+    m = len(models)
+    if m == 0 or len(a) == 0:
+        return None
+    final = elo_mod.elo_ratings(a, b, s, m)
+    pts = points_arrays(a, b, s, m)
+    played = pts["games"] > 0
+    rank = elo_mod.ranks_desc(np.where(played, final, -np.inf))
+    lead = pd.DataFrame(
+        {"rater_kind": kind, "model": models, "games": pts["games"], "elo": final, "rank": rank}
+    )[played]
+    # Shuffles: the same matches in S random orders.
+    if n_shuffles:
+        sh = elo_mod.elo_shuffles(a, b, s, m, n_shuffles=n_shuffles, rng=rng)
+        sh_rank = elo_mod.ranks_desc(np.where(played, sh, -np.inf))
+    else:
+        sh, sh_rank = np.empty((0, m)), np.empty((0, m), int)
+    hist = elo_mod.elo_history(a, b, s, m, last=trajectory_rounds)
+    h_rank = elo_mod.ranks_desc(np.where(played, hist, -np.inf))
+    first_round = len(a) - (hist.shape[0] - 1)
+    return {
+        "lead": lead,
+        "stab": _stability(kind, models, final, rank, pts, played, sh, sh_rank, n_shuffles),
+        "shuf": _long(kind, "shuffle", 0, models, sh, sh_rank, played) if n_shuffles else None,
+        "traj": _long(kind, "round", first_round, models, hist, h_rank, played),
+        "var": _variance(kind, flags, len(a), n_shuffles, sh, played),
+    }
+
+
 def elo_tables(
     pair_df: pd.DataFrame,
     flags: pd.DataFrame,
@@ -86,112 +175,34 @@ def elo_tables(
     trajectory_rounds: int,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
-    lead, stab, traj, shuf, var = [], [], [], [], {}
+    """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind."""
+    parts: dict[str, list] = {"lead": [], "stab": [], "shuf": [], "traj": []}
+    var: dict[str, Any] = {}
     for kind, g in _kind_groups(pair_df):
-        a, b, s, models = match_arrays(_time_ordered(g), both_bad=both_bad)
-        m = len(models)
-        if m == 0 or len(a) == 0:
+        out = _elo_kind(
+            kind,
+            g,
+            flags,
+            both_bad=both_bad,
+            n_shuffles=n_shuffles,
+            trajectory_rounds=trajectory_rounds,
+            rng=rng,
+        )
+        if out is None:
             continue
-        final = elo_mod.elo_ratings(a, b, s, m)
-        pts = points_arrays(a, b, s, m)
-        played = pts["games"] > 0
-        rank = elo_mod.ranks_desc(np.where(played, final, -np.inf))
-        lead.append(
-            pd.DataFrame(
-                {
-                    "rater_kind": kind,
-                    "model": models,
-                    "games": pts["games"],
-                    "elo": final,
-                    "rank": rank,
-                }
-            )[played]
-        )
-        # Shuffles: the same matches in S random orders.
-        sh = (
-            elo_mod.elo_shuffles(a, b, s, m, n_shuffles=n_shuffles, rng=rng)
-            if n_shuffles
-            else np.empty((0, m))
-        )
-        sh_rank = (
-            elo_mod.ranks_desc(np.where(played, sh, -np.inf))
-            if n_shuffles
-            else np.empty((0, m), int)
-        )
-        p_rank = pd.Series(pts["score"]).where(played).rank(ascending=False, method="min")
-        with np.errstate(all="ignore"):
-            stab.append(
-                pd.DataFrame(
-                    {
-                        "rater_kind": kind,
-                        "model": models,
-                        "elo": final,
-                        "elo_rank": rank,
-                        "shuffle_mean": sh.mean(axis=0) if n_shuffles else np.nan,
-                        "shuffle_sd": sh.std(axis=0, ddof=1) if n_shuffles > 1 else np.nan,
-                        "shuffle_min": sh.min(axis=0) if n_shuffles else np.nan,
-                        "shuffle_max": sh.max(axis=0) if n_shuffles else np.nan,
-                        "rank_mean": sh_rank.mean(axis=0) if n_shuffles else np.nan,
-                        "rank_sd": sh_rank.std(axis=0, ddof=1) if n_shuffles > 1 else np.nan,
-                        "rank_min": sh_rank.min(axis=0) if n_shuffles else 0,
-                        "rank_max": sh_rank.max(axis=0) if n_shuffles else 0,
-                        "points_score": pts["score"],
-                        "points_rank": p_rank.to_numpy(),
-                    }
-                )[played]
-            )
-        if n_shuffles:
-            si, mi = np.divmod(np.arange(sh.size), m)
-            shuf.append(
-                pd.DataFrame(
-                    {
-                        "rater_kind": kind,
-                        "shuffle": si,
-                        "model": np.array(models)[mi],
-                        "rating": sh.ravel(),
-                        "rank": sh_rank.ravel(),
-                    }
-                )[np.tile(played, n_shuffles)]
-            )
-        hist = elo_mod.elo_history(a, b, s, m, last=trajectory_rounds)
-        h_rank = elo_mod.ranks_desc(np.where(played, hist, -np.inf))
-        first_round = len(a) - (hist.shape[0] - 1)
-        ri, mi = np.divmod(np.arange(hist.size), m)
-        traj.append(
-            pd.DataFrame(
-                {
-                    "rater_kind": kind,
-                    "round": first_round + ri,
-                    "model": np.array(models)[mi],
-                    "rating": hist.ravel(),
-                    "rank": h_rank.ravel(),
-                }
-            )[np.tile(played, hist.shape[0])]
-        )
-        # The paper's analytic variance needs the raters' accuracy p: pooled pairwise accuracy of
-        # the raters whose matches these are.
-        fk = flags[(flags["mode"] == "pairwise")] if len(flags) else flags
-        if kind != "all" and len(fk):
-            fk = fk[fk["rater_kind"] == kind]
-        p = float(fk["accurate"].mean()) if len(fk) else float("nan")
-        obs = (
-            sh[:, played].var(axis=0, ddof=1)
-            if n_shuffles > 1
-            else np.full(int(played.sum()), np.nan)
-        )
-        var[kind] = {
-            "n_matches": int(len(a)),
-            "n_shuffles": int(n_shuffles),
-            **elo_mod.analytic_variance(p),
-            "observed_var_mean": float(np.mean(obs)) if len(obs) else float("nan"),
-            "observed_var_max": float(np.max(obs)) if len(obs) else float("nan"),
-            "observed_sd_mean": float(np.mean(np.sqrt(obs))) if len(obs) else float("nan"),
-        }
+        for key in parts:
+            if out[key] is not None:
+                parts[key].append(out[key])
+        var[kind] = out["var"]
+
+    def cat(key: str, cols: dict[str, str]) -> pd.DataFrame:
+        return pd.concat(parts[key], ignore_index=True) if parts[key] else empty_frame(cols)
+
     return {
-        "leaderboard_elo": pd.concat(lead, ignore_index=True) if lead else empty_frame(_ELO_COLS),
-        "elo_stability": pd.concat(stab, ignore_index=True) if stab else empty_frame(_STAB_COLS),
-        "elo_trajectory": pd.concat(traj, ignore_index=True) if traj else empty_frame(_TRAJ_COLS),
-        "elo_shuffles": pd.concat(shuf, ignore_index=True) if shuf else empty_frame(_SHUF_COLS),
+        "leaderboard_elo": cat("lead", _ELO_COLS),
+        "elo_stability": cat("stab", _STAB_COLS),
+        "elo_trajectory": cat("traj", _TRAJ_COLS),
+        "elo_shuffles": cat("shuf", _SHUF_COLS),
         "elo_variance": var,
     }
 
