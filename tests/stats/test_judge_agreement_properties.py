@@ -179,3 +179,61 @@ def test_accuracy_variants_equal_a_slow_loop(rows):
             assert variant not in t.index
         else:
             assert t[variant] == pytest.approx(slow)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_length_glm_equals_a_generic_optimiser(seed):
+    from scipy.optimize import minimize
+
+    from ranking.stats.length_control import fit_length_glm
+
+    rng = np.random.default_rng(seed)
+    n, m = 300, 4
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    z = np.tanh(rng.normal(size=n))
+    y = rng.choice([0.0, 0.5, 1.0], size=n)
+    theta, gamma = fit_length_glm(a, b, y, z, m)
+
+    def loss(beta):
+        eta = beta[a] - beta[b] + beta[m] * z
+        ll = y * eta - np.logaddexp(0.0, eta)
+        return -ll.sum() + 0.5e-4 * (beta[:m] ** 2).sum()
+
+    ref = minimize(loss, np.zeros(m + 1), method="BFGS", options={"gtol": 1e-10}).x
+    assert gamma == pytest.approx(ref[m], abs=1e-4)
+    assert theta == pytest.approx(ref[:m] - ref[:m].mean(), abs=1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_question_bootstrap_equals_rebuilding_the_resampled_data(seed):
+    import pandas as pd
+
+    from ranking.stats.ranking_agreement import _star_scores, _star_sums, question_weights
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "question_id": rng.integers(0, 6, 80).astype(str),
+            "model": rng.choice(["m1", "m2", "m3"], 80),
+            "criterion": rng.choice(["c1", "c2"], 80),
+            "score": rng.integers(1, 6, 80).astype(float),
+        }
+    )
+    q, qs = pd.factorize(df["question_id"])
+    w = question_weights(len(qs), 1, np.random.default_rng(seed))
+    s, n = _star_sums(df, q, len(qs), ["m1", "m2", "m3"], ["c1", "c2"])
+    fast = _star_scores(w, s, n, 2)[1]
+    # Slow: copy each question's rows as often as it was drawn, then criterion means per model.
+    parts = [df[q == i] for i in range(len(qs)) for _ in range(int(w[1, i]))]
+    if not parts:
+        return
+    res = pd.concat(parts)
+    slow = res.groupby(["model", "criterion"])["score"].mean().groupby("model").mean()
+    for k, model in enumerate(["m1", "m2", "m3"]):
+        if model in slow.index:
+            assert fast[k] == pytest.approx(slow[model])
+        else:
+            assert np.isnan(fast[k])
