@@ -23,6 +23,24 @@ def _percentile_sorted(v: np.ndarray, m: int, q: float) -> float:
     return v[lo] + (pos - lo) * (v[hi] - v[lo])
 
 
+def _binomial(n: int, q: float) -> int:
+    """One binomial draw. Small means by inversion (a few multiplications per unit of the mean,
+    several times cheaper than the general sampler); large ones by numpy's sampler."""
+    flip = q > 0.5
+    r = 1.0 - q if flip else q
+    if n * r >= 30.0:
+        return np.random.binomial(n, q)
+    ratio = r / (1.0 - r)
+    p = (1.0 - r) ** n
+    u = np.random.random()
+    x = 0
+    while u > p and x < n:
+        u -= p
+        p *= ratio * (n - x) / (x + 1)
+        x += 1
+    return n - x if flip else x
+
+
 def _binomial_chain(cnt: np.ndarray, idx: np.ndarray, probs: np.ndarray, n: int) -> None:
     """One multinomial draw of n over the cells ``idx`` as a chain of binomials."""
     remaining = n
@@ -32,7 +50,7 @@ def _binomial_chain(cnt: np.ndarray, idx: np.ndarray, probs: np.ndarray, n: int)
         if q >= 1.0:
             x = remaining
         elif remaining > 0:
-            x = np.random.binomial(remaining, q)
+            x = _binomial(remaining, q)
         else:
             x = 0
         cnt[idx[t]] = x
@@ -91,6 +109,7 @@ def _cohen_boot_py(
 
 if HAVE_NUMBA:
     _percentile_sorted = numba.njit(cache=True, nogil=True)(_percentile_sorted)
+    _binomial = numba.njit(cache=True, nogil=True)(_binomial)
     _binomial_chain = numba.njit(cache=True, nogil=True)(_binomial_chain)
     _cohen_boot = numba.njit(cache=True, nogil=True)(_cohen_boot_py)
 else:  # pragma: no cover
