@@ -24,6 +24,8 @@ AGREEMENT_TABLES = (
     "ranking_agreement",
     "length_controlled",
     "judge_bias",
+    # The raw length table sits beside the length-controlled one in this section too.
+    "length_bias",
 )
 
 
