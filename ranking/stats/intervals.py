@@ -35,11 +35,20 @@ def percentile_interval(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, 
 
 
 def patterns(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of an items x categories count matrix and how often each occurs."""
+    """Distinct rows of an items x categories count matrix and how often each occurs.
+
+    Each row is packed into one int64 (its counts as digits in base max + 1), so finding the
+    distinct rows is a 1-D ``np.unique`` instead of a row-wise sort."""
     counts = np.asarray(counts, dtype=np.int64)
     if counts.size == 0:
         return counts.reshape(0, counts.shape[1] if counts.ndim == 2 else 0), np.zeros(0, int)
-    uniq, freq = np.unique(counts, axis=0, return_counts=True)
+    k = counts.shape[1]
+    base = int(counts.max()) + 1
+    if k * np.log2(max(base, 2)) >= 62:
+        return np.unique(counts, axis=0, return_counts=True)
+    weights = base ** np.arange(k, dtype=np.int64)
+    keys, freq = np.unique(counts @ weights, return_counts=True)
+    uniq = (keys[:, None] // weights[None, :]) % base
     return uniq, freq
 
 
