@@ -228,9 +228,14 @@ def judge_run_frame(study: Study) -> pd.DataFrame:
     (``ranking.stats.judge_report.JUDGE_RUN_COLUMNS``). Counters come from the run itself
     (``judge_run_recount`` keeps them right); seconds are the run's own start to finish."""
     rows = JudgeRun.objects.filter(study=study).values_list(
-        "judge__rater__pseudonym", "n_done", "n_ok", "n_parse_failed", "cost", "started_at",
+        "judge__rater__pseudonym",
+        "n_done",
+        "n_ok",
+        "n_parse_failed",
+        "cost",
+        "started_at",
         "finished_at",
-    )  # fmt: skip
+    )
     records = [
         (rater, done, ok, failed, float(cost or 0), _seconds(start, end))
         for rater, done, ok, failed, cost, start, end in rows

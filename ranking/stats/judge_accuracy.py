@@ -149,10 +149,18 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
                 hit = np.bincount(g, weights=acc[sel], minlength=len(names))
                 raters = np.bincount(np.unique(g * n_r + rater[sel]) // n_r, minlength=len(names))
                 rows += [
-                    (variant, m, group_by, names[i], int(raters[i]), int(k[i]), int(hit[i]),
-                     hit[i] / k[i])
+                    (
+                        variant,
+                        m,
+                        group_by,
+                        names[i],
+                        int(raters[i]),
+                        int(k[i]),
+                        int(hit[i]),
+                        hit[i] / k[i],
+                    )
                     for i in np.flatnonzero(k)
-                ]  # fmt: skip
+                ]
     return pd.DataFrame(rows, columns=list(VARIANT_COLS)) if rows else empty_frame(VARIANT_COLS)
 
 
@@ -188,9 +196,15 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
                 sel = base & (labels == grp)
                 xs, rs = x[sel], ref[sel]
                 rows.append(
-                    (c, group_by, str(grp), int(sel.sum()), float(np.abs(xs - rs).mean()),
-                     *_corr(xs, rs))
-                )  # fmt: skip
+                    (
+                        c,
+                        group_by,
+                        str(grp),
+                        int(sel.sum()),
+                        float(np.abs(xs - rs).mean()),
+                        *_corr(xs, rs),
+                    )
+                )
     return (
         pd.DataFrame(rows, columns=list(STAR_AGREE_COLS)) if rows else empty_frame(STAR_AGREE_COLS)
     )

@@ -124,10 +124,15 @@ def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
         with np.errstate(all="ignore"):
             raw = pts / games
         t = pd.DataFrame(
-            {"group": grp if group_by == "judge" else "humans", "model": models, "games": games,
-             "raw_win_rate": raw, "lc_win_rate": lc_win_rates(theta, played),
-             "length_coef": gamma}
-        )  # fmt: skip
+            {
+                "group": grp if group_by == "judge" else "humans",
+                "model": models,
+                "games": games,
+                "raw_win_rate": raw,
+                "lc_win_rate": lc_win_rates(theta, played),
+                "length_coef": gamma,
+            }
+        )
         parts.append(t[played])
     return pd.concat(parts, ignore_index=True) if parts else empty_frame(LC_COLS)
 

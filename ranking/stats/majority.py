@@ -131,12 +131,22 @@ def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[
             n_ok = int(ok.sum())
             n_pairs, n_nt = int(n_others[sel].sum()), int(pairs_nt[sel].sum())
             rows.append(
-                (mode, crit, group_by, str(grp), len(set(rater[sel])), n_ok,
-                 int((sel & ~has_truth).sum()),
-                 float(np.trace(conf) / n_ok) if n_ok else np.nan, *macro_prf(conf),
-                 float(agree[sel].sum() / n_pairs) if n_pairs else np.nan, n_pairs,
-                 float(agree_nt[sel].sum() / n_nt) if n_nt else np.nan, n_nt)
-            )  # fmt: skip
+                (
+                    mode,
+                    crit,
+                    group_by,
+                    str(grp),
+                    len(set(rater[sel])),
+                    n_ok,
+                    int((sel & ~has_truth).sum()),
+                    float(np.trace(conf) / n_ok) if n_ok else np.nan,
+                    *macro_prf(conf),
+                    float(agree[sel].sum() / n_pairs) if n_pairs else np.nan,
+                    n_pairs,
+                    float(agree_nt[sel].sum() / n_nt) if n_nt else np.nan,
+                    n_nt,
+                )
+            )
             ti, pi = np.nonzero(conf)
             conf_rows += [
                 (mode, crit, group_by, str(grp), names[a], names[b], int(conf[a, b]))
