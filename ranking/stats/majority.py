@@ -130,6 +130,9 @@ def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[
             conf = np.bincount(truth[ok] * k + code[ok], minlength=k * k).reshape(k, k)
             n_ok = int(ok.sum())
             n_pairs, n_nt = int(n_others[sel].sum()), int(pairs_nt[sel].sum())
+            if n_pairs == 0:
+                # Nobody to compare with (e.g. one human per item): no row rather than NaNs.
+                continue
             rows.append(
                 (
                     mode,
