@@ -153,3 +153,27 @@ def test_a_new_rating_changes_the_stamp_and_the_snapshot(star_study):
     assert selectors.study_rating_stamp(star_study.study)[0] == count + 1
     fresh = report_build(study=star_study.study, filters=ReportFilters())
     assert not fresh.cached and fresh.cache_key != first.cache_key
+
+
+def test_the_report_command_takes_the_tie_rule(pair_study):
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    call_command(
+        "report",
+        "--study",
+        str(pair_study.study.pk),
+        "--out",
+        "-",
+        "--bt-ties",
+        "exclude",
+        stdout=out,
+    )
+    doc = json.loads(out.getvalue())
+    assert doc["meta"]["options"]["bt_ties"] == "exclude"
+    assert "judge_agreement" in doc["tables"]
+    with pytest.raises(CommandError):
+        call_command("report", "--study", str(pair_study.study.pk), "--bt-ties", "maybe")
