@@ -17,6 +17,7 @@ from annotation.permissions import get_study_for_organizer
 from ranking import exports, presenters, selectors
 from ranking.forms import MAX_SETTINGS, RANKINGS, RATER_KINDS
 from ranking.services import ReportFilters, report_build, table_names
+from ranking.stats.leaderboards import BT_TIES
 from ranking.stats.report import jsonable
 from ranking.views import compare_settings
 
@@ -34,6 +35,12 @@ class ReportQuerySerializer(serializers.Serializer):
     min_accuracy = serializers.FloatField(required=False, min_value=0, max_value=1)
     min_consistency = serializers.FloatField(required=False, min_value=0, max_value=1)
     exclude_simulated = serializers.BooleanField(required=False, default=False)
+    bt_ties = serializers.ChoiceField(
+        choices=BT_TIES,
+        required=False,
+        default="half",
+        help_text="Bradley-Terry: a tie is half a win (half) or tied matches are left out.",
+    )
 
     def validate(self, attrs):
         choices = self.context["choices"]
@@ -64,6 +71,7 @@ class ReportQuerySerializer(serializers.Serializer):
             min_accuracy=d.get("min_accuracy"),
             min_consistency=d.get("min_consistency"),
             exclude_simulated=d.get("exclude_simulated", False),
+            bt_ties=d.get("bt_ties", "half"),
         )
 
 
@@ -128,7 +136,7 @@ def _query_params(request: Request) -> dict:
         values = [v for v in q.getlist(key) if v != ""]
         if values:
             out[key] = values
-    for key in ("start", "end", "min_accuracy", "min_consistency", "exclude_simulated"):
+    for key in ("start", "end", "min_accuracy", "min_consistency", "exclude_simulated", "bt_ties"):
         if q.get(key):
             out[key] = q[key]
     return out
@@ -157,6 +165,12 @@ REPORT_PARAMETERS = [
         "min_consistency",
         OpenApiTypes.FLOAT,
         description="Leave out raters below this consistency.",
+    ),
+    OpenApiParameter(
+        "bt_ties",
+        OpenApiTypes.STR,
+        enum=list(BT_TIES),
+        description="Bradley-Terry ties: half (a tie is half a win, default) or exclude.",
     ),
     OpenApiParameter(
         "exclude_simulated",

@@ -18,6 +18,7 @@ RANKINGS = [
     ("elo", _("Elo")),
     ("bt", _("Bradley-Terry")),
 ]
+BT_TIE_CHOICES = [("half", _("tie = half a win")), ("exclude", _("ties left out"))]
 RATER_KINDS = [("all", _("all raters")), ("human", _("humans")), ("judge", _("LLM judges"))]
 
 
@@ -58,6 +59,12 @@ class ReportFilterForm(forms.Form):
     )
 
     exclude_simulated = forms.BooleanField(label=_("Leave out simulated raters"), required=False)
+    bt_ties = forms.ChoiceField(
+        label=_("Bradley-Terry ties"),
+        required=False,
+        choices=BT_TIE_CHOICES,
+        help_text=_("A tie as half a win for each side, or tied matches left out of the fit."),
+    )
 
     def __init__(self, data=None, *, study: Study, choices=None, **kwargs):
         super().__init__(data, **kwargs)
@@ -89,6 +96,7 @@ class ReportFilterForm(forms.Form):
             min_accuracy=d.get("min_accuracy"),
             min_consistency=d.get("min_consistency"),
             exclude_simulated=bool(d.get("exclude_simulated")),
+            bt_ties=d.get("bt_ties") or "half",
         )
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from django.db.models import Max
+from django.db.models import Count, Max
 
 from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from evaluation.models import JudgeRun
 from ranking.stats.schema import PAIR_COLUMNS, STAR_COLUMNS, empty_pair_df, empty_star_df
 
 
@@ -180,11 +181,17 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def study_rating_stamp(study: Study) -> tuple[int, str]:
-    """(number of submitted ratings, latest change) — changes whenever the report would."""
+    """(number of submitted ratings, latest change) — changes whenever the report would.
+
+    One aggregate query (count, newest id, newest edit, newest submit): cheap next to the report.
+    """
     agg = _submitted_ratings(study).aggregate(
-        last_update=Max("updated_at"), last_submit=Max("assignment__submitted_at"), n=Max("id")
+        count=Count("id"),
+        last_update=Max("updated_at"),
+        last_submit=Max("assignment__submitted_at"),
+        n=Max("id"),
     )
-    count = _submitted_ratings(study).count()
+    count = int(agg["count"])
     stamps = [v.isoformat() for v in (agg["last_update"], agg["last_submit"]) if v]
     return count, f"{agg['n'] or 0}:{'|'.join(stamps)}"
 
@@ -214,3 +221,30 @@ def criterion_max(study: Study) -> dict[str, float]:
             "key", "max_score"
         )
     }
+
+
+def judge_run_frame(study: Study) -> pd.DataFrame:
+    """One row per judge run of the study, for the report's price / time / parse-share figures
+    (``ranking.stats.judge_report.JUDGE_RUN_COLUMNS``). Counters come from the run itself
+    (``judge_run_recount`` keeps them right); seconds are the run's own start to finish."""
+    rows = JudgeRun.objects.filter(study=study).values_list(
+        "judge__rater__pseudonym",
+        "n_done",
+        "n_ok",
+        "n_parse_failed",
+        "cost",
+        "started_at",
+        "finished_at",
+    )
+    records = [
+        (rater, done, ok, failed, float(cost or 0), _seconds(start, end))
+        for rater, done, ok, failed, cost, start, end in rows
+    ]
+    return pd.DataFrame.from_records(
+        records,
+        columns=["rater_id", "n_calls", "n_parsed", "n_parse_failed", "cost", "seconds"],
+    )
+
+
+def _seconds(start, end) -> float:
+    return (end - start).total_seconds() if start and end else float("nan")

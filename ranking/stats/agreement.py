@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
 
 PAIRWISE_CRITERION = "pairwise"
@@ -300,6 +301,7 @@ def krippendorff_alpha(units: np.ndarray, values: np.ndarray, level: str = "nomi
 
     ``level`` is "nominal", "ordinal" or "interval". Units with fewer than two values are not
     pairable and drop out, as in Krippendorff (2011), "Computing Krippendorff's alpha-reliability".
+    The formula itself is ``intervals.alpha_batch`` (shared with the bootstrap intervals).
     """
     units = np.asarray(units)
     values = np.asarray(values, dtype=float)
@@ -307,41 +309,19 @@ def krippendorff_alpha(units: np.ndarray, values: np.ndarray, level: str = "nomi
     units, values = units[keep], values[keep]
     if len(values) == 0:
         return float("nan")
+    if level not in ("nominal", "ordinal", "interval"):
+        raise ValueError(f"unknown level {level!r}")
     u_codes, u_idx = np.unique(units, return_inverse=True)
     cats, c_idx = np.unique(values, return_inverse=True)
-    n_units, n_cats = len(u_codes), len(cats)
-    counts = np.zeros((n_units, n_cats))
-    np.add.at(counts, (u_idx, c_idx), 1.0)
-    m = counts.sum(axis=1)
-    pairable = m >= 2
-    counts, m = counts[pairable], m[pairable]
-    if len(m) == 0:
+    counts = np.zeros((len(u_codes), len(cats)), dtype=np.int64)
+    np.add.at(counts, (u_idx, c_idx), 1)
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts) == 0:
         return float("nan")
-    w = 1.0 / (m - 1.0)
-    # o_ck = sum_u n_uc n_uk / (m_u - 1) minus the unit's self-pairs on the diagonal.
-    coinc = (counts * w[:, None]).T @ counts - np.diag((counts * w[:, None]).sum(axis=0))
-    n_c = coinc.sum(axis=1)
-    n = n_c.sum()
-    if n_cats < 2:
-        return float("nan") if n == 0 else 1.0
-    if level == "nominal":
-        delta = 1.0 - np.eye(n_cats)
-    elif level == "ordinal":
-        cum = np.cumsum(n_c)
-        # delta_ck = (sum_{g=c..k} n_g - (n_c + n_k) / 2)^2
-        lo = np.minimum.outer(np.arange(n_cats), np.arange(n_cats))
-        hi = np.maximum.outer(np.arange(n_cats), np.arange(n_cats))
-        between = cum[hi] - np.where(lo > 0, cum[lo - 1], 0.0)
-        delta = (between - (n_c[:, None] + n_c[None, :]) / 2.0) ** 2
-    elif level == "interval":
-        delta = np.subtract.outer(cats, cats) ** 2
-    else:
-        raise ValueError(f"unknown level {level!r}")
-    d_o = (coinc * delta).sum()
-    d_e = (np.outer(n_c, n_c) * delta).sum()
-    if d_e == 0:
-        return float("nan")
-    return float(1.0 - (n - 1.0) * d_o / d_e)
+    if len(cats) < 2:
+        return 1.0
+    uniq, freq = patterns(counts)
+    return float(alpha_batch(uniq, cats, freq[None].astype(float), level)[0])
 
 
 def cohen_kappa(x: np.ndarray, y: np.ndarray) -> float:
@@ -366,23 +346,14 @@ def fleiss_kappa(counts: np.ndarray) -> float:
 
     Units may have different numbers of ratings (>= 2): P_i = (sum_j n_ij^2 - n_i) /
     (n_i (n_i - 1)) and p_j = share of all ratings in category j, which reduces to Fleiss (1971)
-    when every unit has the same number of ratings.
+    when every unit has the same number of ratings. The formula itself is
+    ``intervals.fleiss_batch`` (shared with the bootstrap intervals).
     """
-    counts = np.asarray(counts, dtype=float)
+    counts = np.asarray(counts)
     if counts.size == 0:
         return float("nan")
-    n_i = counts.sum(axis=1)
-    counts = counts[n_i >= 2]
-    n_i = n_i[n_i >= 2]
-    if len(n_i) == 0:
-        return float("nan")
-    p_i = ((counts**2).sum(axis=1) - n_i) / (n_i * (n_i - 1))
-    p_bar = p_i.mean()
-    p_j = counts.sum(axis=0) / counts.sum()
-    pe = float((p_j**2).sum())
-    if pe >= 1.0:
-        return float("nan")
-    return float((p_bar - pe) / (1.0 - pe))
+    uniq, freq = patterns(np.rint(counts).astype(np.int64))
+    return float(fleiss_batch(uniq, freq[None].astype(float))[0])
 
 
 def _unit_counts(f: pd.DataFrame) -> np.ndarray:

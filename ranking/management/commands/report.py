@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Study
 from ranking import exports, selectors
 from ranking.services import ReportFilters, report_build
+from ranking.stats.leaderboards import BT_TIES
 
 
 def _date(value: str) -> dt.date:
@@ -52,6 +53,13 @@ class Command(BaseCommand):
             help="Leave out simulated raters (manage.py simulate_ratings).",
         )
         parser.add_argument(
+            "--bt-ties",
+            choices=BT_TIES,
+            default="half",
+            help="Bradley-Terry: a tie counts as half a win for each side (half, default) or the "
+            "tied matches are left out of the fit (exclude).",
+        )
+        parser.add_argument(
             "--min-ratings",
             type=int,
             default=5,
@@ -92,6 +100,7 @@ class Command(BaseCommand):
             min_consistency=opts["min_consistency"],
             min_ratings=opts["min_ratings"],
             exclude_simulated=opts["exclude_simulated"],
+            bt_ties=opts["bt_ties"],
         )
         report = report_build(study=obj, filters=filters, use_cache=False)
         if out == "-":

@@ -1,0 +1,210 @@
+"""Accuracy within sigma in three labelled variants, and star ratings against the human mean.
+
+Accuracy within sigma (docs/statistics.md "Ground truth and accuracy") asks whether a rating lies
+within one standard deviation of the item's mean rating. The paper puts every rater in the truth,
+so a rater partly agrees with itself: on LLMEval-2 GPT-4 and the humans both get 0.7174. Three
+variants, each labelled in the ``variant`` column:
+
+* ``paper``          truth = mean and sigma of all raters' first ratings, the rater included;
+* ``leave_one_out``  truth = mean and sigma of the *other* raters' first ratings (at least
+                     ``min_others``, default 1, of them; with one other rating sigma is 0 and
+                     "accurate" means equal to it);
+* ``humans_only``    truth = mean and sigma of the humans' first ratings, the rater left out
+                     (for a judge: all humans on the item; for a human: the other humans).
+
+With S = sum, Q = sum of squares and n = count of the reference ratings, mean = S / n and
+sigma^2 = Q / n - mean^2 (ddof = 0; ddof = 1 multiplies by n / (n - 1)). Leaving x out is
+S - x, Q - x^2, n - 1, so every variant is a vectorised pass over the judgements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .schema import empty_frame, str_values
+
+VARIANTS = ("paper", "leave_one_out", "humans_only")
+
+VARIANT_COLS = {
+    "variant": "str",
+    "mode": "str",
+    "group_by": "str",
+    "group": "str",
+    "n_raters": "int64",
+    "n_judgements": "int64",
+    "n_accurate": "int64",
+    "accuracy": "float64",
+}
+STAR_AGREE_COLS = {
+    "criterion": "str",
+    "group_by": "str",
+    "group": "str",
+    "n_judgements": "int64",
+    "mae": "float64",
+    "pearson": "float64",
+    "spearman": "float64",
+}
+
+
+def unit_codes(f: pd.DataFrame) -> np.ndarray:
+    """One integer per (mode, item, criterion) of the judgements (hashing one int64 key is much
+    cheaper than grouping by three columns)."""
+    crit = pd.factorize(f["criterion"])[0].astype(np.int64)
+    mode = pd.factorize(f["mode"])[0].astype(np.int64)
+    item = pd.factorize(f["item_id"])[0].astype(np.int64)
+    key = (item * (int(crit.max()) + 1) + crit) * (int(mode.max()) + 1) + mode if len(f) else item
+    return pd.factorize(key)[0]
+
+
+def _unit_sums(
+    x: np.ndarray, unit: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per judgement: S, Q, n of its unit's ratings where ``mask`` holds."""
+    xm = np.where(mask, x, 0.0)
+    s = np.bincount(unit, weights=xm)
+    q = np.bincount(unit, weights=xm * xm)
+    n = np.bincount(unit, weights=mask.astype(float))
+    return s[unit], q[unit], n[unit]
+
+
+def within_sigma(
+    x: np.ndarray, s: np.ndarray, q: np.ndarray, n: np.ndarray, ddof: int
+) -> np.ndarray:
+    """Is x within one sigma of the reference (S, Q, n)? Exactly equal when sigma is 0."""
+    with np.errstate(all="ignore"):
+        mean = s / n
+        var = np.maximum(q / n - mean**2, 0.0)
+        if ddof:
+            var = var * n / np.maximum(n - ddof, 1)
+        sigma = np.sqrt(var)
+    diff = np.abs(x - mean)
+    return np.where(sigma <= 1e-9, diff <= 1e-9, diff < sigma)
+
+
+def _reference(
+    x: np.ndarray, unit: np.ndarray, human: np.ndarray, variant: str, min_others: int
+) -> tuple[np.ndarray, ...]:
+    """(S, Q, n, usable) of each judgement's reference ratings under ``variant``."""
+    if variant == "humans_only":
+        s, q, n = _unit_sums(x, unit, human)
+        drop = human
+    else:
+        s, q, n = _unit_sums(x, unit, np.ones(len(x), bool))
+        drop = np.ones(len(x), bool) if variant == "leave_one_out" else np.zeros(len(x), bool)
+    s = s - np.where(drop, x, 0.0)
+    q = q - np.where(drop, x * x, 0.0)
+    n = n - drop
+    # The paper's variant needs two ratings in the unit (the rater and one more); the others need
+    # ``min_others`` reference ratings besides the rater.
+    usable = n >= (2 if variant == "paper" else min_others)
+    return s, q, n, usable
+
+
+def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    kind = str_values(f["rater_kind"])
+    return [
+        ("judge", str_values(f["rater_id"]), kind == "judge"),
+        ("pool", str_values(f["pool"]), kind == "human"),
+        ("humans", np.full(len(f), "all", dtype=object), kind == "human"),
+    ]
+
+
+def _group_codes(labels: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Integer group per row (-1 outside ``mask``) and the sorted group names."""
+    names = sorted(set(labels[mask]))
+    lookup = {name: i for i, name in enumerate(names)}
+    codes = np.full(len(labels), -1, dtype=np.int64)
+    if names:
+        codes[mask] = pd.Series(labels[mask]).map(lookup).to_numpy(dtype=np.int64)
+    return codes, [str(n) for n in names]
+
+
+def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
+    """Accuracy within sigma per variant, mode and group (judge, human pool, all humans).
+
+    Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
+    """
+    f = j[j["is_first"]] if len(j) else j
+    if f.empty:
+        return empty_frame(VARIANT_COLS)
+    x = f["score"].to_numpy(float)
+    mode = str_values(f["mode"])
+    rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
+    n_r = int(rater.max()) + 1
+    coded = [(g, *_group_codes(labels, mask)) for g, labels, mask in _groups(f)]
+    unit = unit_codes(f)
+    human = str_values(f["rater_kind"]) == "human"
+    rows = []
+    for variant in VARIANTS:
+        s, q, n, usable = _reference(x, unit, human, variant, min_others)
+        acc = within_sigma(x, s, q, n, ddof) & usable
+        for m in sorted(set(mode)):
+            in_mode = usable & (mode == m)
+            for group_by, codes, names in coded:
+                sel = in_mode & (codes >= 0)
+                g = codes[sel]
+                k = np.bincount(g, minlength=len(names))
+                hit = np.bincount(g, weights=acc[sel], minlength=len(names))
+                raters = np.bincount(np.unique(g * n_r + rater[sel]) // n_r, minlength=len(names))
+                rows += [
+                    (
+                        variant,
+                        m,
+                        group_by,
+                        names[i],
+                        int(raters[i]),
+                        int(k[i]),
+                        int(hit[i]),
+                        hit[i] / k[i],
+                    )
+                    for i in np.flatnonzero(k)
+                ]
+    return pd.DataFrame(rows, columns=list(VARIANT_COLS)) if rows else empty_frame(VARIANT_COLS)
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    pearson = float(np.corrcoef(x, y)[0, 1])
+    spearman = float(np.corrcoef(stats.rankdata(x), stats.rankdata(y))[0, 1])
+    return pearson, spearman
+
+
+def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
+    """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
+    mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
+    """
+    f = j[j["is_first"] & (j["mode"].astype(str) == "star")] if len(j) else j
+    if f.empty:
+        return empty_frame(STAR_AGREE_COLS)
+    x = f["score"].to_numpy(float)
+    human = str_values(f["rater_kind"]) == "human"
+    s, _, n = _unit_sums(x, unit_codes(f), human)
+    n = n - human
+    with np.errstate(all="ignore"):
+        ref = (s - np.where(human, x, 0.0)) / n
+    usable = n >= 1
+    crit = str_values(f["criterion"])
+    rows = []
+    groups = _groups(f)
+    for c in sorted(set(crit)):
+        for group_by, labels, mask in groups:
+            base = mask & usable & (crit == c)
+            for grp in sorted(set(labels[base])):
+                sel = base & (labels == grp)
+                xs, rs = x[sel], ref[sel]
+                rows.append(
+                    (
+                        c,
+                        group_by,
+                        str(grp),
+                        int(sel.sum()),
+                        float(np.abs(xs - rs).mean()),
+                        *_corr(xs, rs),
+                    )
+                )
+    return (
+        pd.DataFrame(rows, columns=list(STAR_AGREE_COLS)) if rows else empty_frame(STAR_AGREE_COLS)
+    )

@@ -1,0 +1,176 @@
+"""Cohen's kappa for every rater pair, Fleiss' kappa and Krippendorff's alpha, each with a
+bootstrap 95 % interval over items (see ``intervals`` for how the resampling is vectorised).
+
+Labels are the judgement values of ``agreement.judgements``: stars per criterion, and for
+pairwise the four choices A, B, tie, both-bad (as in the ``kappa`` and ``krippendorff`` tables).
+Only first ratings count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import intervals as iv
+from .kappa_kernel import cohen_intervals_fast
+from .schema import empty_frame, str_values
+
+# With fewer common items a pair's kappa interval spans most of [-1, 1] (n = 15: about
+# [-0.1, 0.5]); such pairs are listed with their kappa and no interval, which also keeps the
+# thousands of small crowd pairs from dominating the report's time. docs/statistics.md.
+PAIR_INTERVAL_MIN_ITEMS = 30
+
+PAIR_COLS = {
+    "mode": "str",
+    "criterion": "str",
+    "rater_a": "str",
+    "kind_a": "str",
+    "rater_b": "str",
+    "kind_b": "str",
+    "n_items": "int64",
+    "kappa": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+}
+CHANCE_COLS = {
+    "mode": "str",
+    "raters": "str",
+    "criterion": "str",
+    "statistic": "str",
+    "estimate": "float64",
+    "ci_low": "float64",
+    "ci_high": "float64",
+    "n_units": "int64",
+    "n_values": "int64",
+}
+
+
+def _first(j: pd.DataFrame) -> pd.DataFrame:
+    return j[j["is_first"]] if len(j) else j
+
+
+def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
+    criterion): every two raters who rated a common item, ordered rater_1 < rater_2."""
+    rater, names = pd.factorize(g["rater_id"].astype(str), sort=True)
+    value, cats = pd.factorize(g["value"], sort=True)
+    item = pd.factorize(g["item_id"])[0]
+    order = np.lexsort((rater, item))
+    item, rater, value = item[order], rater[order], value[order]
+    # Every pair of judgements within an item: items are contiguous after the sort.
+    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
+    sizes = np.diff(np.r_[starts, len(item)])
+    i_idx, j_idx = [], []
+    for m in np.unique(sizes[sizes >= 2]):
+        base = starts[sizes == m]
+        a, b = np.triu_indices(int(m), k=1)
+        i_idx.append((base[:, None] + a[None, :]).ravel())
+        j_idx.append((base[:, None] + b[None, :]).ravel())
+    k = len(cats)
+    if not i_idx:
+        return np.zeros(0, int), np.zeros(0, int), np.zeros((0, k, k)), np.asarray(names)
+    ii, jj = np.concatenate(i_idx), np.concatenate(j_idx)
+    ok = rater[ii] != rater[jj]
+    ii, jj = ii[ok], jj[ok]
+    n_r = len(names)
+    pid, pairs = pd.factorize(rater[ii] * n_r + rater[jj])
+    cells = np.bincount(
+        (pid * k + value[ii]) * k + value[jj], minlength=len(pairs) * k * k
+    ).reshape(len(pairs), k, k)
+    return pairs // n_r, pairs % n_r, cells, np.asarray(names)
+
+
+def _pair_intervals(tables: np.ndarray, n: np.ndarray, n_boot: int, min_items: int, rng):
+    """Bootstrap intervals for the pairs with at least ``min_items`` common items (NaN else)."""
+    lo, hi = np.full(len(n), np.nan), np.full(len(n), np.nan)
+    big = n >= min_items
+    if big.any():
+        fast = cohen_intervals_fast(tables[big], n_boot, rng)
+        lo[big], hi[big] = (
+            fast if fast is not None else iv.cohen_intervals(tables[big], n_boot, rng)
+        )
+    return lo, hi
+
+
+def cohen_pairs(
+    j: pd.DataFrame,
+    *,
+    min_common: int = 5,
+    interval_min_items: int = PAIR_INTERVAL_MIN_ITEMS,
+    n_boot: int = iv.N_BOOTSTRAP,
+    rng=None,
+) -> pd.DataFrame:
+    """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
+    in common, per (mode, criterion)."""
+    f = _first(j)
+    rng = rng if rng is not None else np.random.default_rng(0)
+    parts = []
+    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
+        r1, r2, tables, names = pair_tables(g)
+        n = tables.sum(axis=(1, 2))
+        keep = n >= min_common
+        r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
+        if not len(n):
+            continue
+        lo, hi = _pair_intervals(tables, n, n_boot, interval_min_items, rng)
+        d = g.drop_duplicates("rater_id")
+        kinds = pd.Series(str_values(d["rater_kind"]), index=str_values(d["rater_id"]))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "mode": str(mode),
+                    "criterion": str(crit),
+                    "rater_a": names[r1],
+                    "kind_a": kinds.reindex(names[r1]).to_numpy(),
+                    "rater_b": names[r2],
+                    "kind_b": kinds.reindex(names[r2]).to_numpy(),
+                    "n_items": n.astype(np.int64),
+                    "kappa": iv.cohen_from_tables(tables),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True) if parts else empty_frame(PAIR_COLS)
+
+
+def _counts(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Items x categories counts of the items with at least two values, and the categories."""
+    item = pd.factorize(g["item_id"])[0]
+    value, cats = pd.factorize(g["value"], sort=True)
+    k = len(cats)
+    counts = np.bincount(item * k + value, minlength=(item.max() + 1) * k).reshape(-1, k)
+    return counts[counts.sum(axis=1) >= 2], np.asarray(cats, dtype=float)
+
+
+def _chance_rows(mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int, rng):
+    counts, cats = _counts(g)
+    if not len(counts):
+        return []
+    uniq, freq = iv.patterns(counts)
+    levels = ("nominal",) if mode == "pairwise" else ("ordinal", "interval")
+    rows = []
+    for stat, level in [("fleiss_kappa", ""), *((f"alpha_{lv}", lv) for lv in levels)]:
+        kind = "fleiss" if stat == "fleiss_kappa" else "alpha"
+        est, lo, hi = iv.with_interval(
+            kind, uniq, cats, freq, level=level or "nominal", n_boot=n_boot, rng=rng
+        )
+        rows.append((mode, raters, crit, stat, est, lo, hi, len(counts), int(counts.sum())))
+    return rows
+
+
+def chance_agreement(j: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng=None) -> pd.DataFrame:
+    """Fleiss' kappa and Krippendorff's alpha (nominal for pairwise; ordinal and interval for
+    stars) with bootstrap intervals, per (mode, raters, criterion). ``raters``: "all" (humans
+    and judges), "humans", or one pool."""
+    f = _first(j)
+    rng = rng if rng is not None else np.random.default_rng(0)
+    rows: list[tuple] = []
+    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
+        kind = g["rater_kind"].astype(str)
+        subsets = [("all", g), ("humans", g[kind == "human"])]
+        subsets += [(str(p), gp) for p, gp in g.groupby("pool", sort=True, observed=True)]
+        for raters, sub in subsets:
+            if len(sub):
+                rows += _chance_rows(str(mode), raters, str(crit), sub, n_boot, rng)
+    return pd.DataFrame(rows, columns=list(CHANCE_COLS)) if rows else empty_frame(CHANCE_COLS)

@@ -1,0 +1,153 @@
+"""Length preference and a length-controlled win rate (AlpacaEval 2 style), per rater group.
+
+* ``p_longer``: among pairwise ratings whose answers differ in length and whose choice is
+  decisive (A or B), the share where the longer answer won. 0.5 = no length preference.
+* Length-controlled win rate: a logistic GLM of the outcome of each rating,
+
+      P(A beats B) = sigmoid(theta_A - theta_B + gamma * tanh(d / sd(d))),  d = len_A - len_B,
+
+  fitted by Newton's method (IRLS) with a tiny ridge (1e-4) on theta so that the fit exists when a
+  model wins every game; ties count as half a win (y = 0.5; quasi-likelihood). AlpacaEval 2
+  uses the same length term against one baseline model; here every model is compared with every
+  other, so the controlled win rate of model m is the mean over the other models o of
+  sigmoid(theta_m - theta_o): the share of games m would win against a random opponent if the
+  answers were of equal length. ``raw_win_rate`` is the Points score (points / games) beside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .rankings import match_arrays
+from .schema import empty_frame, str_values
+
+LC_COLS = {
+    "group": "str",
+    "model": "str",
+    "games": "int64",
+    "raw_win_rate": "float64",
+    "lc_win_rate": "float64",
+    "length_coef": "float64",
+}
+PREF_COLS = {
+    "group_by": "str",
+    "group": "str",
+    "n_decisive": "int64",
+    "n_longer_won": "int64",
+    "p_longer": "float64",
+}
+
+
+def fit_length_glm(
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+    n_models: int,
+    *,
+    ridge: float = 1e-4,
+    max_iter: int = 50,
+) -> tuple[np.ndarray, float]:
+    """(theta per model, gamma) of the GLM above; the design is built with bincount, never as a
+    dense n x models matrix."""
+    m = n_models
+    beta = np.zeros(m + 1)
+    for _ in range(max_iter):
+        eta = beta[a] - beta[b] + beta[m] * z
+        p = 1.0 / (1.0 + np.exp(-eta))
+        w = np.maximum(p * (1.0 - p), 1e-12)
+        r = y - p
+        grad = np.zeros(m + 1)
+        grad[:m] = np.bincount(a, r, m) - np.bincount(b, r, m)
+        grad[m] = (r * z).sum()
+        h = np.zeros((m + 1, m + 1))
+        h[:m, :m] = -np.bincount(a * m + b, w, m * m).reshape(m, m)
+        h[:m, :m] += h[:m, :m].T
+        h[np.arange(m), np.arange(m)] = np.bincount(a, w, m) + np.bincount(b, w, m)
+        wz = w * z
+        h[:m, m] = h[m, :m] = np.bincount(a, wz, m) - np.bincount(b, wz, m)
+        h[m, m] = (wz * z).sum()
+        grad[:m] -= ridge * beta[:m]
+        h[:m, :m] += ridge * np.eye(m)
+        step = np.linalg.lstsq(h, grad, rcond=None)[0]
+        beta += step
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    theta = beta[:m] - beta[:m].mean()
+    return theta, float(beta[m])
+
+
+def lc_win_rates(theta: np.ndarray, played: np.ndarray) -> np.ndarray:
+    """Mean of sigmoid(theta_m - theta_o) over the other models o that played."""
+    t = theta[played]
+    p = 1.0 / (1.0 + np.exp(-(t[:, None] - t[None, :])))
+    np.fill_diagonal(p, np.nan)
+    out = np.full(len(theta), np.nan)
+    out[played] = np.nanmean(p, axis=1) if len(t) > 1 else np.nan
+    return out
+
+
+def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
+    kind = str_values(pair_df["rater_kind"])
+    rater = str_values(pair_df["rater_id"])
+    pool = str_values(pair_df["pool"])
+    out = [("humans", "all", kind == "human")]
+    out += [
+        ("pool", p, (pool == p) & (kind == "human")) for p in sorted(set(pool[kind == "human"]))
+    ]
+    out += [("judge", r, rater == r) for r in sorted(set(rater[kind == "judge"]))]
+    return out
+
+
+def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Raw and length-controlled win rate per model, for all humans and for each judge."""
+    if pair_df.empty:
+        return empty_frame(LC_COLS)
+    d_all = (pair_df["len_a"] - pair_df["len_b"]).to_numpy(float)
+    sd = float(np.std(d_all)) or 1.0
+    parts = []
+    for group_by, grp, mask in _groups(pair_df):
+        if group_by == "pool" or not mask.any():
+            continue
+        g = pair_df[mask]
+        a, b, s, models = match_arrays(g)
+        ok = str_values(g["model_a"]) != str_values(g["model_b"])
+        z = np.tanh(d_all[mask][ok] / sd)
+        m = len(models)
+        if len(a) == 0 or m < 2:
+            continue
+        theta, gamma = fit_length_glm(a, b, s, z, m)
+        games = np.bincount(a, minlength=m) + np.bincount(b, minlength=m)
+        pts = np.bincount(a, s, m) + np.bincount(b, 1.0 - s, m)
+        played = games > 0
+        with np.errstate(all="ignore"):
+            raw = pts / games
+        t = pd.DataFrame(
+            {
+                "group": grp if group_by == "judge" else "humans",
+                "model": models,
+                "games": games,
+                "raw_win_rate": raw,
+                "lc_win_rate": lc_win_rates(theta, played),
+                "length_coef": gamma,
+            }
+        )
+        parts.append(t[played])
+    return pd.concat(parts, ignore_index=True) if parts else empty_frame(LC_COLS)
+
+
+def length_preference(pair_df: pd.DataFrame) -> pd.DataFrame:
+    """P(the longer answer wins) among decisive ratings of answers of different length."""
+    if pair_df.empty:
+        return empty_frame(PREF_COLS)
+    d = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
+    c = str_values(pair_df["choice"])
+    decisive = (d != 0) & ((c == "A") | (c == "B"))
+    longer_won = decisive & (((c == "A") & (d > 0)) | ((c == "B") & (d < 0)))
+    rows = []
+    for group_by, grp, mask in _groups(pair_df):
+        n = int((mask & decisive).sum())
+        k = int((mask & longer_won).sum())
+        rows.append((group_by, grp, n, k, k / n if n else np.nan))
+    return pd.DataFrame(rows, columns=list(PREF_COLS))

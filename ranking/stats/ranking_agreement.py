@@ -1,0 +1,171 @@
+"""Human vs judge rankings: Spearman rho and Kendall tau-b with bootstrap 95 % intervals.
+
+The rankings are the report's own: star = each model's mean stars (the mean of its criterion
+means, as ``leaderboard_star``'s "overall"); pairwise = the Points score (points / games). The
+bootstrap resamples *questions* with replacement (all answers and pairs of a question move
+together: answers to one question share its difficulty), 1,000 times by default. Each model's
+score in a resample is a weighted sum: with W the (resamples x questions) count matrix and S, N
+the per-question sums and counts, score = (W @ S) / (W @ N); no rating is touched twice.
+
+Rows compare the human ranking with the ranking of all judges together ("judge") and, when a
+study has several judges, of each judge.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from . import intervals as iv
+from .rankings import match_arrays
+from .schema import empty_frame, str_values
+
+RANK_AGREE_COLS = {
+    "mode": "str",
+    "ranking": "str",
+    "judge": "str",
+    "n_models": "int64",
+    "n_questions": "int64",
+    "spearman_rho": "float64",
+    "spearman_ci_low": "float64",
+    "spearman_ci_high": "float64",
+    "kendall_tau_b": "float64",
+    "kendall_ci_low": "float64",
+    "kendall_ci_high": "float64",
+}
+
+
+def question_weights(n_questions: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(1 + n_boot) x questions: row 0 all ones (the data), then how often each question is drawn."""
+    idx = rng.integers(0, n_questions, size=(n_boot, n_questions))
+    rows = np.arange(n_boot)[:, None] * n_questions
+    w = np.bincount((rows + idx).ravel(), minlength=n_boot * n_questions)
+    return np.vstack([np.ones(n_questions), w.reshape(n_boot, n_questions)])
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks along the last axis (ties share their mean rank)."""
+    from scipy.stats import rankdata
+
+    return rankdata(x, axis=-1)
+
+
+def rank_corr_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman rho and Kendall tau-b between each row of x and y (B x M); NaN where a row has a
+    missing model or no spread."""
+    bad = np.isnan(x).any(axis=1) | np.isnan(y).any(axis=1)
+    x, y = np.nan_to_num(x), np.nan_to_num(y)
+    rx, ry = _ranks(x), _ranks(y)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        rho = (rx * ry).sum(axis=1) / np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
+        i, j = np.triu_indices(x.shape[1], k=1)
+        sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+        tau = (sx * sy).sum(axis=1) / np.sqrt((sx**2).sum(axis=1) * (sy**2).sum(axis=1))
+    return np.where(bad, np.nan, rho), np.where(bad, np.nan, tau)
+
+
+def _row(mode, ranking, judge, hx, jx, n_q) -> tuple:
+    rho, tau = rank_corr_rows(hx, jx)
+    rlo, rhi = iv.percentile_interval(rho[1:]) if len(rho) > 1 else (np.nan, np.nan)
+    tlo, thi = iv.percentile_interval(tau[1:]) if len(tau) > 1 else (np.nan, np.nan)
+    return (mode, ranking, judge, hx.shape[1], n_q, rho[0], rlo, rhi, tau[0], tlo, thi)
+
+
+def _star_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models, crits) -> tuple:
+    m = pd.Categorical(str_values(df["model"]), categories=models).codes
+    c = pd.Categorical(str_values(df["criterion"]), categories=crits).codes
+    cell = (q * len(models) + m) * len(crits) + c
+    size = n_q * len(models) * len(crits)
+    s = np.bincount(cell, weights=df["score"].to_numpy(float), minlength=size)
+    n = np.bincount(cell, minlength=size).astype(float)
+    return s.reshape(n_q, -1), n.reshape(n_q, -1)
+
+
+def _star_scores(w: np.ndarray, s: np.ndarray, n: np.ndarray, n_crit: int) -> np.ndarray:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # A model nobody rated in a resample has no mean: NaN, and the resample is left out.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = (w @ s) / (w @ n)
+        return np.nanmean(means.reshape(len(w), -1, n_crit), axis=2) if n_crit else means
+
+
+def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
+    kind = str_values(df["rater_kind"])
+    rater = str_values(df["rater_id"])
+    judge = kind == "judge"
+    out = [("judge", judge)]
+    names = sorted(set(rater[judge]))
+    if len(names) > 1:
+        out += [(r, rater == r) for r in names]
+    return out
+
+
+def ranking_agreement(
+    star_df: pd.DataFrame, pair_df: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng=None
+) -> pd.DataFrame:
+    """Spearman / Kendall between the human and each judge ranking, with question-bootstrap
+    intervals (star means and Points)."""
+    rng = rng if rng is not None else np.random.default_rng(0)
+    rows = []
+    star = star_df[star_df["score"].notna()]
+    if len(star):
+        q, qs = pd.factorize(star["question_id"])
+        models = sorted(set(str_values(star["model"])))
+        crits = sorted(set(str_values(star["criterion"])))
+        w = question_weights(len(qs), n_boot, rng)
+        human = str_values(star["rater_kind"]) == "human"
+        hs, hn = _star_sums(star[human], q[human], len(qs), models, crits)
+        hx = _star_scores(w, hs, hn, len(crits))
+        for name, mask in _judge_groups(star):
+            if mask.any() and human.any():
+                js, jn = _star_sums(star[mask], q[mask], len(qs), models, crits)
+                keep = ~np.isnan(hx[0]) & ~np.isnan(_star_scores(w[:1], js, jn, len(crits))[0])
+                jx = _star_scores(w, js, jn, len(crits))
+                rows.append(_row("star", "star_mean", name, hx[:, keep], jx[:, keep], len(qs)))
+    if len(pair_df):
+        rows += _pair_rows(pair_df, n_boot, rng)
+    rows = [r for r in rows if r[3] >= 3]
+    return (
+        pd.DataFrame(rows, columns=list(RANK_AGREE_COLS)) if rows else empty_frame(RANK_AGREE_COLS)
+    )
+
+
+def _points_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str]) -> tuple:
+    # Every row is kept (the caller dropped self-matches), so ``q`` stays aligned with a, b, s.
+    a, b, s, _ = match_arrays(df, models=models)
+    qq = q
+    m = len(models)
+    size = n_q * m
+    pts = np.bincount(qq * m + a, weights=s, minlength=size) + np.bincount(
+        qq * m + b, weights=1.0 - s, minlength=size
+    )
+    games = np.bincount(qq * m + a, minlength=size) + np.bincount(qq * m + b, minlength=size)
+    return pts.reshape(n_q, m), games.reshape(n_q, m).astype(float)
+
+
+def _pair_rows(pair_df: pd.DataFrame, n_boot: int, rng) -> list[tuple]:
+    # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned.
+    df = pair_df[str_values(pair_df["model_a"]) != str_values(pair_df["model_b"])]
+    q, qs = pd.factorize(df["question_id"])
+    models = sorted(set(str_values(df["model_a"])) | set(str_values(df["model_b"])))
+    w = question_weights(len(qs), n_boot, rng)
+    human = str_values(df["rater_kind"]) == "human"
+    if not human.any():
+        return []
+    hp, hg = _points_sums(df[human], q[human], len(qs), models)
+    with np.errstate(all="ignore"):
+        hx = (w @ hp) / (w @ hg)
+    rows = []
+    for name, mask in _judge_groups(df):
+        if not mask.any():
+            continue
+        jp, jg = _points_sums(df[mask], q[mask], len(qs), models)
+        with np.errstate(all="ignore"):
+            jx = (w @ jp) / (w @ jg)
+        keep = ~np.isnan(hx[0]) & ~np.isnan(jx[0])
+        rows.append(_row("pairwise", "points", name, hx[:, keep], jx[:, keep], len(qs)))
+    return rows

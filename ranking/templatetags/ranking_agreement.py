@@ -1,0 +1,57 @@
+"""Template tags of the report's judge-vs-human section (``ranking/_agreement.html``).
+
+The section lives in its own partial so that the report page includes it with one line; these
+tags turn the report's tables into display tables there, instead of in the view.
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.http import QueryDict
+
+from ranking import presenters
+from ranking.stats.leaderboards import BT_TIES
+
+register = template.Library()
+
+AGREEMENT_TABLES = (
+    "judge_agreement",
+    "judge_confusion",
+    "accuracy_variants",
+    "star_vs_human",
+    "kappa_pairs",
+    "chance_agreement",
+    "ranking_agreement",
+    "length_controlled",
+    "judge_bias",
+    # The raw length table sits beside the length-controlled one in this section too.
+    "length_bias",
+)
+
+
+@register.simple_tag
+def agreement_tables(report) -> dict[str, presenters.Table]:
+    """The section's tables as display tables. Rater pairs with a judge come first (they are
+    what the section is about); every pair is in the downloads and the API."""
+    out = {}
+    for name in AGREEMENT_TABLES:
+        df = report.table(name)
+        if name == "kappa_pairs" and len(df):
+            judge = (df["kind_a"] == "judge") | (df["kind_b"] == "judge")
+            df = df.assign(_j=~judge).sort_values(["_j", "mode", "criterion"], kind="stable")
+            df = df.drop(columns="_j")
+        out[name] = presenters.table(df, name)
+    return out
+
+
+@register.simple_tag(takes_context=True)
+def bt_ties_links(context) -> list[dict[str, object]]:
+    """Links to the same report with each Bradley-Terry tie rule (other filters kept)."""
+    request = context.get("request")
+    query = request.GET.copy() if request is not None else QueryDict(mutable=True)
+    current = query.get("bt_ties") or "half"
+    links = []
+    for rule in BT_TIES:
+        query["bt_ties"] = rule
+        links.append({"rule": rule, "query": query.urlencode(), "current": rule == current})
+    return links

@@ -1,0 +1,179 @@
+"""The judge-vs-human section on the report page, in the API, in the exports; judge-run costs
+through the selector; the Bradley-Terry tie rule as a filter; the snapshot stamp."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import zipfile
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from openpyxl import load_workbook
+from rest_framework.test import APIClient
+
+from annotation.models import Rater
+from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
+from ranking import selectors
+from ranking.services import ReportFilters, report_build
+
+from .conftest import T0, rate
+
+pytestmark = pytest.mark.django_db
+
+JUDGE_TABLES = (
+    "judge_agreement",
+    "judge_confusion",
+    "accuracy_variants",
+    "star_vs_human",
+    "kappa_pairs",
+    "chance_agreement",
+    "ranking_agreement",
+    "length_controlled",
+    "judge_bias",
+)
+
+
+@pytest.fixture
+def api(organizer) -> APIClient:
+    c = APIClient()
+    c.force_authenticate(organizer)
+    return c
+
+
+def _judge_run(built, *, cost="1.5", done=300, ok=290, failed=10, minutes=10) -> JudgeRun:
+    template = PromptTemplate.objects.first() or PromptTemplate.objects.create(
+        key="t", name="t", kind="star", system="s", user="u"
+    )
+    config = JudgeConfig.objects.create(
+        name="GPT-4 config", rater=built.raters["judge"], template=template
+    )
+    return JudgeRun.objects.create(
+        study=built.study,
+        judge=config,
+        template=template,
+        price_in_per_1k=Decimal("0.03"),
+        price_out_per_1k=Decimal("0.06"),
+        n_done=done,
+        n_ok=ok,
+        n_parse_failed=failed,
+        cost=Decimal(cost),
+        started_at=T0,
+        finished_at=T0 + dt.timedelta(minutes=minutes),
+    )
+
+
+def test_the_api_has_every_judge_table(api, star_study):
+    body = api.get(reverse("ranking:api-report", args=[star_study.study.pk])).json()
+    for name in JUDGE_TABLES:
+        assert name in body["tables"], name
+    rows = body["tables"]["judge_agreement"]
+    judge = [r for r in rows if r["group_by"] == "judge"]
+    assert judge and judge[0]["group"] == star_study.raters["judge"].pseudonym
+    variants = {r["variant"] for r in body["tables"]["accuracy_variants"]}
+    assert variants == {"paper", "leave_one_out", "humans_only"}
+
+
+def test_judge_runs_give_price_time_and_parse_share_per_thousand(api, star_study):
+    _judge_run(star_study)
+    frame = selectors.judge_run_frame(star_study.study)
+    assert frame.loc[0, "rater_id"] == star_study.raters["judge"].pseudonym
+    report = report_build(study=star_study.study, use_cache=False)
+    bias = report.table("judge_bias").set_index(["group_by", "group"])
+    row = bias.loc[("judge", star_study.raters["judge"].pseudonym)]
+    assert row["cost_per_1k"] == pytest.approx(1.5 / 300 * 1000)
+    assert row["seconds_per_1k"] == pytest.approx(600 / 300 * 1000)
+    assert row["share_parsed"] == pytest.approx(290 / 300)
+
+
+def test_bt_ties_is_a_filter_in_the_api_and_bad_values_are_refused(api, pair_study):
+    url = reverse("ranking:api-report-table", args=[pair_study.study.pk, "leaderboard_bt"])
+    half = api.get(url).json()
+    excl = api.get(url, {"bt_ties": "exclude"}).json()
+    games = lambda body: sum(r["games"] for r in body["rows"])  # noqa: E731
+    assert games(excl) < games(half)
+    assert excl["filters"]["options"] == {"bt_ties": "exclude"}
+    for bad in ("coinflip", "half\x00", "²"):
+        response = api.get(url, {"bt_ties": bad})
+        assert response.status_code == 400
+        assert "bt_ties" in response.json()
+
+
+def test_another_organizers_study_is_a_404_for_the_judge_tables(other_organizer, star_study):
+    c = APIClient()
+    c.force_authenticate(other_organizer)
+    url = reverse("ranking:api-report-table", args=[star_study.study.pk, "judge_agreement"])
+    assert c.get(url).status_code == 404
+
+
+def test_the_report_page_shows_the_section_and_escapes_names(organizer_client, star_study):
+    rater = star_study.raters["judge"]
+    Rater.objects.filter(pk=rater.pk).update(pseudonym="<b>judge</b>")
+    response = organizer_client.get(reverse("ranking:report", args=[star_study.study.pk]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="judge-agreement"' in html
+    assert "&lt;b&gt;judge&lt;/b&gt;" in html and "<b>judge</b>" not in html
+    assert "leave_one_out" in html and "humans_only" in html
+
+
+def test_the_tie_rule_links_keep_the_other_filters(organizer_client, pair_study):
+    url = reverse("ranking:report", args=[pair_study.study.pk])
+    html = organizer_client.get(url, {"pool": "crowd"}).content.decode()
+    assert "pool=crowd&amp;bt_ties=exclude" in html
+    bad = organizer_client.get(url, {"bt_ties": "sometimes"})
+    assert bad.status_code == 400
+
+
+def test_exports_carry_the_judge_tables_and_neutralise_formulas(organizer_client, star_study):
+    Rater.objects.filter(pk=star_study.raters["judge"].pk).update(pseudonym="=HYPERLINK(1)")
+    url = reverse("ranking:report-download", args=[star_study.study.pk, "xlsx"])
+    wb = load_workbook(io.BytesIO(organizer_client.get(url).content))
+    assert set(JUDGE_TABLES) <= set(wb.sheetnames)
+    cells = [c.value for row in wb["judge_agreement"].iter_rows() for c in row]
+    assert "'=HYPERLINK(1)" in cells and "=HYPERLINK(1)" not in cells
+    url = reverse("ranking:report-download", args=[star_study.study.pk, "csv"])
+    names = zipfile.ZipFile(io.BytesIO(organizer_client.get(url).content)).namelist()
+    assert {f"{n}.csv" for n in JUDGE_TABLES} <= set(names)
+
+
+def test_a_new_rating_changes_the_stamp_and_the_snapshot(star_study):
+    first = report_build(study=star_study.study, filters=ReportFilters())
+    again = report_build(study=star_study.study, filters=ReportFilters())
+    assert again.cached and again.cache_key == first.cache_key
+    count, _ = selectors.study_rating_stamp(star_study.study)
+    rate(
+        star_study.study,
+        star_study.items[1],
+        Rater.objects.create(kind="human", pool="crowd", name="crowd-2"),
+        at=T0 + dt.timedelta(days=2),
+        scores={"correctness": 1, "explanation_correctness": 1},
+    )
+    assert selectors.study_rating_stamp(star_study.study)[0] == count + 1
+    fresh = report_build(study=star_study.study, filters=ReportFilters())
+    assert not fresh.cached and fresh.cache_key != first.cache_key
+
+
+def test_the_report_command_takes_the_tie_rule(pair_study):
+    import json
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    call_command(
+        "report",
+        "--study",
+        str(pair_study.study.pk),
+        "--out",
+        "-",
+        "--bt-ties",
+        "exclude",
+        stdout=out,
+    )
+    doc = json.loads(out.getvalue())
+    assert doc["meta"]["options"]["bt_ties"] == "exclude"
+    assert "judge_agreement" in doc["tables"]
+    with pytest.raises(CommandError):
+        call_command("report", "--study", str(pair_study.study.pk), "--bt-ties", "maybe")
