@@ -21,10 +21,18 @@ from rest_framework import status
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
-from rest_framework.views import set_rollback
 
 logger = logging.getLogger(__name__)
+
+
+class ClientIpThrottleMixin:
+    """For DRF throttle classes: key on annotation.net.client_ip (TRUSTED_PROXIES-aware), the
+    address every per-address rule uses, instead of DRF's own reading of X-Forwarded-For."""
+
+    def get_ident(self, request):
+        from annotation.net import client_ip
+
+        return client_ip(request)
 
 
 class SafeJSONParser(JSONParser):
@@ -45,6 +53,10 @@ def validation_payload(exc: DjangoValidationError) -> dict:
 
 
 def exception_handler(exc, context):
+    # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES (this module) on import.
+    from rest_framework.views import exception_handler as drf_exception_handler
+    from rest_framework.views import set_rollback
+
     response = drf_exception_handler(exc, context)
     if response is not None:
         return response

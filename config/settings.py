@@ -192,6 +192,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"public_signup": "30/hour", "anon": "600/minute"},
+    # DRF's own throttles would otherwise key on the whole X-Forwarded-For header, which any
+    # client can write. 0: REMOTE_ADDR. Throttles of ours use config.drf.ClientIpThrottleMixin,
+    # which follows TRUSTED_PROXIES like every per-address rule.
+    "NUM_PROXIES": 0,
 }
 
 SPECTACULAR_SETTINGS = {

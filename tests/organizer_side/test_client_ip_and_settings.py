@@ -143,3 +143,19 @@ def test_the_server_refuses_to_start_with_a_bad_trusted_proxy():
     result = _load_settings(TRUSTED_PROXIES="10.0.0.0/33")
     assert result.returncode != 0
     assert "TRUSTED_PROXIES" in result.stderr
+
+
+def test_drf_throttles_do_not_believe_a_forged_forwarded_for(settings):
+    from rest_framework.throttling import AnonRateThrottle
+
+    from config.drf import ClientIpThrottleMixin
+
+    class Throttle(ClientIpThrottleMixin, AnonRateThrottle):
+        pass
+
+    settings.TRUSTED_PROXIES = []
+    request = _request("203.0.113.9", "1.2.3.4")
+    assert AnonRateThrottle().get_ident(request) == "203.0.113.9"
+    assert Throttle().get_ident(request) == "203.0.113.9"
+    settings.TRUSTED_PROXIES = ["203.0.113.0/24"]
+    assert Throttle().get_ident(request) == "1.2.3.4"
