@@ -67,3 +67,15 @@ def clean_selection(value: Any) -> dict[str, Any]:
             _check_max_questions(entry) if key == "max_questions" else _check_list(key, entry)
         )
     return cleaned
+
+
+def parse_id(text: object) -> int | None:
+    """A row id typed in a URL or query: plain ASCII digits that fit a bigint, else None.
+
+    ``str.isdigit`` is not enough: '²' and '٣' are digits to it, and ``int('²')`` raises, which
+    was a 500 wherever a query parameter went through ``isdigit`` then ``int``.
+    """
+    text = str(text).strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        return None
+    return int(text)

@@ -21,6 +21,7 @@ from annotation import selectors
 from annotation.api import serializers as s
 from annotation.exports import CONTENT_TYPES, export_filename, export_iter
 from annotation.importers import ImportRefused, dataset_import, save_uploads
+from annotation.limits import parse_id
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_create
@@ -90,10 +91,9 @@ class ResponseList(generics.ListAPIView):
 
     def get_queryset(self):
         p = self.request.query_params
-        question = p.get("question")
         return selectors.response_list(
             dataset=p.get("dataset"),
-            question=int(question) if question and question.isdigit() else None,
+            question=parse_id(p.get("question", "")),
             llm=p.get("llm"),
             task_type=p.get("task_type"),
         )

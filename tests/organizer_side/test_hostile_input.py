@@ -343,3 +343,18 @@ def test_json_numbers_beyond_python_int_limit_are_refused_cleanly(api, study):
     r = api.post("/api/studies/", raw, content_type="application/json")
     assert r.status_code == 400
     assert r.json()
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "１２", "9" * 30, "9" * 5000, "\x00", "-1"])
+def test_id_query_parameters_that_only_look_like_numbers_are_not_a_500(api, study, value):
+    # str.isdigit() says yes to '²' and int('²') raises: every id parameter goes through
+    # limits.parse_id instead.
+    for url, params in (
+        ("/api/responses/", {"question": value}),
+        ("/api/questions/", {"dataset": value}),
+        ("/api/responses/", {"dataset": value}),
+        ("/reports/compare/", {"s1-study": value}),
+        ("/api/reports/compare/", {"s1-study": value}),
+    ):
+        r = api.get(url, params)
+        assert r.status_code < 500, (url, value, r.status_code)
