@@ -358,3 +358,32 @@ def test_id_query_parameters_that_only_look_like_numbers_are_not_a_500(api, stud
     ):
         r = api.get(url, params)
         assert r.status_code < 500, (url, value, r.status_code)
+
+
+JUDGE_FIELDS = [
+    "name", "model", "base_url", "api_key_env", "temperature", "max_tokens", "seed", "template",
+    "price_in_per_1k", "price_out_per_1k", "json_mode", "concurrency", "timeout_s", "max_attempts",
+]  # fmt: skip
+RUN_FIELDS = ["study", "judge", "both_orders", "repeat_rate", "limit", "seed"]
+
+
+@HYPOTHESIS
+@given(data=st.data())
+def test_judge_and_run_apis_survive_any_field_values(api, study, data):
+    from evaluation.models import JudgeConfig, JudgeRun
+
+    judge = {"name": "fuzzed-judge"}
+    for field in data.draw(st.lists(st.sampled_from(JUDGE_FIELDS), min_size=1, max_size=4)):
+        judge[field] = data.draw(hostile_json, label=field)
+    before = JudgeConfig.objects.count()
+    r = api.post("/api/judges/create/", judge, content_type="application/json")
+    assert r.status_code < 500, r.content[:300]
+    if r.status_code >= 400:
+        assert JudgeConfig.objects.count() == before
+    fields = data.draw(st.lists(st.sampled_from(RUN_FIELDS), min_size=1, max_size=4))
+    run = {field: data.draw(hostile_json, label=field) for field in fields}
+    before = JudgeRun.objects.count()
+    r = api.post("/api/judges/runs/start/", run, content_type="application/json")
+    assert r.status_code < 500, r.content[:300]
+    if r.status_code >= 400:
+        assert JudgeRun.objects.count() == before
