@@ -2,8 +2,8 @@
 
 Results are read-only here: ratings, scores, assignments and items (editing them would corrupt
 the statistics), responses once a study has ratings on them, the shipped rubrics and the import
-records. Organizers who are not superusers see only the studies they own, and only those
-studies' items, assignments and ratings. Data comes in through "Import data" on the datasets page
+records. Organizers who are not superusers see and edit only their own objects: the scoping rules
+(querysets, foreign-key choices, change and delete rights) are in annotation/admin_scope.py. Data comes in through "Import data" on the datasets page
 (the same importers as `manage.py import_dataset` and the API).
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import tempfile
 
-from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -20,6 +19,21 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html
 
+from annotation.admin_forms import ImportForm
+from annotation.admin_scope import (
+    DatasetScoped,
+    ScopedAdminMixin,
+    StudyScoped,
+    datasets_owned,
+    datasets_visible,
+    llms_owned_filter,
+    llms_visible_filter,
+    own_questions,
+    own_study_filter,
+    raters_owned,
+    raters_visible,
+    rubrics_owned,
+)
 from annotation.importers import FORMATS, ImportRefused, dataset_import, save_uploads
 from annotation.models import (
     LLM,
@@ -36,7 +50,7 @@ from annotation.models import (
     Score,
     Study,
 )
-from annotation.permissions import is_organizer, studies_for
+from annotation.permissions import is_organizer
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -52,82 +66,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class OwnedStudyMixin:
-    """Limit rows to studies the user may see (superusers: all)."""
-
-    study_path = "study"
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(**{f"{self.study_path}__in": studies_for(request.user)})
-
-
-def own_study_filter(path: str):
-    """A study filter listing only the studies the user may see (a plain list_filter would show
-    every study's name to every organizer)."""
-
-    class OwnStudyFilter(admin.SimpleListFilter):
-        title = "study"
-        parameter_name = "study_id"
-
-        def lookups(self, request, model_admin):
-            return [(s.pk, s.name) for s in studies_for(request.user).order_by("name")]
-
-        def queryset(self, request, queryset):
-            if self.value():
-                return queryset.filter(**{f"{path}__pk": self.value()})
-            return queryset
-
-    return OwnStudyFilter
-
-
 # --- data -------------------------------------------------------------------------------------
 
 
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)
-
-    def clean(self, data, initial=None):
-        if isinstance(data, list | tuple):
-            return [super(MultipleFileField, self).clean(d, initial) for d in data]
-        return [super().clean(data, initial)]
-
-
-class ImportForm(forms.Form):
-    format = forms.ChoiceField(
-        choices=[(f.name, f.name) for f in FORMATS.values()],
-        help_text="See docs/import-formats.md.",
-    )
-    files = MultipleFileField(help_text="One or more files of that format.")
-    folder = forms.ChoiceField(
-        required=False,
-        choices=[
-            ("", "-"),
-            ("human-score", "human-score (LLMEval-2 human panel)"),
-            ("gpt-score", "gpt-score (GPT-4 judge)"),
-        ],
-        help_text="For llmeval2-scores: which score folder the files come from.",
-    )
-    dataset = forms.CharField(required=False, help_text="Default: per format.")
-    study = forms.CharField(required=False, help_text="For imported ratings; default per format.")
-    rater = forms.CharField(required=False)
-    rater_kind = forms.ChoiceField(
-        required=False, choices=[("", "-"), ("human", "human"), ("judge", "judge")]
-    )
-    rubric = forms.CharField(required=False, help_text="Rubric key, for generic star ratings.")
-    dry_run = forms.BooleanField(required=False, help_text="Check and count; write nothing.")
-
-
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["name", "source", "owner", "question_count", "created_at"]
     search_fields = ["name", "description", "source"]
     list_filter = ["created_at"]
@@ -138,6 +81,20 @@ class DatasetAdmin(admin.ModelAdmin):
     @admin.display(description="questions")
     def question_count(self, obj: Dataset) -> int:
         return obj.questions.count()
+
+    def visible(self, request, qs):
+        return qs.filter(pk__in=datasets_visible(request.user).values("pk"))
+
+    def owned(self, request, qs):
+        return qs.filter(pk__in=datasets_owned(request.user).values("pk"))
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if request.user.is_superuser else ["owner"]
+
+    def save_model(self, request, obj, form, change):
+        if not change and not request.user.is_superuser:
+            obj.owner = request.user
+        super().save_model(request, obj, form, change)
 
     def get_urls(self):
         return [
@@ -190,9 +147,15 @@ class DatasetAdmin(admin.ModelAdmin):
 
 
 @admin.register(Question)
-class QuestionAdmin(admin.ModelAdmin):
+class QuestionAdmin(DatasetScoped, admin.ModelAdmin):
     list_display = ["external_id", "dataset", "task_type", "kind", "answer_type", "short_text"]
-    list_filter = ["dataset", "kind", "answer_type", "task_type"]
+    list_filter = [
+        ("dataset", admin.RelatedOnlyFieldListFilter),
+        "kind",
+        "answer_type",
+        "task_type",
+    ]
+    fk_choices = {"dataset": datasets_owned}
     search_fields = ["external_id", "text", "reference"]
     list_select_related = ["dataset"]
     raw_id_fields = ["dataset"]
@@ -214,15 +177,23 @@ class QuestionAdmin(admin.ModelAdmin):
 
 
 @admin.register(LLM)
-class LLMAdmin(admin.ModelAdmin):
+class LLMAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["name", "description"]
     search_fields = ["name", "description"]
 
+    def visible(self, request, qs):
+        return qs.filter(llms_visible_filter(request.user))
+
+    def owned(self, request, qs):
+        return qs.filter(llms_owned_filter(request.user))
+
 
 @admin.register(Response)
-class ResponseAdmin(admin.ModelAdmin):
+class ResponseAdmin(DatasetScoped, admin.ModelAdmin):
+    dataset_path = "question__dataset"
+    fk_choices = {"question": own_questions}
     list_display = ["id", "llm", "question", "external_id", "length"]
-    list_filter = ["llm", "question__dataset", "question__task_type"]
+    list_filter = [("llm", admin.RelatedOnlyFieldListFilter), "question__task_type"]
     search_fields = ["external_id", "text", "question__external_id", "llm__name"]
     list_select_related = ["llm", "question"]
     raw_id_fields = ["question"]
@@ -274,7 +245,7 @@ class CriterionInline(admin.TabularInline):
 
 
 @admin.register(Rubric)
-class RubricAdmin(admin.ModelAdmin):
+class RubricAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["key", "name_en", "name_zh", "mode", "builtin"]
     list_filter = ["mode", "builtin"]
     search_fields = ["key", "name_en", "name_zh"]
@@ -285,6 +256,9 @@ class RubricAdmin(admin.ModelAdmin):
             return ["key", "name_en", "name_zh", "mode", "description", "builtin"]
         return ["builtin"]
 
+    def owned(self, request, qs):
+        return qs.filter(pk__in=rubrics_owned(request.user).values("pk"))
+
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and (obj.builtin or obj.studies.exists()):
             return False
@@ -292,11 +266,15 @@ class RubricAdmin(admin.ModelAdmin):
 
 
 @admin.register(Criterion)
-class CriterionAdmin(admin.ModelAdmin):
+class CriterionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["rubric", "key", "label_en", "label_zh", "min_score", "max_score", "applies_to"]
     list_filter = ["rubric"]
     search_fields = ["key", "label_en", "label_zh"]
     list_select_related = ["rubric"]
+    fk_choices = {"rubric": rubrics_owned}
+
+    def owned(self, request, qs):
+        return qs.filter(rubric__in=rubrics_owned(request.user))
 
     def has_change_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.rubric.builtin:
@@ -313,7 +291,7 @@ class CriterionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Study)
-class StudyAdmin(OwnedStudyMixin, admin.ModelAdmin):
+class StudyAdmin(StudyScoped, admin.ModelAdmin):
     study_path = "pk"
     list_display = [
         "name",
@@ -325,7 +303,12 @@ class StudyAdmin(OwnedStudyMixin, admin.ModelAdmin):
         "item_count",
         "created_at",
     ]
-    list_filter = ["status", "mode", "rubric", "dataset"]
+    list_filter = [
+        "status",
+        "mode",
+        ("rubric", admin.RelatedOnlyFieldListFilter),
+        ("dataset", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["name", "description", "public_id"]
     list_select_related = ["dataset", "rubric", "owner"]
     raw_id_fields = ["owner", "dataset"]
@@ -348,10 +331,6 @@ class StudyAdmin(OwnedStudyMixin, admin.ModelAdmin):
     def item_count(self, obj: Study) -> int:
         return obj.items.count()
 
-    def get_queryset(self, request):
-        qs = admin.ModelAdmin.get_queryset(self, request)
-        return qs if request.user.is_superuser else qs.filter(owner=request.user)
-
     def add_view(self, request, form_url="", extra_context=None):
         # Studies are created with their items by annotation.services.study_create: the
         # organizer pages (and the API) do that; the admin sends organizers there.
@@ -363,7 +342,7 @@ class StudyAdmin(OwnedStudyMixin, admin.ModelAdmin):
 
 
 @admin.register(Item)
-class ItemAdmin(OwnedStudyMixin, ReadOnlyAdmin):
+class ItemAdmin(StudyScoped, ReadOnlyAdmin):
     list_display = [
         "id",
         "study",
@@ -380,7 +359,7 @@ class ItemAdmin(OwnedStudyMixin, ReadOnlyAdmin):
 
 
 @admin.register(Rater)
-class RaterAdmin(admin.ModelAdmin):
+class RaterAdmin(ScopedAdminMixin, admin.ModelAdmin):
     # Organizers identify raters by pseudonym; the account and worker id stay on the detail page.
     list_display = ["pseudonym", "name", "kind", "pool", "platform", "created_at"]
     list_filter = ["kind", "pool", "platform"]
@@ -390,7 +369,21 @@ class RaterAdmin(admin.ModelAdmin):
 
     def get_exclude(self, request, obj=None):
         # Accounts and worker ids stay with superusers; organizers work with pseudonyms.
-        return [] if request.user.is_superuser else ["user", "external_id", "platform"]
+        return (
+            [] if request.user.is_superuser else ["user", "external_id", "platform", "invited_by"]
+        )
+
+    def visible(self, request, qs):
+        return qs.filter(pk__in=raters_visible(request.user).values("pk"))
+
+    def owned(self, request, qs):
+        return qs.filter(pk__in=raters_owned(request.user).values("pk"))
+
+    def save_model(self, request, obj, form, change):
+        # A rater an organizer adds is theirs (and so stays visible to them).
+        if not change and not request.user.is_superuser:
+            obj.invited_by = request.user
+        super().save_model(request, obj, form, change)
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.ratings.exists():
@@ -399,7 +392,7 @@ class RaterAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(OwnedStudyMixin, ReadOnlyAdmin):
+class AssignmentAdmin(StudyScoped, ReadOnlyAdmin):
     list_display = [
         "public_id",
         "study",
@@ -431,7 +424,7 @@ class ScoreInline(admin.TabularInline):
 
 
 @admin.register(Rating)
-class RatingAdmin(OwnedStudyMixin, ReadOnlyAdmin):
+class RatingAdmin(StudyScoped, ReadOnlyAdmin):
     study_path = "item__study"
     list_display = ["id", "study_name", "item_id", "rater", "choice", "scores_text", "created_at"]
     list_filter = [own_study_filter("item__study"), "rater__kind", "rater__pool", "choice"]
@@ -453,7 +446,7 @@ class RatingAdmin(OwnedStudyMixin, ReadOnlyAdmin):
 
 
 @admin.register(Score)
-class ScoreAdmin(OwnedStudyMixin, ReadOnlyAdmin):
+class ScoreAdmin(StudyScoped, ReadOnlyAdmin):
     study_path = "rating__item__study"
     list_display = ["id", "rating_id", "criterion", "value"]
     list_filter = ["criterion__rubric", "criterion__key", "value"]
@@ -463,7 +456,7 @@ class ScoreAdmin(OwnedStudyMixin, ReadOnlyAdmin):
 
 
 @admin.register(ImportRecord)
-class ImportRecordAdmin(ReadOnlyAdmin):
+class ImportRecordAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     list_display = [
         "created_at",
         "format",
@@ -474,10 +467,13 @@ class ImportRecordAdmin(ReadOnlyAdmin):
         "repair_count",
         "files",
     ]
-    list_filter = ["ok", "format", "dataset"]
+    list_filter = ["ok", "format", ("dataset", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["message", "paths"]
     list_select_related = ["dataset", "user"]
     date_hierarchy = "created_at"
+
+    def visible(self, request, qs):
+        return qs.filter(user=request.user)
 
     @admin.display(description="added")
     def added(self, obj: ImportRecord) -> int:

@@ -8,9 +8,10 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import IO, Any
 
+from annotation.cells import xlsx_row
 from annotation.generic_export import CSV_COLUMNS, generic_csv_rows, generic_records
 from annotation.models import Study
 from annotation.selectors import (
@@ -27,7 +28,6 @@ CONTENT_TYPES = {
     "jsonl": "application/x-ndjson; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
-XLSX_CELL_MAX = 32767  # Excel's limit on characters in a cell
 
 
 def export_rows(study: Study, what: str) -> tuple[list[str], Iterator[dict[str, Any]]]:
@@ -64,27 +64,14 @@ def iter_jsonl(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[s
 
 
 def xlsx_bytes(columns: list[str], rows: Iterable[dict[str, Any]], *, title: str) -> bytes:
+    """Every text cell is a string cell, never a formula, whatever it starts with (cells.py)."""
     from openpyxl import Workbook
-    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
     wb = Workbook(write_only=True)
     ws = wb.create_sheet(title=title[:31])
-    ws.append(columns)
+    ws.append(xlsx_row(ws, columns))
     for row in rows:
-        cells = []
-        for c in columns:
-            v = row.get(c)
-            if isinstance(v, datetime):
-                # Excel has no time zones: UTC, naive.
-                if v.utcoffset() is not None:
-                    v = v.astimezone(UTC)
-                v = v.replace(tzinfo=None)
-            elif isinstance(v, str):
-                v = ILLEGAL_CHARACTERS_RE.sub("", v)
-                if len(v) > XLSX_CELL_MAX:
-                    v = v[: XLSX_CELL_MAX - 20] + " [truncated: xlsx]"
-            cells.append(v)
-        ws.append(cells)
+        ws.append(xlsx_row(ws, [row.get(c) for c in columns]))
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()

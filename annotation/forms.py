@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.models import User
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
+from annotation import limits
 from annotation.models import LLM, Dataset, Rubric, Study
 
 
@@ -20,7 +22,9 @@ class StudyForm(forms.Form):
         label=_("Task types"),
         help_text=_("Comma-separated; blank for all."),
     )
-    max_questions = forms.IntegerField(min_value=1, required=False, label=_("Max questions"))
+    max_questions = forms.IntegerField(
+        min_value=1, max_value=limits.MAX_QUESTIONS, required=False, label=_("Max questions")
+    )
     llms = forms.CharField(
         required=False, label=_("LLMs"), help_text=_("Comma-separated names; blank for all.")
     )
@@ -28,9 +32,14 @@ class StudyForm(forms.Form):
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
     )
     baseline_llm = forms.ModelChoiceField(LLM.objects.all(), required=False, label=_("Baseline"))
-    pairs_per_question = forms.IntegerField(min_value=1, required=False, label=_("k pairs"))
+    pairs_per_question = forms.IntegerField(
+        min_value=1, max_value=limits.MAX_PAIRS_PER_QUESTION, required=False, label=_("k pairs")
+    )
     ratings_per_item = forms.IntegerField(
-        min_value=1, max_value=50, initial=3, label=_("Ratings per item (N)")
+        min_value=1,
+        max_value=limits.MAX_RATINGS_PER_ITEM,
+        initial=3,
+        label=_("Ratings per item (N)"),
     )
     repeat_rate = forms.FloatField(
         min_value=0, max_value=0.5, initial=0.02, label=_("Hidden repeat rate")
@@ -41,11 +50,20 @@ class StudyForm(forms.Form):
     admit_onsite = forms.BooleanField(required=False, initial=True, label=_("Onsite"))
     admit_crowd = forms.BooleanField(required=False, label=_("Crowd"))
     admit_public = forms.BooleanField(required=False, label=_("Public"))
-    quota_onsite = forms.IntegerField(min_value=1, required=False, label=_("Onsite quota"))
-    quota_crowd = forms.IntegerField(min_value=1, required=False, label=_("Crowd quota"))
-    quota_public = forms.IntegerField(min_value=1, required=False, label=_("Public quota"))
+    quota_onsite = forms.IntegerField(
+        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Onsite quota")
+    )
+    quota_crowd = forms.IntegerField(
+        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Crowd quota")
+    )
+    quota_public = forms.IntegerField(
+        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Public quota")
+    )
     reservation_timeout = forms.IntegerField(
-        min_value=30, initial=1800, label=_("Reservation timeout (s)")
+        min_value=30,
+        max_value=limits.MAX_RESERVATION_TIMEOUT,
+        initial=1800,
+        label=_("Reservation timeout (s)"),
     )
     completion_code = forms.CharField(max_length=64, required=False, label=_("Completion code"))
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
@@ -86,7 +104,10 @@ class AnnotatorCreateForm(forms.Form):
     )
 
     def clean_username(self):
-        username = self.cleaned_data["username"].strip()
+        # The account stores the NFKC form ('²' becomes '2'): check that form, or a lookalike of
+        # a taken name would pass here and fail in the database.
+        username = User.normalize_username(self.cleaned_data["username"].strip())
+        UnicodeUsernameValidator()(username)
         if User.objects.filter(username__iexact=username).exists():
             raise forms.ValidationError(_("This username is taken."))
         return username

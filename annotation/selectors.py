@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
 
+from annotation.limits import parse_id
 from annotation.models import LLM, Dataset, Item, Question, Rating, Response, Rubric, Score, Study
 from annotation.permissions import studies_for
 
@@ -17,8 +18,8 @@ def dataset_list() -> QuerySet[Dataset]:
 
 def _in_dataset(qs: QuerySet, dataset: int | str, *, path: str) -> QuerySet:
     """Filter by a dataset given as its id or its name."""
-    if str(dataset).isdigit():
-        return qs.filter(**{f"{path}_id": dataset})
+    if (pk := parse_id(dataset)) is not None:
+        return qs.filter(**{f"{path}_id": pk})
     return qs.filter(**{f"{path}__name": dataset})
 
 
@@ -80,7 +81,8 @@ def study_find_for(user, ref: str | int) -> Study | None:
     """A study by id or exact name, among those the user may see."""
     qs = studies_for(user)
     ref = str(ref)
-    found = qs.filter(pk=int(ref)).first() if ref.isdigit() else None
+    pk = parse_id(ref)
+    found = qs.filter(pk=pk).first() if pk is not None else None
     return found or qs.filter(name=ref).first()
 
 

@@ -6,6 +6,7 @@ SQLite by default so a fresh clone can run the demo with no services; set DATABA
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -14,20 +15,56 @@ import dj_database_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+class SettingError(ValueError):
+    """An environment variable holds a value the settings cannot read: refuse to start."""
+
+
 def envbool(name: str, default: bool) -> bool:
+    # A typo such as DEBUG=flase must stop the server, not silently read as False.
     value = os.environ.get(name)
-    if value is None or value == "":
+    if value is None or value.strip() == "":
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise SettingError(
+        f"{name}={value!r} is not a yes/no value; use one of 1/0, true/false, yes/no, on/off"
+    )
 
 
-def envint(name: str, default: int) -> int:
+def envint(name: str, default: int, *, minimum: int | None = None) -> int:
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
+    if value is None or value.strip() == "":
+        return default
+    text = value.strip()
+    # int() accepts Unicode digits ('٣') and underscores ('1_0'); a setting takes plain ASCII only.
+    if not (text.isascii() and text.lstrip("-").isdigit() and len(text) <= 18):
+        raise SettingError(f"{name}={value!r} is not a whole number")
+    number = int(text)
+    if minimum is not None and number < minimum:
+        raise SettingError(f"{name}={number} is below the minimum of {minimum}")
+    return number
 
 
 def envlist(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
+def envnetworks(name: str) -> list[str]:
+    """A comma-separated list of IP addresses or networks (CIDR); each is checked at start-up."""
+    entries = envlist(name, "")
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise SettingError(f"{name}: {entry!r} is not an IP address or network") from None
+    return entries
 
 
 DEBUG = envbool("DEBUG", True)
@@ -41,6 +78,10 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+# Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For header is believed. Empty (the
+# default): per-address rules key on REMOTE_ADDR and ignore the header, which any client can forge.
+# Behind nginx on the same host: TRUSTED_PROXIES=127.0.0.1,::1. See annotation/net.py.
+TRUSTED_PROXIES = envnetworks("TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -95,7 +136,7 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=envint("DB_CONN_MAX_AGE", 0),
+        conn_max_age=envint("DB_CONN_MAX_AGE", 0, minimum=0),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -107,7 +148,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # connection, so PostgreSQL stops re-planning the annotator page's 8-table join on every request
 # (4 ms planning for a 0.4 ms query). See docs/decisions/annotation.md. Set
 # DB_PREPARE_THRESHOLD=0 behind a transaction-mode pooler that cannot carry prepared statements.
-DB_PREPARE_THRESHOLD = envint("DB_PREPARE_THRESHOLD", 5)
+DB_PREPARE_THRESHOLD = envint("DB_PREPARE_THRESHOLD", 5, minimum=0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_PREPARE_THRESHOLD > 0:
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"server_side_binding": True, "prepare_threshold": DB_PREPARE_THRESHOLD}
@@ -141,9 +182,20 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["annotation.permissions.IsOrganizer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Bad input is a 400 with a message, never a 500 (config/drf.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.drf.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "config.drf.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"public_signup": "30/hour", "anon": "600/minute"},
+    # DRF's own throttles would otherwise key on the whole X-Forwarded-For header, which any
+    # client can write. 0: REMOTE_ADDR. Throttles of ours use config.drf.ClientIpThrottleMixin,
+    # which follows TRUSTED_PROXIES like every per-address rule.
+    "NUM_PROXIES": 0,
 }
 
 SPECTACULAR_SETTINGS = {

@@ -1,28 +1,52 @@
+"""Admin for judges, templates, runs and calls, scoped like the annotation admin: an organizer who
+is not a superuser sees their own judges and templates (plus the built-in templates, read-only)
+and the runs and calls of their own studies (annotation/admin_scope.py)."""
+
 from __future__ import annotations
 
 from django.contrib import admin
 
+from annotation.admin_scope import ScopedAdminMixin
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
+from evaluation.selectors import runs_for
+from evaluation.services import judges_for, templates_for
 
 
 @admin.register(PromptTemplate)
-class PromptTemplateAdmin(admin.ModelAdmin):
+class PromptTemplateAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["key", "name", "kind", "parser", "builtin"]
     list_filter = ["kind", "builtin"]
 
+    def visible(self, request, qs):
+        return qs.filter(pk__in=templates_for(request.user).values("pk"))
+
+    def owned(self, request, qs):
+        return qs.filter(builtin=False, owner=request.user)
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["builtin"] if request.user.is_superuser else ["builtin", "owner"]
+
+    def save_model(self, request, obj, form, change):
+        if not change and not request.user.is_superuser:
+            obj.owner = request.user
+        super().save_model(request, obj, form, change)
+
 
 @admin.register(JudgeConfig)
-class JudgeConfigAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "model",
-        "base_url",
-        "api_key_env",
-        "key_is_set",
-        "template",
-        "concurrency",
-    ]
-    readonly_fields = ["rater"]
+class JudgeConfigAdmin(ScopedAdminMixin, admin.ModelAdmin):
+    list_display = ["name", "model", "base_url", "api_key_env", "key_is_set", "template", "concurrency"]
+    fk_choices = {"template": templates_for}
+
+    def visible(self, request, qs):
+        return qs.filter(pk__in=judges_for(request.user).values("pk"))
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["rater"] if request.user.is_superuser else ["rater", "owner"]
+
+    def has_add_permission(self, request) -> bool:
+        # A judge is created with its rater by evaluation.services.judge_config_create (the
+        # judges page and the API); a bare admin form would have no rater.
+        return False
 
     @admin.display(boolean=True, description="key set")
     def key_is_set(self, obj: JudgeConfig) -> bool:
@@ -31,7 +55,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(admin.ModelAdmin):
+class JudgeRunAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "study",
@@ -48,9 +72,12 @@ class JudgeRunAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     readonly_fields = [f.name for f in JudgeRun._meta.fields]
 
+    def visible(self, request, qs):
+        return qs.filter(pk__in=runs_for(request.user).values("pk"))
+
 
 @admin.register(JudgeCall)
-class JudgeCallAdmin(admin.ModelAdmin):
+class JudgeCallAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "run",
@@ -65,3 +92,6 @@ class JudgeCallAdmin(admin.ModelAdmin):
     ]
     list_filter = ["purpose", "status", "parse_status", "cached"]
     readonly_fields = [f.name for f in JudgeCall._meta.fields]
+
+    def visible(self, request, qs):
+        return qs.filter(run__in=runs_for(request.user))

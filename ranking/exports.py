@@ -2,9 +2,10 @@
 XLSX (one sheet per table). Used by the download views and the ``report`` command.
 
 Spreadsheet safety: a cell whose text starts with ``= + - @`` (or a tab / carriage return) would be
-run as a formula by Excel or LibreOffice; such text — model names, pseudonyms, task types come
-from uploaded files — gets a leading apostrophe (OWASP's advice for CSV injection). Numbers are
-never touched.
+run as a formula by Excel or LibreOffice; model names, pseudonyms and task types come from uploaded
+files. XLSX stores such text as a string cell, unchanged; the CSV tables, which have no cell types
+and are meant for reading in a spreadsheet, give it a leading apostrophe (OWASP's advice for CSV
+injection). Numbers are never touched. See ``annotation/cells.py``.
 """
 
 from __future__ import annotations
@@ -12,20 +13,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
 
+from annotation.cells import escape_formula, xlsx_row
 from ranking.services import StudyReport, table_names
 from ranking.stats.report import jsonable
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 FORMATS = ("json", "csv", "xlsx")
 CONTENT_TYPES = {
     "json": "application/json",
@@ -36,10 +35,8 @@ EXTENSIONS = {"json": "json", "csv": "zip", "xlsx": "xlsx"}
 
 
 def safe_cell(value: Any) -> Any:
-    """The value as a spreadsheet should store it (see the module docstring)."""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
-    return value
+    """The value as a CSV table for spreadsheets should hold it (see the module docstring)."""
+    return escape_formula(value)
 
 
 def report_document(report: StudyReport) -> dict[str, Any]:
@@ -110,48 +107,21 @@ def write_csv_dir(report: StudyReport, folder: Path) -> list[Path]:
     return paths
 
 
-def _xlsx_value(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return safe_cell(value)
-
-
 def to_xlsx(report: StudyReport) -> bytes:
     """One sheet per table (sheet names are the table names, at most 31 characters) plus ``meta``."""
     wb = Workbook(write_only=True)
     bold = Font(bold=True)
 
-    def header(ws, names):
-        cells = []
-        for n in names:
-            cell = WriteOnlyCell(ws, value=safe_cell(str(n)))
-            cell.font = bold
-            cells.append(cell)
-        ws.append(cells)
-
-    def text_row(ws, values):
-        # Strings are stored as strings even when they look like a formula: write-only cells
-        # would otherwise turn "=..." into a formula.
-        cells = []
-        for v in values:
-            cell = WriteOnlyCell(ws, value=_xlsx_value(v))
-            if isinstance(v, str):
-                cell.data_type = "s"
-            cells.append(cell)
-        ws.append(cells)
-
     ws = wb.create_sheet("meta")
-    header(ws, ["key", "value"])
+    ws.append(xlsx_row(ws, ["key", "value"], font=bold))
     for row in _meta_rows(report):
-        text_row(ws, row)
+        ws.append(xlsx_row(ws, row))
     for name in table_names():
         df = report.table(name)
         ws = wb.create_sheet(name[:31])
-        header(ws, list(df.columns))
+        ws.append(xlsx_row(ws, [str(c) for c in df.columns], font=bold))
         for row in jsonable(df):
-            text_row(ws, list(row.values()))
+            ws.append(xlsx_row(ws, row.values()))
     out = io.BytesIO()
     wb.save(out)
     return out.getvalue()

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from annotation.limits import parse_id
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
 from ranking import charts, exports, presenters
 from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setting_forms
@@ -98,7 +99,8 @@ def _check_compare_studies(request: HttpRequest):
     studies = studies_for(request.user)
     for i in range(1, MAX_SETTINGS + 1):
         raw = request.GET.get(f"s{i}-study")
-        if raw and (not raw.isdigit() or not studies.filter(pk=int(raw)).exists()):
+        pk = parse_id(raw) if raw else None
+        if raw and (pk is None or not studies.filter(pk=pk).exists()):
             raise Http404
     return studies
 

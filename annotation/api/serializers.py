@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from annotation import limits
 from annotation.exports import FORMATS as EXPORT_FORMATS
 from annotation.exports import WHATS
 from annotation.importers import FORMATS as IMPORT_FORMATS
@@ -163,25 +165,40 @@ class StudyCreateIn(serializers.Serializer):
     baseline_llm = serializers.SlugRelatedField(
         slug_field="name", queryset=LLM.objects.all(), required=False, allow_null=True
     )
-    pairs_per_question = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    seed = serializers.IntegerField(required=False, default=0)
-    ratings_per_item = serializers.IntegerField(required=False, min_value=1)
+    pairs_per_question = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_PAIRS_PER_QUESTION
+    )
+    seed = serializers.IntegerField(
+        required=False, default=0, min_value=0, max_value=limits.MAX_SEED
+    )
+    ratings_per_item = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
+    )
     repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
     hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
-    reservation_timeout = serializers.IntegerField(required=False, min_value=1)
+    reservation_timeout = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
+    )
     admit_onsite = serializers.BooleanField(required=False)
     admit_crowd = serializers.BooleanField(required=False)
     admit_public = serializers.BooleanField(required=False)
-    quota_onsite = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_onsite = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_crowd = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_public = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 
     def validate_selection(self, value):
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("selection must be an object")
-        return value
+        try:
+            return limits.clean_selection(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
 
 
 class StudyUpdateIn(serializers.Serializer):
@@ -190,16 +207,26 @@ class StudyUpdateIn(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     instructions = serializers.CharField(required=False, allow_blank=True)
-    ratings_per_item = serializers.IntegerField(required=False, min_value=1)
+    ratings_per_item = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
+    )
     repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
     hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
-    reservation_timeout = serializers.IntegerField(required=False, min_value=1)
+    reservation_timeout = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
+    )
     admit_onsite = serializers.BooleanField(required=False)
     admit_crowd = serializers.BooleanField(required=False)
     admit_public = serializers.BooleanField(required=False)
-    quota_onsite = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    quota_onsite = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_crowd = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_public = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 

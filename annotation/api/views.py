@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import tempfile
 
-from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -22,6 +21,7 @@ from annotation import selectors
 from annotation.api import serializers as s
 from annotation.exports import CONTENT_TYPES, export_filename, export_iter
 from annotation.importers import ImportRefused, dataset_import, save_uploads
+from annotation.limits import parse_id
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_create
@@ -29,10 +29,6 @@ from annotation.services import study_create
 
 def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
     return ApiResponse({"detail": message}, status=code)
-
-
-def _validation_message(exc: ValidationError):
-    return exc.message_dict if hasattr(exc, "error_dict") else {"detail": " ".join(exc.messages)}
 
 
 # --- data (read) ------------------------------------------------------------------------------
@@ -95,10 +91,9 @@ class ResponseList(generics.ListAPIView):
 
     def get_queryset(self):
         p = self.request.query_params
-        question = p.get("question")
         return selectors.response_list(
             dataset=p.get("dataset"),
-            question=int(question) if question and question.isdigit() else None,
+            question=parse_id(p.get("question", "")),
             llm=p.get("llm"),
             task_type=p.get("task_type"),
         )
@@ -151,10 +146,8 @@ class StudyListCreate(generics.ListAPIView):
     def post(self, request: Request) -> ApiResponse:
         data = s.StudyCreateIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            study = study_create(owner=request.user, **data.validated_data)
-        except ValidationError as exc:
-            return ApiResponse(_validation_message(exc), status=status.HTTP_400_BAD_REQUEST)
+        # A ValidationError from the service is a 400 (config/drf.py exception_handler).
+        study = study_create(owner=request.user, **data.validated_data)
         study = selectors.study_list_for(request.user).get(pk=study.pk)
         return ApiResponse(s.StudyOut(study).data, status=status.HTTP_201_CREATED)
 
@@ -174,10 +167,7 @@ class StudyDetailUpdate(APIView):
         data.is_valid(raise_exception=True)
         for field, value in data.validated_data.items():
             setattr(study, field, value)
-        try:
-            study.full_clean()
-        except ValidationError as exc:
-            return ApiResponse(_validation_message(exc), status=status.HTTP_400_BAD_REQUEST)
+        study.full_clean()  # a ValidationError is a 400 (config/drf.py exception_handler)
         study.save(update_fields=list(data.validated_data) or None)
         study = selectors.study_list_for(request.user).get(pk=study.pk)
         return ApiResponse(s.StudyOut(study).data)

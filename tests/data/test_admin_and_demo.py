@@ -111,7 +111,7 @@ def test_a_staff_organizer_sees_only_their_own_studies(
     r = client.get(reverse("admin:annotation_study_changelist"))
     assert r.status_code == 200
     assert b"mine" in r.content and b"theirs" not in r.content
-    assert client.get(reverse("admin:annotation_study_change", args=[theirs.pk])).status_code == 302
+    assert client.get(reverse("admin:annotation_study_change", args=[theirs.pk])).status_code == 404
     assert client.get(reverse("admin:annotation_item_changelist")).context["cl"].result_count == (
         mine.items.count()
     )
@@ -121,7 +121,7 @@ def test_a_staff_organizer_sees_only_their_own_studies(
         assert b"theirs" not in page.content, name
     # Raters are shown by pseudonym: no account or worker id on the change page.
     rater = Rater.objects.create(
-        kind="human", pool="crowd", platform="prolific", external_id="W123"
+        kind="human", pool="crowd", platform="prolific", external_id="W123", invited_by=alice
     )
     page = client.get(reverse("admin:annotation_rater_change", args=[rater.pk]))
     assert page.status_code == 200 and b"W123" not in page.content

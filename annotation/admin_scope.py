@@ -1,0 +1,174 @@
+"""Admin scoping: what an organizer who is not a superuser may see and edit in the admin.
+
+Two rules per model, both querysets so that lists, forms, bulk actions and single objects agree:
+
+- **visible**: the rows the organizer may see (their own studies and what hangs off them, their own
+  datasets and those their studies use, the raters who worked on their studies, their judges);
+- **owned**: the visible rows they may change or delete: only rows no other organizer depends on.
+  A crowd rater who also rated another organizer's study is visible but read-only, because
+  changing its pool would rewrite that organizer's per-pool report.
+
+Anything outside `visible` is a 404, not the admin's "does not exist" redirect. Superusers see and
+edit everything. Evaluation models reuse `evaluation.services.judges_for` / `templates_for` and
+`evaluation.selectors.runs_for`.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import Http404
+
+from annotation.models import Assignment, Dataset, Question, Rater, Response, Rubric, Study
+from annotation.permissions import studies_for
+
+
+def datasets_visible(user) -> QuerySet[Dataset]:
+    qs = Dataset.objects.all()
+    if user.is_superuser:
+        return qs
+    used = Study.objects.filter(owner=user).values("dataset_id")
+    return qs.filter(Q(owner=user) | Q(pk__in=used))
+
+
+def datasets_owned(user) -> QuerySet[Dataset]:
+    qs = Dataset.objects.all()
+    return qs if user.is_superuser else qs.filter(owner=user)
+
+
+def raters_visible(user) -> QuerySet[Rater]:
+    """Raters who worked on the user's studies, onsite raters they invited, their judges."""
+    qs = Rater.objects.all()
+    if user.is_superuser:
+        return qs
+    worked = Assignment.objects.filter(study__owner=user).values("rater_id")
+    return qs.filter(Q(pk__in=worked) | Q(invited_by=user) | Q(judge_config__owner=user))
+
+
+def raters_owned(user) -> QuerySet[Rater]:
+    """Visible raters that no other organizer's study, invitation or judge depends on."""
+    qs = raters_visible(user)
+    if user.is_superuser:
+        return qs
+    elsewhere = Assignment.objects.filter(rater=OuterRef("pk")).exclude(study__owner=user)
+    return (
+        qs.exclude(Exists(elsewhere))
+        .filter(Q(invited_by__isnull=True) | Q(invited_by=user))
+        .filter(Q(judge_config__isnull=True) | Q(judge_config__owner=user))
+    )
+
+
+def rubrics_owned(user) -> QuerySet[Rubric]:
+    """Custom rubrics that no other organizer's study uses (shipped rubrics: nobody)."""
+    qs = Rubric.objects.filter(builtin=False)
+    if user.is_superuser:
+        return qs
+    others = Study.objects.filter(rubric=OuterRef("pk")).exclude(owner=user)
+    return qs.exclude(Exists(others))
+
+
+class ScopedAdminMixin:
+    """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`."""
+
+    # Foreign-key form fields whose choices are limited: field name -> fn(user) -> queryset.
+    fk_choices: dict = {}
+
+    def visible(self, request, qs: QuerySet) -> QuerySet:
+        return qs
+
+    def owned(self, request, qs: QuerySet) -> QuerySet:
+        return qs
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        return qs if request.user.is_superuser else self.visible(request, qs)
+
+    def _is_owned(self, request, obj) -> bool:
+        if obj is None or request.user.is_superuser:
+            return True
+        qs = self.model._default_manager.filter(pk=obj.pk)
+        return self.owned(request, self.visible(request, qs)).exists()
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return super().has_change_permission(request, obj) and self._is_owned(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and self._is_owned(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        # The "delete selected" action asks has_delete_permission without an object.
+        owned = self.owned(request, queryset).values("pk")
+        if not request.user.is_superuser and queryset.exclude(pk__in=owned).exists():
+            raise PermissionDenied
+        super().delete_queryset(request, queryset)
+
+    def _get_obj_does_not_exist_redirect(self, request, opts, object_id):
+        # Someone else's object answers exactly as a missing one: 404, no hint it exists.
+        raise Http404
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        choices = self.fk_choices.get(db_field.name)
+        if choices is not None and not request.user.is_superuser:
+            kwargs["queryset"] = choices(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class StudyScoped(ScopedAdminMixin):
+    """Rows that belong to a study, found through `study_path`."""
+
+    study_path = "study"
+
+    def visible(self, request, qs):
+        return qs.filter(**{f"{self.study_path}__in": studies_for(request.user)})
+
+
+class DatasetScoped(ScopedAdminMixin):
+    """Rows that belong to a dataset through `dataset_path`: seen with the dataset, edited only
+    in the organizer's own datasets."""
+
+    dataset_path = "dataset"
+
+    def visible(self, request, qs):
+        return qs.filter(**{f"{self.dataset_path}__in": datasets_visible(request.user)})
+
+    def owned(self, request, qs):
+        return qs.filter(**{f"{self.dataset_path}__in": datasets_owned(request.user)})
+
+
+def own_questions(user) -> QuerySet[Question]:
+    return Question.objects.filter(dataset__in=datasets_owned(user))
+
+
+def llms_owned_filter(user) -> Q:
+    """LLMs whose every response lies in the user's own datasets (renaming one changes every
+    report that names it)."""
+    foreign = Response.objects.filter(llm=OuterRef("pk")).exclude(
+        question__dataset__in=datasets_owned(user)
+    )
+    return ~Q(Exists(foreign))
+
+
+def llms_visible_filter(user) -> Q:
+    seen = Response.objects.filter(llm=OuterRef("pk"), question__dataset__in=datasets_visible(user))
+    unused = Response.objects.filter(llm=OuterRef("pk"))
+    return Q(Exists(seen)) | ~Q(Exists(unused))
+
+
+def own_study_filter(path: str):
+    """A study filter listing only the studies the user may see (a plain list_filter would show
+    every study's name to every organizer)."""
+
+    class OwnStudyFilter(admin.SimpleListFilter):
+        title = "study"
+        parameter_name = "study_id"
+
+        def lookups(self, request, model_admin):
+            return [(s.pk, s.name) for s in studies_for(request.user).order_by("name")]
+
+        def queryset(self, request, queryset):
+            if self.value():
+                return queryset.filter(**{f"{path}__pk": self.value()})
+            return queryset
+
+    return OwnStudyFilter

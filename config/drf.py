@@ -1,0 +1,73 @@
+"""API-wide input safety: one JSON parser and one exception handler for every DRF view.
+
+Whatever a client sends, the API answers 4xx with a message and writes nothing; a 5xx means a bug
+in our code, never bad input. Validators and serializers refuse bad values first; this module is
+the net under them:
+
+- ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
+  RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400.
+- ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
+  the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
+  beyond the column's range) become a 400 with the messages, after DRF's own handling.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
+from rest_framework import status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ClientIpThrottleMixin:
+    """For DRF throttle classes: key on annotation.net.client_ip (TRUSTED_PROXIES-aware), the
+    address every per-address rule uses, instead of DRF's own reading of X-Forwarded-For."""
+
+    def get_ident(self, request):
+        from annotation.net import client_ip
+
+        return client_ip(request)
+
+
+class SafeJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except (RecursionError, ValueError) as exc:
+            raise ParseError(
+                "JSON parse error: the body is nested too deeply or holds a number too large."
+            ) from exc
+
+
+def validation_payload(exc: DjangoValidationError) -> dict:
+    """A Django ValidationError as DRF would show a serializer's: field -> messages."""
+    if hasattr(exc, "error_dict"):
+        return {field: list(messages) for field, messages in exc.message_dict.items()}
+    return {"detail": " ".join(exc.messages)}
+
+
+def exception_handler(exc, context):
+    # Imported here: rest_framework.views reads DEFAULT_PARSER_CLASSES (this module) on import.
+    from rest_framework.views import exception_handler as drf_exception_handler
+    from rest_framework.views import set_rollback
+
+    response = drf_exception_handler(exc, context)
+    if response is not None:
+        return response
+    if isinstance(exc, DjangoValidationError):
+        set_rollback()
+        return Response(validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DataError):
+        set_rollback()
+        logger.info("API input refused by the database: %s", exc)
+        return Response(
+            {"detail": "A value is out of range or holds characters that cannot be stored."},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return None
