@@ -110,6 +110,7 @@ DESIGN_FIELDS = [
     "quota_crowd",
     "quota_public",
     "completion_code",
+    "no_more_work_code",
     "completion_url",
 ]
 
@@ -176,6 +177,7 @@ class StudyCreateIn(serializers.Serializer):
     quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 
     def validate_selection(self, value):
@@ -201,6 +203,7 @@ class StudyUpdateIn(serializers.Serializer):
     quota_crowd = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     quota_public = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 
 
