@@ -171,7 +171,8 @@ def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
         )
         _remember(request, study, rater)
         return redirect("annotate:next", study_pid=study.public_id)
-    return render(request, "annotation/join.html", {"study": study, "form": form})
+    status = 400 if request.method == "POST" else 200  # a refused sign-up is the client's error
+    return render(request, "annotation/join.html", {"study": study, "form": form}, status=status)
 
 
 def _safe_mturk_submit(turk_submit_to: str) -> str:

@@ -95,7 +95,9 @@ class AnnotatorCreateForm(forms.Form):
     )
 
     def clean_username(self):
-        username = self.cleaned_data["username"].strip()
+        # Normalised as User.objects.create_user will store it (NFKC), so that two spellings of
+        # one name meet here with a message rather than at the unique index with a 500.
+        username = User.normalize_username(self.cleaned_data["username"].strip())
         if User.objects.filter(username__iexact=username).exists():
             raise forms.ValidationError(_("This username is taken."))
         return username

@@ -202,7 +202,7 @@ def test_public_sign_up_needs_consent_and_is_rate_limited(client, db, organizer,
     study = make_study(owner=organizer, admit_public=True, admit_onsite=False)
     url = reverse("annotate:join", args=[study.public_id])
     response = client.post(url, {"nickname": "Lin"})
-    assert response.status_code == 200 and not Rater.objects.filter(pool="public").exists()
+    assert response.status_code == 400 and not Rater.objects.filter(pool="public").exists()
     response = client.post(url, {"nickname": "Lin", "consent": "on"})
     assert response.status_code == 302
     rater = Rater.objects.get(pool="public")

@@ -301,7 +301,7 @@ def test_the_item_page_carries_the_heartbeat_and_the_guidelines(db, organizer):
     a = Assignment.objects.get(public_id=pid_of(first))
     assert f'data-lease="{reverse("annotate:lease", args=[a.public_id])}"'.encode() in page.content
     assert b"js/lease.js" in page.content
-    assert b"<details class=\"guidelines" in page.content
+    assert b'<details class="guidelines' in page.content
     assert b"<strong>accuracy</strong>" in page.content
 
 
@@ -318,13 +318,13 @@ def test_an_edit_through_previous_returns_to_the_open_item_even_after_its_lease_
     client, first = worker(study, "editor")
     second = rate_from(client, first)
     open_item = Assignment.objects.get(public_id=pid_of(second))
-    # The worker reads their earlier rating for a long while: the open item's lease lapses and
-    # is reclaimed, and a stranger takes the study's last free item.
+    # A stranger holds the study's last free item; the worker reads their earlier rating for a
+    # long while, and the open item's lease lapses and is reclaimed.
+    worker(study, "stranger", address="192.0.2.50")
     back = client.get(reverse("annotate:previous", args=[open_item.public_id]))
     assert pid_of(back["Location"]) == pid_of(first)
     Assignment.objects.filter(pk=open_item.pk).update(expires_at=timezone.now())
-    engine.assignments_expire(study=study)
-    worker(study, "stranger", address="192.0.2.50")
+    assert engine.assignments_expire(study=study) == 1
     answer = rate_from(client, first)  # the edit
     assert pid_of(answer) == str(open_item.public_id)
     open_item.refresh_from_db()
