@@ -255,6 +255,7 @@ class Study(models.Model):
     no_more_work_code = models.CharField(
         max_length=64,
         blank=True,
+        db_default="",
         help_text="Crowd: shown instead when the study has no more work for a worker before "
         "their quota is met (or when they arrive after it is full).",
     )
@@ -444,7 +445,9 @@ class Assignment(models.Model):
     )
     # A keyed hash of the client address that reserved this exposure (crowd and public pools
     # only), never the address itself: it caps open reservations per address.
-    client_tag = models.CharField(max_length=16, blank=True, default="", editable=False)
+    client_tag = models.CharField(
+        max_length=16, blank=True, default="", db_default="", editable=False
+    )
 
     class Meta:
         ordering = ["id"]

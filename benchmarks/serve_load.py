@@ -126,7 +126,7 @@ def load_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> di
             "ratings_per_item, repeat_rate, hint_policy, reservation_timeout, admit_onsite, "
             "admit_crowd, admit_public, completion_code, completion_url, created_at) VALUES "
             "('bench study', %s, '', 'Pick the better answer.', %s, %s, 'pairwise', %s, 'live', "
-            "'all', NULL, '{}', %s, 0.02, 'random', 1800, false, true, false, 'BENCH-DONE', '', "
+            "'all', NULL, '{}', %s, 0.02, 'random', 180, false, true, false, 'BENCH-DONE', '', "
             "now()) RETURNING id",
             [uuid.uuid4().hex[:16], dataset, owner, rubric, n],
         )
@@ -303,6 +303,8 @@ def start_server(
         "CSRF_COOKIE_SECURE": "false",
         "DB_CONN_MAX_AGE": "600",
         "LOG_LEVEL": "ERROR",
+        # Every simulated worker comes from 127.0.0.1: no per-address cap on open items.
+        "ANNOTATION_OPEN_PER_ADDRESS": "0",
     }
     # As in production: the shared Redis cache, which also serves the sessions (cached_db).
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -416,9 +418,13 @@ class Annotator(threading.Thread):
             {"PROLIFIC_PID": f"bench-{self.i}", "STUDY_ID": "bench", "SESSION_ID": f"s{self.i}"}
         )
         status, location, _ = self.request("entry", f"/s/{self.study_pid}/crowd/?{q}")
+        if status == 200:  # the instructions and the consent box; agreeing serves the first item
+            status, location, _ = self.request(
+                "entry", f"/s/{self.study_pid}/crowd/", {"consent": "yes"}
+            )
         if status != 302:
             raise RuntimeError(f"entry {status}")
-        # The entry answers with a redirect to the first item (or the end page).
+        # The consent answers with a redirect to the first item (or the end page).
         if self.htmx:
             self.loop_htmx(location)
             return
