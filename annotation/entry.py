@@ -58,6 +58,10 @@ def _crowd_identity(query) -> tuple[str, str, dict[str, str]]:
     return platform, inputs.external_id(worker, required=True), meta
 
 
+def _has_ids(query) -> bool:
+    return bool(query.get("PROLIFIC_PID") or query.get("workerId"))
+
+
 def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
     try:
         platform, worker, meta = _crowd_identity(request.GET)
@@ -110,9 +114,12 @@ def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
         return _crowd_consent(request, study)
     if request.GET.get("assignmentId") == MTURK_PREVIEW:
         return render(request, "annotation/crowd_preview.html", {"study": study})
-    rater = _crowd_rater(request, study)
-    if isinstance(rater, HttpResponse):
-        return rater
+    rater = _rater_for(request, study)
+    if rater is None or rater.pool != Rater.Pool.CROWD or _has_ids(request.GET):
+        # A new arrival, or a link with ids (which always win over the session).
+        rater = _crowd_rater(request, study)
+        if isinstance(rater, HttpResponse):
+            return rater
     if study.status == Study.Status.PAUSED:
         return redirect("annotate:study", study_pid=study.public_id)
     if has_consented(rater, study) and study.status == Study.Status.LIVE:

@@ -203,6 +203,7 @@ def test_entry_alone_reserves_nothing(client, db, organizer):
     # Nor can the worker skip the consent page by asking for the next item.
     response = client.get(reverse("annotate:next", args=[study.public_id]))
     assert response["Location"] == reverse("annotate:crowd", args=[study.public_id])
+    assert b'name="consent"' in client.get(response["Location"]).content
     assert not Assignment.objects.exists()
 
 
