@@ -220,18 +220,11 @@ def _next(
     last_pk, last_seq, last_status, last_is_repeat, last_item = (
         last[0] if last else (None, 0, None, False, None)
     )
-    # The open item is never lost: a live lease is resumed and renewed, a lapsed one taken back
-    # while its item still has room (e.g. after a long detour through Previous).
-    if last_status == Assignment.Status.SERVED or (
-        last_status == Assignment.Status.EXPIRED
-        and leases.retake(
-            study=study, assignment_id=last_pk, item_id=last_item, is_repeat=last_is_repeat, now=now
-        )
-    ):
-        resumed = Assignment.objects.get(pk=last_pk)
-        if resumed.status == Assignment.Status.SERVED:
-            resumed.expires_at = leases.now_plus(study, now)
-            resumed.save(update_fields=["expires_at"])
+    resumed = _resume(
+        study=study, now=now, pk=last_pk, status=last_status, item_id=last_item,
+        is_repeat=last_is_repeat,
+    )  # fmt: skip
+    if resumed is not None:
         return resumed
     if resubmitted_seq is not None and resubmitted_seq == last_seq:
         # A second submit of the rater's latest exposure (a double click, a retry, an edit from
@@ -251,6 +244,14 @@ def _next(
         "client_tag": client_tag if rater.pool in leases.CAPPED_POOLS else "",
     }
 
+    return _new_exposure(
+        study=study, rater=rater, exposure=exposure, last_is_repeat=last_is_repeat, rng=rng
+    )
+
+
+def _new_exposure(*, study: Study, rater: Rater, exposure: dict, last_is_repeat: bool, rng):
+    """A hidden repeat (at the study's rate) or a freshly reserved item; None if nothing is left."""
+    now, last_seq = exposure["served_at"], exposure["seq"] - 1
     # Never two repeats in a row; the draw happens only when a repeat is allowed.
     if (
         study.repeat_rate > 0
@@ -270,6 +271,23 @@ def _next(
         left_is_a=rng.random() < 0.5 if study.mode == Rubric.Mode.PAIRWISE else True,
         hint_shown=_hint_for(study, rng),
     )
+
+
+def _resume(*, study: Study, now: datetime, pk, status, item_id, is_repeat) -> Assignment | None:
+    """The open item is never lost: a live lease is resumed and renewed, a lapsed one taken back
+    while its item still has room (e.g. after a long detour through Previous)."""
+    if status == Assignment.Status.SERVED or (
+        status == Assignment.Status.EXPIRED
+        and leases.retake(
+            study=study, assignment_id=pk, item_id=item_id, is_repeat=is_repeat, now=now
+        )
+    ):
+        resumed = Assignment.objects.get(pk=pk)
+        if resumed.status == Assignment.Status.SERVED:
+            resumed.expires_at = leases.now_plus(study, now)
+            resumed.save(update_fields=["expires_at"])
+        return resumed
+    return None
 
 
 def _reserve_or_reclaim(*, study: Study, rater: Rater, now: datetime, rng) -> int | None:
@@ -534,19 +552,7 @@ def _submit(
         active_ms = max(0, min(int(active_ms), 24 * 3600 * 1000))
 
     if a.status == Assignment.Status.SUBMITTED:
-        if not _is_recent(a):
-            raise ValidationError(_("This rating is too old to change."))
-        rating = Rating.objects.get(assignment=a)
-        rating.choice = canonical
-        rating.updated_at = now
-        rating.save(update_fields=["choice", "updated_at"])
-        for criterion, value in values.items():
-            Score.objects.update_or_create(
-                rating=rating, criterion=criterion, defaults={"value": value}
-            )
-        if active_ms:
-            Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
-        return rating, True
+        return _edit(a, canonical=canonical, values=values, active_ms=active_ms, now=now), True
     if a.status == Assignment.Status.SKIPPED:
         raise AssignmentGone("skipped")
 
@@ -565,6 +571,14 @@ def _submit(
             )
             if not taken:
                 raise AssignmentGone("expired")
+    rating = _rating_create(
+        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now
+    )
+    return rating, False
+
+
+def _rating_create(a: Assignment, rater: Rater, *, canonical, values, active_ms, now) -> Rating:
+    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path)."""
     a.status = Assignment.Status.SUBMITTED
     a.submitted_at = now
     a.active_ms = active_ms
@@ -594,7 +608,24 @@ def _submit(
         Score.objects.bulk_create(
             [Score(rating=rating, criterion=c, value=v) for c, v in values.items()]
         )
-    return rating, False
+    return rating
+
+
+def _edit(a: Assignment, *, canonical: str, values: dict, active_ms: int | None, now) -> Rating:
+    """A second submit of a submitted assignment changes its one rating; counters stay put."""
+    if not _is_recent(a):
+        raise ValidationError(_("This rating is too old to change."))
+    rating = Rating.objects.get(assignment=a)
+    rating.choice = canonical
+    rating.updated_at = now
+    rating.save(update_fields=["choice", "updated_at"])
+    for criterion, value in values.items():
+        Score.objects.update_or_create(
+            rating=rating, criterion=criterion, defaults={"value": value}
+        )
+    if active_ms:
+        Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
+    return rating
 
 
 @transaction.atomic
