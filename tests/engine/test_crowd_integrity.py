@@ -417,3 +417,13 @@ def test_consent_without_a_crowd_identity_is_refused(client, db, organizer):
     response = client.post(reverse("annotate:crowd", args=[study.public_id]), {"consent": "yes"})
     assert response.status_code == 400
     assert not Assignment.objects.exists()
+
+
+def test_the_consent_and_end_pages_speak_chinese(db, organizer):
+    study = make_study(owner=organizer, admit_crowd=True, quota_crowd=3, completion_code="ZH")
+    client = Client(HTTP_ACCEPT_LANGUAGE="zh-hans")
+    url = reverse("annotate:crowd", args=[study.public_id])
+    page = client.get(url, {"PROLIFIC_PID": "zh-worker"})
+    assert "我同意，开始" in page.content.decode()
+    client.post(url, {"consent": "yes"})
+    assert "还需完成 3 个评分中的 3 个" in client.get(done_url(study)).content.decode()
