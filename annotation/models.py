@@ -473,6 +473,12 @@ class Assignment(models.Model):
             models.Index(fields=["study", "status", "expires_at"], name="assignment_expiry"),
             models.Index(fields=["item", "status"], name="assignment_item_status"),
             models.Index(fields=["rater", "study", "seq"], name="assignment_rater_seq"),
+            # The per-address cap on open items counts live leases of one address in a study.
+            models.Index(
+                fields=["study", "client_tag"],
+                condition=Q(status="served"),
+                name="assignment_open_by_client",
+            ),
         ]
 
     def __str__(self) -> str:
