@@ -18,18 +18,16 @@ Guarantees (see docs/decisions/annotation.md):
 from __future__ import annotations
 
 import random
-import statistics
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from annotation import engine_sql, inputs, leases
 from annotation.models import (
     SHUFFLE_MAX,
     Assignment,
@@ -42,6 +40,12 @@ from annotation.models import (
     Score,
     Study,
 )
+from annotation.progress import (  # noqa: F401 (re-exported for the pages and the API)
+    RaterProgress,
+    rater_progress,
+    rater_submitted_count,
+    study_progress,
+)
 
 # At least this many other exposures between an item and its hidden repeat.
 REPEAT_GAP = 5
@@ -51,6 +55,13 @@ RECENT_EDITS = 10
 DISPLAY_CHOICES = ("left", "tie", "both_bad", "right")
 
 _rng = random.SystemRandom()
+
+# The hot path's statements are plain SQL (see annotation/engine_sql.py).
+_uses_row_locks = engine_sql.uses_row_locks
+_lock = engine_sql.lock
+_sql = engine_sql.sql
+_for_update = engine_sql.for_update
+_db = engine_sql.db_value
 
 
 class StudyUnavailable(Exception):
@@ -65,45 +76,11 @@ class AssignmentGone(Exception):
     """The assignment cannot take a rating any more (skipped, or expired and given away)."""
 
 
-def _uses_row_locks() -> bool:
-    return connection.features.has_select_for_update_skip_locked
-
-
-def _lock(qs):
-    return qs.select_for_update(of=("self",)) if _uses_row_locks() else qs
-
-
-# The annotator hot path (lock, counters, new exposure) runs as plain SQL statements: on the
-# 2-core benchmark machine the ORM spent 1-4 ms of CPU compiling each of these small statements
-# against 0.3 ms for executing them; see docs/decisions/annotation.md. The ORM keeps the rest.
-def _sql(sql: str, params=()) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall() if cursor.description else []
-
-
-def _for_update() -> str:
-    return " FOR UPDATE" if _uses_row_locks() else ""
-
-
-def _db(model, field: str, value):
-    """A parameter prepared as the ORM would store it (datetimes and UUIDs differ per backend)."""
-    return model._meta.get_field(field).get_db_prep_value(value, connection)
-
-
 def check_admission(*, study: Study, rater: Rater) -> None:
     if study.status != Study.Status.LIVE:
         raise StudyUnavailable(study.status)
     if rater.kind != Rater.Kind.HUMAN or not study.admits(rater.pool):
         raise NotAdmitted(rater.pool)
-
-
-def rater_submitted_count(*, study: Study, rater: Rater) -> int:
-    return _sql(
-        "SELECT count(*) FROM annotation_assignment WHERE rater_id = %s AND study_id = %s "
-        "AND status = %s",
-        [rater.pk, study.pk, Assignment.Status.SUBMITTED],
-    )[0][0]
 
 
 def _hint_for(study: Study, rng: random.Random) -> bool:
@@ -201,11 +178,17 @@ def assignment_next(
     rater: Rater,
     now: datetime | None = None,
     rng: random.Random | None = None,
+    client_tag: str = "",
 ) -> Assignment | None:
     """The rater's open assignment if they have one, else a new exposure: a hidden repeat (about
     study.repeat_rate of the time) or a freshly reserved item. None when there is nothing left for
-    this rater (quota reached or every item has its N ratings or was seen by them)."""
-    return _next(study=study, rater=rater, now=now or timezone.now(), rng=rng or _rng)
+    this rater (quota reached or every item has its N ratings or was seen by them).
+
+    client_tag (leases.client_tag of the request's address) caps open reservations per address
+    for crowd and public raters: leases.AddressBusy when that address holds its share."""
+    return _next(
+        study=study, rater=rater, now=now or timezone.now(), rng=rng or _rng, client_tag=client_tag
+    )
 
 
 def _lock_rater(rater: Rater) -> None:
@@ -215,38 +198,60 @@ def _lock_rater(rater: Rater) -> None:
 
 
 def _next(
-    *, study: Study, rater: Rater, now: datetime, rng: random.Random, rater_locked: bool = False
+    *,
+    study: Study,
+    rater: Rater,
+    now: datetime,
+    rng: random.Random,
+    rater_locked: bool = False,
+    client_tag: str = "",
+    resubmitted_seq: int | None = None,
 ) -> Assignment | None:
     check_admission(study=study, rater=rater)
     if not rater_locked:
         _lock_rater(rater)
-    timeout = timedelta(seconds=study.reservation_timeout)
 
     # Only the latest exposure can be open: next always resumes an open one before creating.
     last = _sql(
-        "SELECT id, seq, status, is_repeat FROM annotation_assignment "
+        "SELECT id, seq, status, is_repeat, item_id FROM annotation_assignment "
         f"WHERE study_id = %s AND rater_id = %s ORDER BY seq DESC LIMIT 1{_for_update()}",
         [study.pk, rater.pk],
     )
-    last_pk, last_seq, last_status, last_is_repeat = last[0] if last else (None, 0, None, False)
-    if last_status == Assignment.Status.SERVED:
-        # Resuming keeps the reservation (still counted in n_reserved) and renews its lease.
-        resumed = Assignment.objects.get(pk=last_pk)
-        resumed.expires_at = now + timeout
-        resumed.save(update_fields=["expires_at"])
+    last_pk, last_seq, last_status, last_is_repeat, last_item = (
+        last[0] if last else (None, 0, None, False, None)
+    )
+    resumed = _resume(
+        study=study, now=now, pk=last_pk, status=last_status, item_id=last_item,
+        is_repeat=last_is_repeat,
+    )  # fmt: skip
+    if resumed is not None:
         return resumed
+    if resubmitted_seq is not None and resubmitted_seq == last_seq:
+        # A second submit of the rater's latest exposure (a double click, a retry, an edit from
+        # the end page): its first submit found nothing to serve, so this one answers the same.
+        return None
 
     quota = study.quota_for(rater.pool)
     if quota is not None and rater_submitted_count(study=study, rater=rater) >= quota:
         return None
+    leases.check_address(study=study, rater=rater, tag=client_tag, now=now)
     exposure = {
         "study": study,
         "rater": rater,
         "seq": last_seq + 1,
         "served_at": now,
-        "expires_at": now + timeout,
+        "expires_at": leases.now_plus(study, now),
+        "client_tag": client_tag if rater.pool in leases.CAPPED_POOLS else "",
     }
 
+    return _new_exposure(
+        study=study, rater=rater, exposure=exposure, last_is_repeat=last_is_repeat, rng=rng
+    )
+
+
+def _new_exposure(*, study: Study, rater: Rater, exposure: dict, last_is_repeat: bool, rng):
+    """A hidden repeat (at the study's rate) or a freshly reserved item; None if nothing is left."""
+    now, last_seq = exposure["served_at"], exposure["seq"] - 1
     # Never two repeats in a row; the draw happens only when a repeat is allowed.
     if (
         study.repeat_rate > 0
@@ -255,19 +260,9 @@ def _next(
         and (origin := _repeat_origin(study=study, rater=rater, seq=last_seq + 1, rng=rng))
         is not None
     ):
-        return _exposure_create(
-            **exposure,
-            item_id=origin["item_id"],
-            # Pairwise repeats show the sides swapped; star items have one side.
-            left_is_a=not origin["left_is_a"] if study.mode == Rubric.Mode.PAIRWISE else True,
-            hint_shown=origin["hint_shown"],
-            is_repeat=True,
-            repeat_of_id=origin["pk"],
-        )
+        return _repeat_create(study=study, rater=rater, origin=origin, exposure=exposure, rng=rng)
 
-    item_id = _reserve_item(study=study, rater=rater, rng=rng)
-    if item_id is None and assignments_expire(study=study, now=now):
-        item_id = _reserve_item(study=study, rater=rater, rng=rng)
+    item_id = _reserve_or_reclaim(study=study, rater=rater, now=now, rng=rng)
     if item_id is None:
         return None
     return _exposure_create(
@@ -278,10 +273,55 @@ def _next(
     )
 
 
+def _resume(*, study: Study, now: datetime, pk, status, item_id, is_repeat) -> Assignment | None:
+    """The open item is never lost: a live lease is resumed and renewed, a lapsed one taken back
+    while its item still has room (e.g. after a long detour through Previous)."""
+    if status == Assignment.Status.SERVED or (
+        status == Assignment.Status.EXPIRED
+        and leases.retake(
+            study=study, assignment_id=pk, item_id=item_id, is_repeat=is_repeat, now=now
+        )
+    ):
+        resumed = Assignment.objects.get(pk=pk)
+        if resumed.status == Assignment.Status.SERVED:
+            resumed.expires_at = leases.now_plus(study, now)
+            resumed.save(update_fields=["expires_at"])
+        return resumed
+    return None
+
+
+def _reserve_or_reclaim(*, study: Study, rater: Rater, now: datetime, rng) -> int | None:
+    """Reserve an item; when none is free, reclaim lapsed leases first and try once more."""
+    item_id = _reserve_item(study=study, rater=rater, rng=rng)
+    if item_id is None and assignments_expire(study=study, now=now):
+        item_id = _reserve_item(study=study, rater=rater, rng=rng)
+    return item_id
+
+
+def _repeat_create(*, study: Study, rater: Rater, origin: dict, exposure: dict, rng):
+    """A hidden repeat, served only where a new item would have been: when the study has nothing
+    new left for this rater, the answer is None, as it is without the draw. Otherwise repeats
+    would pile up among the few exposures of annotators who keep asking at the end of a study
+    (where the excess over the study's rate came from; see docs/annotators.md)."""
+    probe = _reserve_or_reclaim(study=study, rater=rater, now=exposure["served_at"], rng=rng)
+    if probe is None:
+        return None
+    _sql("UPDATE annotation_item SET n_reserved = n_reserved - 1 WHERE id = %s", [probe])
+    return _exposure_create(
+        **exposure,
+        item_id=origin["item_id"],
+        # Pairwise repeats show the sides swapped; star items have one side.
+        left_is_a=not origin["left_is_a"] if study.mode == Rubric.Mode.PAIRWISE else True,
+        hint_shown=origin["hint_shown"],
+        is_repeat=True,
+        repeat_of_id=origin["pk"],
+    )
+
+
 _EXPOSURE_INSERT = (
     "INSERT INTO annotation_assignment (public_id, study_id, item_id, rater_id, seq, status, "
-    "left_is_a, hint_shown, is_repeat, repeat_of_id, served_at, expires_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    "left_is_a, hint_shown, is_repeat, repeat_of_id, served_at, expires_at, client_tag) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 
 
@@ -309,6 +349,7 @@ def _exposure_create(*, is_repeat: bool = False, repeat_of_id: int | None = None
             a.repeat_of_id,
             _db(Assignment, "served_at", a.served_at),
             _db(Assignment, "expires_at", a.expires_at),
+            a.client_tag,
         ],
     )[0][0]
     a._state.adding = False
@@ -360,9 +401,9 @@ def _clean_scores(assignment: Assignment, scores: dict[str, object] | None) -> d
         if raw in (None, ""):
             errors.append(_("Give a score for %(criterion)s.") % {"criterion": label})
             continue
-        try:
-            value = int(raw)
-        except (TypeError, ValueError):
+        # Plain ASCII digits only: int() would take '٣' and '1_0' and fail on '²' (inputs.py).
+        value = raw if type(raw) is int else inputs.small_int(raw)
+        if value is None:
             errors.append(_("%(criterion)s: not a number.") % {"criterion": label})
             continue
         if not c.min_score <= value <= c.max_score:
@@ -374,7 +415,8 @@ def _clean_scores(assignment: Assignment, scores: dict[str, object] | None) -> d
         values[c] = value
     unknown = set(scores) - {c.key for c in criteria}
     if unknown:
-        errors.append(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(sorted(unknown))})
+        shown = [k[:40] for k in sorted(unknown)[:5]]
+        errors.append(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(shown)})
     if errors:
         raise ValidationError(errors)
     return values
@@ -426,7 +468,7 @@ def assignment_submit(
     (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
     """
     _lock_rater(rater)
-    return _submit(
+    rating, _resubmitted = _submit(
         assignment=assignment,
         rater=rater,
         scores=scores,
@@ -434,6 +476,7 @@ def assignment_submit(
         active_ms=active_ms,
         now=now or timezone.now(),
     )
+    return rating
 
 
 @transaction.atomic
@@ -446,14 +489,19 @@ def assignment_submit_and_next(
     active_ms: int | None = None,
     now: datetime | None = None,
     rng: random.Random | None = None,
+    client_tag: str = "",
 ) -> tuple[Rating, Assignment | None]:
     """Submit and reserve what comes next in one transaction (one commit per item). Raises as
     assignment_submit does, before anything is written; a study that stopped running or stopped
-    admitting this rater's pool takes no more ratings (StudyUnavailable / NotAdmitted)."""
+    admitting this rater's pool takes no more ratings (StudyUnavailable / NotAdmitted).
+
+    Submitting an assignment again (a double click, or an edit through Previous) changes the
+    rating, counts nothing twice and answers with the rater's open item; when the assignment was
+    their latest exposure, with what its first submit answered (see _next)."""
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
     _lock_rater(rater)
-    rating = _submit(
+    rating, resubmitted = _submit(
         assignment=assignment,
         rater=rater,
         scores=scores,
@@ -462,7 +510,13 @@ def assignment_submit_and_next(
         now=now,
     )
     following = _next(
-        study=assignment.study, rater=rater, now=now, rng=rng or _rng, rater_locked=True
+        study=assignment.study,
+        rater=rater,
+        now=now,
+        rng=rng or _rng,
+        rater_locked=True,
+        client_tag=client_tag,
+        resubmitted_seq=assignment.seq if resubmitted else None,
     )
     return rating, following
 
@@ -475,7 +529,9 @@ def _submit(
     choice: str | None,
     active_ms: int | None,
     now: datetime,
-) -> Rating:
+) -> tuple[Rating, bool]:
+    """The rating, and whether the assignment had been submitted before (an edit or a repeat
+    of the same request)."""
     # Lock the exposure and read its state fresh (a double click waits here for the first).
     row = _sql(
         "SELECT status, item_id, is_repeat, left_is_a, seq, active_ms FROM annotation_assignment "
@@ -496,19 +552,7 @@ def _submit(
         active_ms = max(0, min(int(active_ms), 24 * 3600 * 1000))
 
     if a.status == Assignment.Status.SUBMITTED:
-        if not _is_recent(a):
-            raise ValidationError(_("This rating is too old to change."))
-        rating = Rating.objects.get(assignment=a)
-        rating.choice = canonical
-        rating.updated_at = now
-        rating.save(update_fields=["choice", "updated_at"])
-        for criterion, value in values.items():
-            Score.objects.update_or_create(
-                rating=rating, criterion=criterion, defaults={"value": value}
-            )
-        if active_ms:
-            Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
-        return rating
+        return _edit(a, canonical=canonical, values=values, active_ms=active_ms, now=now), True
     if a.status == Assignment.Status.SKIPPED:
         raise AssignmentGone("skipped")
 
@@ -527,6 +571,14 @@ def _submit(
             )
             if not taken:
                 raise AssignmentGone("expired")
+    rating = _rating_create(
+        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now
+    )
+    return rating, False
+
+
+def _rating_create(a: Assignment, rater: Rater, *, canonical, values, active_ms, now) -> Rating:
+    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path)."""
     a.status = Assignment.Status.SUBMITTED
     a.submitted_at = now
     a.active_ms = active_ms
@@ -559,10 +611,30 @@ def _submit(
     return rating
 
 
+def _edit(a: Assignment, *, canonical: str, values: dict, active_ms: int | None, now) -> Rating:
+    """A second submit of a submitted assignment changes its one rating; counters stay put."""
+    if not _is_recent(a):
+        raise ValidationError(_("This rating is too old to change."))
+    rating = Rating.objects.get(assignment=a)
+    rating.choice = canonical
+    rating.updated_at = now
+    rating.save(update_fields=["choice", "updated_at"])
+    for criterion, value in values.items():
+        Score.objects.update_or_create(
+            rating=rating, criterion=criterion, defaults={"value": value}
+        )
+    if active_ms:
+        Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
+    return rating
+
+
 @transaction.atomic
 def assignment_skip(*, assignment: Assignment, rater: Rater, now: datetime | None = None) -> None:
-    """Give the item back to others; this rater is never served it again (the exposure stays)."""
+    """Give the item back to others; this rater is never served it again (the exposure stays).
+    A study that is not live (paused, closed) or no longer admits the rater's pool refuses it
+    (StudyUnavailable / NotAdmitted) and nothing changes."""
     now = now or timezone.now()
+    check_admission(study=assignment.study, rater=rater)
     _lock_rater(rater)
     a = _lock(Assignment.objects.filter(pk=assignment.pk, rater=rater)).first()
     if a is None:
@@ -590,97 +662,3 @@ def assignment_previous(
         if before is None or seq < before.seq:
             return Assignment.objects.get(pk=pk)
     return None
-
-
-# -- Reads for the annotator and organizer pages ------------------------------------------------
-
-
-@dataclass
-class RaterProgress:
-    done: int
-    quota: int | None
-    remaining: int | None
-
-    @property
-    def percent(self) -> int:
-        if self.quota:
-            return min(100, round(100 * self.done / self.quota))
-        total = self.done + (self.remaining or 0)
-        return round(100 * self.done / total) if total else 100
-
-
-def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
-    done = rater_submitted_count(study=study, rater=rater)
-    quota = study.quota_for(rater.pool)
-    remaining = None
-    if quota is None:
-        # The study's outstanding ratings: an aggregate, so it says nothing about any item. Only
-        # items below N contribute (a range of the item_next index, not the whole study), and
-        # every page shares one figure for a few seconds.
-        def outstanding() -> int:
-            n = study.ratings_per_item
-            agg = Item.objects.filter(study=study, n_ratings__lt=n).aggregate(
-                r=Sum("n_ratings"), c=Count("id")
-            )
-            return max(0, (agg["c"] or 0) * n - (agg["r"] or 0))
-
-        remaining = cache.get_or_set(f"annot-remaining:{study.public_id}", outstanding, 5)
-    return RaterProgress(done=done, quota=quota, remaining=remaining)
-
-
-def study_progress(*, study: Study, now: datetime | None = None) -> dict:
-    """Organizer view of a study: coverage, open reservations and per-annotator figures."""
-    now = now or timezone.now()
-    n = study.ratings_per_item
-    items = Item.objects.filter(study=study).aggregate(
-        total=Count("id"),
-        complete=Count("id", filter=Q(n_ratings__gte=n)),
-        ratings=Sum("n_ratings"),
-        reserved=Sum("n_reserved"),
-    )
-    open_q = Assignment.objects.filter(study=study, status=Assignment.Status.SERVED)
-    per_rater: dict[int, dict] = {}
-    rows = (
-        Assignment.objects.filter(study=study)
-        .values("rater_id", "rater__pseudonym", "rater__pool", "status", "is_repeat")
-        .annotate(c=Count("id"))
-    )
-    for r in rows:
-        entry = per_rater.setdefault(
-            r["rater_id"],
-            {
-                "pseudonym": r["rater__pseudonym"],
-                "pool": r["rater__pool"],
-                "submitted": 0,
-                "repeats": 0,
-                "skipped": 0,
-                "open": 0,
-                "median_s": None,
-            },
-        )
-        if r["status"] == Assignment.Status.SUBMITTED:
-            entry["submitted"] += r["c"]
-            if r["is_repeat"]:
-                entry["repeats"] += r["c"]
-        elif r["status"] == Assignment.Status.SKIPPED:
-            entry["skipped"] += r["c"]
-        elif r["status"] == Assignment.Status.SERVED:
-            entry["open"] += r["c"]
-    durations: dict[int, list[float]] = {}
-    for rater_id, served, submitted in Assignment.objects.filter(
-        study=study, status=Assignment.Status.SUBMITTED
-    ).values_list("rater_id", "served_at", "submitted_at"):
-        durations.setdefault(rater_id, []).append((submitted - served).total_seconds())
-    for rater_id, ds in durations.items():
-        per_rater[rater_id]["median_s"] = round(statistics.median(ds), 1)
-    total_needed = (items["total"] or 0) * n
-    return {
-        "items_total": items["total"] or 0,
-        "items_complete": items["complete"] or 0,
-        "ratings": items["ratings"] or 0,
-        "ratings_needed": total_needed,
-        "percent": round(100 * (items["ratings"] or 0) / total_needed) if total_needed else 0,
-        "open_reservations": open_q.count(),
-        "lapsed_reservations": open_q.filter(expires_at__lte=now).count(),
-        "annotators": sorted(per_rater.values(), key=lambda e: -e["submitted"]),
-    }

@@ -62,10 +62,17 @@ class StudyForm(forms.Form):
     reservation_timeout = forms.IntegerField(
         min_value=30,
         max_value=limits.MAX_RESERVATION_TIMEOUT,
-        initial=1800,
+        initial=180,
         label=_("Reservation timeout (s)"),
+        help_text=_("A lease that the annotator's activity renews; 120-300 s is plenty."),
     )
     completion_code = forms.CharField(max_length=64, required=False, label=_("Completion code"))
+    no_more_work_code = forms.CharField(
+        max_length=64,
+        required=False,
+        label=_("No-more-work code"),
+        help_text=_("Crowd: shown when the study runs out of work before a worker's quota."),
+    )
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
 
     def clean(self):
@@ -79,7 +86,7 @@ class StudyForm(forms.Form):
         "name", "dataset", "mode", "rubric", "instructions", "pair_design", "baseline_llm",
         "pairs_per_question", "ratings_per_item", "repeat_rate", "hint_policy", "admit_onsite",
         "admit_crowd", "admit_public", "quota_onsite", "quota_crowd", "quota_public",
-        "reservation_timeout", "completion_code", "completion_url",
+        "reservation_timeout", "completion_code", "no_more_work_code", "completion_url",
     )  # fmt: skip
 
     def service_kwargs(self) -> dict:

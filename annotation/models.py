@@ -238,8 +238,12 @@ class Study(models.Model):
     hint_policy = models.CharField(
         max_length=10, choices=HintPolicy.choices, default=HintPolicy.HIDDEN
     )
+    # A lease, not a booking: page views, submits and the item page's heartbeat renew it, so a
+    # short one costs a working annotator nothing and a stranger's entry holds an item briefly.
     reservation_timeout = models.PositiveIntegerField(
-        default=1800, help_text="Seconds before an open assignment expires."
+        default=180,
+        help_text="Lease in seconds: an open item goes back to the pool after this long without "
+        "activity from its annotator (page view, submit or the item page's heartbeat).",
     )
     admit_onsite = models.BooleanField(default=True)
     admit_crowd = models.BooleanField(default=False)
@@ -247,7 +251,16 @@ class Study(models.Model):
     quota_onsite = models.PositiveIntegerField(null=True, blank=True, help_text="Per annotator.")
     quota_crowd = models.PositiveIntegerField(null=True, blank=True, help_text="Per worker.")
     quota_public = models.PositiveIntegerField(null=True, blank=True, help_text="Per person.")
-    completion_code = models.CharField(max_length=64, blank=True)
+    completion_code = models.CharField(
+        max_length=64, blank=True, help_text="Crowd: shown once the worker's quota is met."
+    )
+    no_more_work_code = models.CharField(
+        max_length=64,
+        blank=True,
+        db_default="",
+        help_text="Crowd: shown instead when the study has no more work for a worker before "
+        "their quota is met (or when they arrive after it is full).",
+    )
     completion_url = models.URLField(blank=True, help_text="Crowd redirect at the end.")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -432,6 +445,11 @@ class Assignment(models.Model):
     active_ms = models.PositiveIntegerField(
         null=True, blank=True, help_text="Active time measured in the page."
     )
+    # A keyed hash of the client address that reserved this exposure (crowd and public pools
+    # only), never the address itself: it caps open reservations per address.
+    client_tag = models.CharField(
+        max_length=16, blank=True, default="", db_default="", editable=False
+    )
 
     class Meta:
         ordering = ["id"]
@@ -457,6 +475,12 @@ class Assignment(models.Model):
             models.Index(fields=["study", "status", "expires_at"], name="assignment_expiry"),
             models.Index(fields=["item", "status"], name="assignment_item_status"),
             models.Index(fields=["rater", "study", "seq"], name="assignment_rater_seq"),
+            # The per-address cap on open items counts live leases of one address in a study.
+            models.Index(
+                fields=["study", "client_tag"],
+                condition=Q(status="served"),
+                name="assignment_open_by_client",
+            ),
         ]
 
     def __str__(self) -> str:

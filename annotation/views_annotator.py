@@ -28,15 +28,13 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_de
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import engine
-from annotation.forms import JoinForm
+from annotation import engine, inputs, leases
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
+from annotation.net import client_ip
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
 SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
-MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
-MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 PUBLIC_SIGNUPS_PER_HOUR = 20
 PUBLIC_REQUESTS_PER_MINUTE = 120
 
@@ -46,6 +44,9 @@ PUBLIC_REQUESTS_PER_MINUTE = 120
 
 def _study(public_id: str) -> Study:
     # Drafts do not exist for annotators; paused and closed studies say so on their pages.
+    # Anything that cannot be a public id (a NUL byte, a megabyte) is not a study either.
+    if not inputs.is_public_id(public_id):
+        raise Http404
     return get_object_or_404(
         Study.objects.select_related("rubric").exclude(status=Study.Status.DRAFT),
         public_id=public_id,
@@ -83,6 +84,34 @@ def _throttled(rater: Rater) -> bool:
 
 def _too_many() -> HttpResponse:
     return HttpResponse(_("Too many requests: slow down a little."), status=429)
+
+
+def _message(request, study, title: str, text: str, *, status: int) -> HttpResponse:
+    return render(
+        request,
+        "annotation/message.html",
+        {"study": study, "title": title, "text": text},
+        status=status,
+    )
+
+
+def _address_busy(request, study: Study) -> HttpResponse:
+    minutes = max(1, round(study.reservation_timeout / 60))
+    return _message(
+        request,
+        study,
+        _("Too many open items from your network"),
+        _(
+            "Other people on your network hold as many items of this study as one address may. "
+            "Try again in %(minutes)d minutes."
+        )
+        % {"minutes": minutes},
+        status=429,
+    )
+
+
+def client_tag(request: HttpRequest) -> str:
+    return leases.client_tag(client_ip(request))
 
 
 def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
@@ -176,7 +205,11 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
         values = rating.scores_dict()
         choice = engine.display_choice(rating.choice, left_is_a=a.left_is_a)
     if posted is not None:
-        values = {k[2:]: int(v) for k, v in posted.items() if k.startswith("c_") and v.isdigit()}
+        values = {
+            k[2:]: n
+            for k, v in posted.items()
+            if k.startswith("c_") and (n := inputs.small_int(v)) is not None
+        }
         choice = posted.get("choice", choice)
     if a.study.mode == Rubric.Mode.PAIRWISE:
         left, right = (
@@ -193,7 +226,12 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
         # Reversed once here rather than twice each in the template.
         "urls": {
             name: reverse(f"annotate:{view}", args=[a.public_id])
-            for name, view in (("rate", "assignment"), ("skip", "skip"), ("previous", "previous"))
+            for name, view in (
+                ("rate", "assignment"),
+                ("skip", "skip"),
+                ("previous", "previous"),
+                ("lease", "lease"),
+            )
         },
         "question": item.question.text,
         "reference": item.question.reference if a.hint_shown else "",
@@ -231,9 +269,11 @@ def _show(request, a: Assignment, rater: Rater) -> HttpResponse:
 
 def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
     try:
-        a = engine.assignment_next(study=study, rater=rater)
+        a = engine.assignment_next(study=study, rater=rater, client_tag=client_tag(request))
     except (engine.StudyUnavailable, engine.NotAdmitted):
         return redirect("annotate:study", study_pid=study.public_id)
+    except leases.AddressBusy:
+        return _address_busy(request, study)
     return _show_next(request, study, rater, a)
 
 
@@ -278,7 +318,34 @@ def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
         return _too_many()
     if study.status != Study.Status.LIVE or not study.admits(rater.pool):
         return redirect("annotate:study", study_pid=study.public_id)
+    if rater.pool == Rater.Pool.CROWD and not has_consented(rater, study):
+        # Nothing is reserved before the worker has read the instructions and agreed.
+        return redirect("annotate:crowd", study_pid=study.public_id)
     return _serve_next(request, study, rater)
+
+
+def has_consented(rater: Rater, study: Study) -> bool:
+    return study.public_id in (rater.meta or {}).get("consent", {})
+
+
+def _renew_lease(a: Assignment, rater: Rater) -> None:
+    """A page view is activity: it renews the rater's open lease in the study (the item on the
+    page, or the one left open while they look at an earlier rating). A lease served moments ago
+    needs nothing, which keeps the hot path (serve, then show) at one statement less."""
+    now = timezone.now()
+    lease = a.study.reservation_timeout
+    fresh = a.status == Assignment.Status.SERVED and a.expires_at is not None
+    if fresh and (a.expires_at - now).total_seconds() > lease / 2:
+        return
+    leases.renew(study=a.study, rater=rater, now=now)
+
+
+def _bad_active_ms(request, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid)
+    msg = _("The active time must be a whole number of milliseconds.")
+    return _render_item(
+        request, a, rater, posted=request.POST, errors=[msg], status=200 if request.htmx else 400
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -291,12 +358,16 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
     if request.method == "GET":
         if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
             return redirect("annotate:next", study_pid=a.study.public_id)
+        _renew_lease(a, rater)
         return _render_item(request, a, rater)
     if a.study.status != Study.Status.LIVE:
         messages.error(request, _("This study is not running right now."))
         return redirect("annotate:study", study_pid=a.study.public_id)
     post = request.POST
     active = post.get("active_ms", "")
+    active_ms = inputs.small_int(active)
+    if active and active_ms is None:
+        return _bad_active_ms(request, assignment_pid)
     # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
     try:
         _rating, following = engine.assignment_submit_and_next(
@@ -304,7 +375,8 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
             rater=rater,
             scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
             choice=post.get("choice"),
-            active_ms=int(active) if active.isdigit() else None,
+            active_ms=active_ms,
+            client_tag=client_tag(request),
         )
     except ValidationError as e:
         a, rater = _own_assignment(request, assignment_pid)
@@ -321,6 +393,8 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return _serve_next(request, a.study, rater)
     except (engine.StudyUnavailable, engine.NotAdmitted):
         return redirect("annotate:study", study_pid=a.study.public_id)
+    except leases.AddressBusy:
+        return _address_busy(request, a.study)
     return _show_next(request, a.study, rater, following)
 
 
@@ -329,14 +403,37 @@ def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid, for_display=False)
     if _throttled(rater):
         return _too_many()
-    with transaction.atomic():
-        engine.assignment_skip(assignment=a, rater=rater)
-        return _serve_next(request, a.study, rater)
+    try:
+        with transaction.atomic():
+            engine.assignment_skip(assignment=a, rater=rater)
+            return _serve_next(request, a.study, rater)
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return _message(
+            request,
+            a.study,
+            _("This study is not running"),
+            _("Nothing was changed: the study is paused or closed."),
+            status=409,
+        )
+
+
+@require_POST
+def assignment_lease(request: HttpRequest, assignment_pid) -> HttpResponse:
+    """The item page's heartbeat: the annotator is still there, keep their lease. 204 when it
+    was renewed, 409 when the item is no longer theirs to hold (submitted, skipped, given away)."""
+    a, rater = _own_assignment(request, assignment_pid, for_display=False)
+    if _throttled(rater):
+        return _too_many()
+    if a.status != Assignment.Status.SERVED or a.study.status != Study.Status.LIVE:
+        return HttpResponse(status=409)
+    leases.renew(study=a.study, rater=rater, now=timezone.now())
+    return HttpResponse(status=204)
 
 
 @require_GET
 def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
+    _renew_lease(a, rater)
     previous = engine.assignment_previous(study=a.study, rater=rater, before=a)
     if previous is None:
         messages.info(request, _("There is no earlier rating you can change."))
@@ -357,113 +454,6 @@ def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
     if previous is None:
         return redirect("annotate:study", study_pid=study.public_id)
     return redirect("annotate:assignment", assignment_pid=previous.public_id)
-
-
-def _safe_mturk_submit(turk_submit_to: str) -> str:
-    base = (turk_submit_to or "").rstrip("/")
-    return base if base in MTURK_HOSTS else MTURK_HOSTS[0]
-
-
-@require_GET
-def study_done(request: HttpRequest, study_pid: str) -> HttpResponse:
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
-    progress = engine.rater_progress(study=study, rater=rater)
-    context = {"study": study, "rater": rater, "progress": progress}
-    if rater.pool == Rater.Pool.CROWD and progress.done > 0:
-        context["completion_code"] = study.completion_code
-        if rater.platform == "prolific" and study.completion_url:
-            context["completion_url"] = study.completion_url
-        mturk = request.session.get(SESSION_MTURK, {}).get(study.public_id)
-        if rater.platform == "mturk" and mturk:
-            context["mturk_action"] = (
-                _safe_mturk_submit(mturk.get("turkSubmitTo", "")) + "/mturk/externalSubmit"
-            )
-            context["mturk_assignment_id"] = mturk.get("assignmentId", "")
-    return render(request, "annotation/done.html", context)
-
-
-@require_GET
-def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
-    """Prolific: ?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=; MTurk: ?workerId=&assignmentId=&hitId=
-    &turkSubmitTo= (a preview while assignmentId is ASSIGNMENT_ID_NOT_AVAILABLE)."""
-    study = _study(study_pid)
-    if not study.admit_crowd:
-        raise Http404
-    q = request.GET
-    if q.get("assignmentId") == MTURK_PREVIEW:
-        return render(request, "annotation/crowd_preview.html", {"study": study})
-    if q.get("PROLIFIC_PID"):
-        platform, worker = "prolific", q["PROLIFIC_PID"]
-        meta = {"study_id": q.get("STUDY_ID", ""), "session_id": q.get("SESSION_ID", "")}
-    elif q.get("workerId"):
-        platform, worker = "mturk", q["workerId"]
-        meta = {"hit_id": q.get("hitId", ""), "assignment_id": q.get("assignmentId", "")}
-        mturk = dict(request.session.get(SESSION_MTURK, {}))
-        mturk[study.public_id] = {
-            "assignmentId": q.get("assignmentId", ""),
-            "turkSubmitTo": q.get("turkSubmitTo", ""),
-        }
-        request.session[SESSION_MTURK] = mturk
-    else:
-        return render(
-            request, "annotation/message.html",
-            {"study": study, "title": _("Missing worker id"),
-             "text": _("Open this study from the link on your crowd-sourcing platform.")},
-            status=400,
-        )  # fmt: skip
-    worker = worker.strip()[:200]
-    if not worker:
-        raise Http404
-    rater, created = Rater.objects.get_or_create(
-        kind=Rater.Kind.HUMAN,
-        pool=Rater.Pool.CROWD,
-        platform=platform,
-        external_id=worker,
-        defaults={"meta": meta},
-    )
-    if not created and meta:
-        rater.meta = {**rater.meta, **meta}
-        rater.save(update_fields=["meta"])
-    _remember(request, study, rater)
-    if study.status != Study.Status.LIVE:
-        return redirect("annotate:study", study_pid=study.public_id)
-    # Straight to the first item (one redirect less for a crowd that arrives all at once).
-    return _serve_next(request, study, rater)
-
-
-def _client_ip(request: HttpRequest) -> str:
-    return request.META.get("REMOTE_ADDR", "")
-
-
-@require_http_methods(["GET", "POST"])
-def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
-    """Light sign-up for the public: a nickname and consent, rate-limited per address."""
-    study = _study(study_pid)
-    if not study.admit_public:
-        raise Http404
-    rater = _rater_for(request, study)
-    if rater is not None and rater.pool == Rater.Pool.PUBLIC:
-        return redirect("annotate:next", study_pid=study.public_id)
-    form = JoinForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        if form.cleaned_data.get("website"):
-            raise Http404
-        key = f"annot-join:{_client_ip(request)}:{int(time.time() // 3600)}"
-        cache.add(key, 0, 3700)
-        if cache.incr(key) > PUBLIC_SIGNUPS_PER_HOUR:
-            return _too_many()
-        rater = Rater.objects.create(
-            kind=Rater.Kind.HUMAN,
-            pool=Rater.Pool.PUBLIC,
-            nickname=form.cleaned_data["nickname"],
-            consented_at=timezone.now(),
-        )
-        _remember(request, study, rater)
-        return redirect("annotate:next", study_pid=study.public_id)
-    return render(request, "annotation/join.html", {"study": study, "form": form})
 
 
 @require_http_methods(["GET", "POST"])

@@ -126,6 +126,10 @@ class Annotator(threading.Thread):
             {"PROLIFIC_PID": worker, "STUDY_ID": "bench", "SESSION_ID": f"s{self.i}"}
         )
         status, location, _ = self.request("entry", f"/s/{self.study_pid}/crowd/?{q}")
+        if status == 200:  # the instructions and the consent box; agreeing serves the first item
+            status, location, _ = self.request(
+                "entry", f"/s/{self.study_pid}/crowd/", {"consent": "yes"}
+            )
         if status != 302:
             raise RuntimeError(f"entry {status}")
         return location
@@ -167,7 +171,7 @@ class Annotator(threading.Thread):
 
     def loop(self):
         time.sleep(self.rng.uniform(0, max(self.ramp, 0.1)))  # staggered arrival
-        # The entry answers with a redirect to the first item (or the end page).
+        # The consent answers with a redirect to the first item (or the end page).
         location = self.enter()
         if self.htmx:
             self.loop_htmx(location)

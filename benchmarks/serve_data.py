@@ -80,7 +80,7 @@ def load_study(db_url: str, *, assignments: int, fresh_items: int, n: int) -> di
             "ratings_per_item, repeat_rate, hint_policy, reservation_timeout, admit_onsite, "
             "admit_crowd, admit_public, completion_code, completion_url, created_at) VALUES "
             "('bench study', %s, '', 'Pick the better answer.', %s, %s, 'pairwise', %s, 'live', "
-            "'all', NULL, '{}', %s, 0.02, 'random', 1800, false, true, false, 'BENCH-DONE', '', "
+            "'all', NULL, '{}', %s, 0.02, 'random', 180, false, true, false, 'BENCH-DONE', '', "
             "now()) RETURNING id",
             [uuid.uuid4().hex[:16], dataset, owner, rubric, n],
         )

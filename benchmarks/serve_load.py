@@ -87,6 +87,8 @@ def start_server(
         "CSRF_COOKIE_SECURE": "false",
         "DB_CONN_MAX_AGE": "600",
         "LOG_LEVEL": "ERROR",
+        # Every simulated worker comes from 127.0.0.1: no per-address cap on open items.
+        "ANNOTATION_OPEN_PER_ADDRESS": "0",
     }
     # As in production: the shared Redis cache, which also serves the sessions (cached_db).
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")

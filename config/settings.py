@@ -175,6 +175,11 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
+# Crowd and public annotators: open items one client address may hold per study (a stranger
+# cannot lock a study with made-up worker ids; see annotation/leases.py). 0 turns the cap off,
+# e.g. for a load test whose clients all come from one address.
+ANNOTATION_OPEN_PER_ADDRESS = envint("ANNOTATION_OPEN_PER_ADDRESS", 4)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

@@ -112,6 +112,7 @@ DESIGN_FIELDS = [
     "quota_crowd",
     "quota_public",
     "completion_code",
+    "no_more_work_code",
     "completion_url",
 ]
 
@@ -192,6 +193,7 @@ class StudyCreateIn(serializers.Serializer):
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
     )
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 
     def validate_selection(self, value):
@@ -228,6 +230,7 @@ class StudyUpdateIn(serializers.Serializer):
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
     )
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
     completion_url = serializers.URLField(required=False, allow_blank=True)
 
 

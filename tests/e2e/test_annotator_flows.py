@@ -110,6 +110,8 @@ def test_crowd_worker_arrives_from_prolific_and_leaves_with_the_completion_code(
         completion_code="CC-7781",
     )
     page.goto(f"/s/{study.public_id}/crowd/?PROLIFIC_PID=5f1a2b&STUDY_ID=st1&SESSION_ID=se1")
+    page.get_by_role("checkbox").check()  # the consent page comes first (issue #13 item 2)
+    page.get_by_role("button", name="I agree, start").click()
     for i in range(2):
         expect(page.locator("#annotate [data-progress]")).to_contain_text(f"Done {i} / 2")
         page.keyboard.press("2")  # tie

@@ -99,3 +99,16 @@ def pairwise_study(db, organizer):
 @pytest.fixture
 def onsite_rater(annotator_user):
     return annotator_user.rater
+
+
+def crowd_enter(client, study, params: dict, *, expect_consent: bool = True):
+    """A crowd worker opens the study's link, reads the instructions and agrees: the answer to
+    the consent POST (normally a redirect to their first item)."""
+    from django.urls import reverse
+
+    url = reverse("annotate:crowd", args=[study.public_id])
+    page = client.get(url, params)
+    if expect_consent:
+        assert page.status_code == 200, page.content[:300]
+        assert b'name="consent"' in page.content
+    return client.post(url, {"consent": "yes"})

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from annotation.models import LLM, Assignment, Rater, Rating, Response, Study
 
-from .conftest import make_rater, make_study
+from .conftest import crowd_enter, make_rater, make_study
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -131,7 +131,8 @@ def test_crowd_worker_arrives_from_prolific_and_leaves_with_the_code(client, db,
         completion_url="https://app.prolific.com/submissions/complete?cc=PROLIFIC-OK",
     )
     url = reverse("annotate:crowd", args=[study.public_id])
-    response = client.get(url, {"PROLIFIC_PID": "p123", "STUDY_ID": "s1", "SESSION_ID": "x9"})
+    params = {"PROLIFIC_PID": "p123", "STUDY_ID": "s1", "SESSION_ID": "x9"}
+    response = crowd_enter(client, study, params)
     assert response.status_code == 302
     rater = Rater.objects.get(pool="crowd", platform="prolific", external_id="p123")
     assert rater.meta["session_id"] == "x9"
@@ -156,8 +157,9 @@ def test_mturk_preview_creates_nobody_and_the_end_posts_to_mturk(client, db, org
     preview = client.get(url, {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "h"})
     assert preview.status_code == 200 and b"Preview" in preview.content
     assert not Rater.objects.filter(pool="crowd").exists()
-    client.get(
-        url,
+    crowd_enter(
+        client,
+        study,
         {
             "workerId": "W1",
             "assignmentId": "A1",
@@ -174,8 +176,9 @@ def test_mturk_preview_creates_nobody_and_the_end_posts_to_mturk(client, db, org
 
 def test_mturk_submit_target_cannot_be_an_arbitrary_site(client, db, organizer):
     study = make_study(owner=organizer, admit_crowd=True, quota_crowd=1, n_questions=1)
-    url = reverse("annotate:crowd", args=[study.public_id])
-    client.get(url, {"workerId": "W2", "assignmentId": "A2", "turkSubmitTo": "https://evil.test"})
+    crowd_enter(
+        client, study, {"workerId": "W2", "assignmentId": "A2", "turkSubmitTo": "https://evil.test"}
+    )
     a = serve(client, study)
     client.post(reverse("annotate:assignment", args=[a.public_id]), star_post(a))
     done = client.get(reverse("annotate:done", args=[study.public_id]))
@@ -199,7 +202,7 @@ def test_public_sign_up_needs_consent_and_is_rate_limited(client, db, organizer,
     study = make_study(owner=organizer, admit_public=True, admit_onsite=False)
     url = reverse("annotate:join", args=[study.public_id])
     response = client.post(url, {"nickname": "Lin"})
-    assert response.status_code == 200 and not Rater.objects.filter(pool="public").exists()
+    assert response.status_code == 400 and not Rater.objects.filter(pool="public").exists()
     response = client.post(url, {"nickname": "Lin", "consent": "on"})
     assert response.status_code == 302
     rater = Rater.objects.get(pool="public")
@@ -353,7 +356,7 @@ def test_a_crowd_session_cannot_open_an_onsite_annotators_assignment(client, db,
     from annotation import engine
 
     a = engine.assignment_next(study=star_study, rater=onsite)
-    client.get(reverse("annotate:crowd", args=[star_study.public_id]), {"PROLIFIC_PID": "x"})
+    crowd_enter(client, star_study, {"PROLIFIC_PID": "x"})
     assert client.get(reverse("annotate:assignment", args=[a.public_id])).status_code == 404
 
 

@@ -9,13 +9,12 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.urls import reverse
 
 from annotation import engine
 from annotation.models import Assignment, Item, Rating, Study
 from annotation.views_annotator import _EXPOSURE, _EXPOSURE_LIGHT
 
-from .conftest import make_rater, make_study
+from .conftest import crowd_enter, make_rater, make_study
 
 RELATED = ("rater", "study__rubric", "item__question", "item__response_a", "item__response_b")
 
@@ -102,11 +101,10 @@ def test_submit_and_next_refuses_a_study_that_stopped_admitting_the_pool(db):
     assert not Rating.objects.exists()
 
 
-def test_a_crowd_worker_lands_on_the_first_item_straight_from_the_entry_url(client, db):
+def test_a_crowd_worker_lands_on_the_first_item_straight_from_the_consent_page(client, db):
     study = make_study(mode="pairwise", admit_crowd=True)
-    response = client.get(
-        reverse("annotate:crowd", args=[study.public_id]),
-        {"PROLIFIC_PID": "p-9", "STUDY_ID": "s", "SESSION_ID": "x"},
+    response = crowd_enter(
+        client, study, {"PROLIFIC_PID": "p-9", "STUDY_ID": "s", "SESSION_ID": "x"}
     )
     assert response.status_code == 302
     pid = re.fullmatch(r"/a/([0-9a-f-]{36})/", response["Location"]).group(1)
