@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ('annotation', '0002_score_out_of_range_unparsed_ratings'),
     ]
 
     operations = [
