@@ -3,7 +3,8 @@
 markdown-it-py with raw HTML disabled turns any `<tag>` in the source into escaped text; nh3 (the
 Rust ammonia sanitiser) then keeps only an allow-list of tags and attributes as a second line of
 defence, drops images (an annotator's browser fetches nothing a model wrote) and adds
-rel="nofollow noopener noreferrer" to links.
+rel="nofollow noopener noreferrer" to links. Emphasis next to Chinese full-width punctuation
+(`**答案：**`) works through annotation/markdown_cjk.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
-    ["table", "strikethrough"]
+from annotation.markdown_cjk import cjk_friendly
+
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    .enable(["table", "strikethrough"])
+    .use(cjk_friendly)
 )
 
 ALLOWED_TAGS = {
