@@ -44,5 +44,8 @@ def render_markdown(text: str | None) -> SafeString:
         url_schemes={"http", "https", "mailto"},
         link_rel="nofollow noopener noreferrer",
         filter_style_properties={"text-align"},
+        # A code block scrolls sideways inside its box: it must take the keyboard focus so it can
+        # be scrolled without a mouse (WCAG 2.1.1; axe's scrollable-region-focusable).
+        set_tag_attribute_values={"pre": {"tabindex": "0"}},
     )
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above

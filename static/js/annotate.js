@@ -65,6 +65,8 @@
     if (field) field.value = "0";
     setCurrent(0);
     refresh();
+    var r = root();
+    if (r) r.dataset.ready = "1"; // the keys work from now on (tests wait for this)
   }
 
   // The criterion the digit keys rate: the one holding the focused star, else the highlighted one.
@@ -114,8 +116,8 @@
   // star radio goes to the next star), so they must never leave the item.
   function ownsArrows(el) {
     if (!el) return false;
-    // A focused answer pane scrolls with the arrows (a long code line scrolls sideways).
-    return typing(el) || el.tagName === "INPUT" || !!(el.closest && el.closest(".answer"));
+    // A focused answer pane or code block scrolls with the arrows (a long line scrolls sideways).
+    return typing(el) || el.tagName === "INPUT" || !!(el.closest && el.closest(".answer, .md, pre"));
   }
   // The star a digit gives: 1-9 as themselves; 0 is 10 on a scale that has a 10 and no 0
   // (AlignBench's 1-10), else 0.
