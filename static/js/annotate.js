@@ -194,6 +194,30 @@
   document.addEventListener("htmx:afterSwap", function (e) { if (root() && (e.target.id === "annotate" || root().contains(e.target) || e.target === document.body)) init(); });
   document.addEventListener("htmx:historyRestore", init);
 
+  // A request that failed leaves the item and what was given on the page, and says so (htmx
+  // swaps nothing on an error status or a lost connection, which would otherwise look like a
+  // dead button).
+  function problem(text) {
+    var r = root();
+    if (!r) return;
+    var box = r.querySelector("[data-request-error]");
+    if (!box) {
+      box = document.createElement("p");
+      box.className = "errors";
+      box.setAttribute("role", "alert");
+      box.setAttribute("data-request-error", "");
+      r.insertBefore(box, r.firstChild);
+    }
+    box.textContent = text;
+  }
+  document.addEventListener("htmx:responseError", function (e) {
+    // A short plain message from the server (e.g. "Too many requests") is shown as it is.
+    var xhr = e.detail.xhr, text = xhr.responseText || "";
+    var body = text.length < 300 && text.indexOf("<") < 0 ? text : "";
+    problem(body || (root().dataset.msgError || "Error") + " (" + xhr.status + ")");
+  });
+  document.addEventListener("htmx:sendError", function () { problem(root().dataset.msgOffline || "Offline"); });
+
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();

@@ -205,6 +205,23 @@ def test_a_study_paused_mid_item_sends_the_annotator_to_the_study_page_and_keeps
     assert Rating.objects.count() == 1
 
 
+def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organizer):
+    page = carol
+    study = make_study(owner=organizer, mode="pairwise", n_questions=2)
+    page.goto(f"/s/{study.public_id}/next/")
+    item_url = page.url
+    page.keyboard.press("4")
+    page.context.set_offline(True)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("could not be reached")
+    expect(page.locator("input[name=choice][value=right]")).to_be_checked()
+    assert page.url == item_url and not Rating.objects.exists()
+    page.context.set_offline(False)
+    page.keyboard.press("Enter")
+    expect(page).not_to_have_url(item_url)
+    assert Rating.objects.count() == 1
+
+
 # -- 5. Chinese Markdown and lang ----------------------------------------------------------
 
 
