@@ -249,15 +249,22 @@ def test_chinese_bold_renders_and_each_text_carries_its_language(carol, organize
 def test_annotator_pages_have_no_serious_accessibility_violations(carol, organizer, viewport):
     page = carol
     page.set_viewport_size(viewport)
-    star = make_study(owner=organizer, n_questions=1, n_llms=1, text=CODE_ANSWER)
+    star = make_study(owner=organizer, n_questions=1, n_llms=1, text=CODE_ANSWER, admit_public=True)
     pairwise = make_study(owner=organizer, mode="pairwise", n_questions=1, text=CODE_ANSWER)
     for path in (
         f"/s/{star.public_id}/",
+        f"/s/{star.public_id}/join/",
+        f"/s/{star.public_id}/done/",
+        "/annotate/",
+        "/",
+        "/accounts/login/",
         f"/s/{star.public_id}/next/",
         f"/s/{pairwise.public_id}/next/",
     ):
         page.goto(path)
         assert axe_violations(page) == [], path
+        scroll_width, window_width = _page_width(page)
+        assert scroll_width <= window_width, (path, scroll_width)
     page.keyboard.press("2")  # a choice made: the checked state passes too
     assert axe_violations(page) == []
     # Screen readers hear "Left is better", not "1 Left is better".
