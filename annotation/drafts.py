@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import re
 
-from django.http import HttpRequest
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from annotation.htmx import leave
 
 SESSION_DRAFTS = "annotation_drafts"
 MAX_DRAFTS = 20
@@ -52,3 +57,26 @@ def draft_pop(request: HttpRequest, *, assignment_pid) -> dict[str, str] | None:
     draft = drafts.pop(str(assignment_pid))
     request.session[SESSION_DRAFTS] = drafts
     return draft
+
+
+def posted_int(value: str) -> int | None:
+    """A posted non-negative number, or None: ASCII digits only ('²' and '٣' pass isdigit()),
+    at most 12 of them (the engine clamps the value anyway)."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else None
+
+
+def draft_refuse(request: HttpRequest, *, assignment, post) -> HttpResponse:
+    """The study stopped taking ratings while the annotator was on the item: nothing is recorded,
+    what they gave is kept as a draft, and the browser goes to the study page with a message."""
+    if draft_save(request, assignment_pid=assignment.public_id, post=post):
+        messages.warning(
+            request,
+            _(
+                "The study stopped taking ratings (it was paused or closed) before yours was "
+                "saved. It was not recorded: it is kept as a draft and filled in again if you "
+                "come back to this item."
+            ),
+        )
+    else:
+        messages.error(request, _("This study is not running right now."))
+    return leave(request, reverse("annotate:study", args=[assignment.study.public_id]))

@@ -27,11 +27,11 @@ from django.utils.encoding import force_str
 from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from annotation import engine
-from annotation.drafts import draft_pop, draft_save
+from annotation.drafts import draft_pop, draft_refuse, posted_int
 from annotation.forms import JoinForm
+from annotation.htmx import leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
 
@@ -81,24 +81,6 @@ def _throttled(rater: Rater) -> bool:
         return cache.incr(key) > PUBLIC_REQUESTS_PER_MINUTE
     except ValueError:
         return False
-
-
-def _leave(request: HttpRequest, url: str) -> HttpResponse:
-    """Go to another page. An htmx request gets a client-side redirect: a plain 302 would be
-    followed by htmx and the whole next page swapped into the item's place."""
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
-
-
-def _leave_to_study(request: HttpRequest, study: Study) -> HttpResponse:
-    return _leave(request, reverse("annotate:study", args=[study.public_id]))
-
-
-def _digits(value: str) -> int | None:
-    """A posted non-negative number, or None: ASCII digits only ('²' and '٣' pass isdigit()),
-    at most 12 of them (the engine clamps the value anyway)."""
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else None
 
 
 def _too_many() -> HttpResponse:
@@ -199,7 +181,7 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
         values = {
             k[2:]: n
             for k, v in posted.items()
-            if k.startswith("c_") and (n := _digits(v)) is not None
+            if k.startswith("c_") and (n := posted_int(v)) is not None
         }
         choice = posted.get("choice", choice)
     if a.study.mode == Rubric.Mode.PAIRWISE:
@@ -257,14 +239,14 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
     try:
         a = engine.assignment_next(study=study, rater=rater)
     except (engine.StudyUnavailable, engine.NotAdmitted):
-        return _leave_to_study(request, study)
+        return leave(request, reverse("annotate:study", args=[study.public_id]))
     return _show_next(request, study, rater, a)
 
 
 def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
     """The answer once the next exposure is decided: it, or the end page."""
     if a is None:
-        return _leave(request, reverse("annotate:done", args=[study.public_id]))
+        return leave(request, reverse("annotate:done", args=[study.public_id]))
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
     return _render_item(request, _load_assignment(a.public_id), rater)
@@ -310,12 +292,11 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
     if request.method == "GET":
         if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
             return redirect("annotate:next", study_pid=a.study.public_id)
-        return _render_item(
-            request, a, rater, posted=draft_pop(request, assignment_pid=a.public_id)
-        )
+        draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
+        return _render_item(request, a, rater, posted=draft)
     post = request.POST
     if a.study.status != Study.Status.LIVE:
-        return _refuse_paused(request, a, post)
+        return draft_refuse(request, assignment=a, post=post)
     # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
     try:
         _rating, following = engine.assignment_submit_and_next(
@@ -323,7 +304,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
             rater=rater,
             scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
             choice=post.get("choice"),
-            active_ms=_digits(post.get("active_ms", "")),
+            active_ms=posted_int(post.get("active_ms", "")),
         )
     except ValidationError as e:
         a, rater = _own_assignment(request, assignment_pid)
@@ -339,25 +320,8 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         messages.info(request, _("That item was handed on to someone else; here is a new one."))
         return _serve_next(request, a.study, rater)
     except (engine.StudyUnavailable, engine.NotAdmitted):
-        return _refuse_paused(request, a, post)
+        return draft_refuse(request, assignment=a, post=post)
     return _show_next(request, a.study, rater, following)
-
-
-def _refuse_paused(request: HttpRequest, a: Assignment, post) -> HttpResponse:
-    """The study stopped taking ratings while the annotator was on the item: nothing is recorded,
-    what they gave is kept as a draft for when they come back (annotation/drafts.py)."""
-    if draft_save(request, assignment_pid=a.public_id, post=post):
-        messages.warning(
-            request,
-            _(
-                "The study stopped taking ratings (it was paused or closed) before yours was "
-                "saved. It was not recorded: it is kept as a draft and filled in again if you "
-                "come back to this item."
-            ),
-        )
-    else:
-        messages.error(request, _("This study is not running right now."))
-    return _leave_to_study(request, a.study)
 
 
 @require_POST
