@@ -270,3 +270,28 @@ def test_annotator_pages_have_no_serious_accessibility_violations(carol, organiz
     # Screen readers hear "Left is better", not "1 Left is better".
     expect(page.get_by_role("radio", name="Left is better", exact=True)).to_have_count(1)
     expect(page.get_by_role("progressbar", name="Your progress")).to_have_count(1)
+
+
+CONTRAST = r"""(el) => {
+  const rgb = (s) => s.match(/[0-9.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => { const [r, g, b] = c.map((v) => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  let bg = el, color = "rgba(0, 0, 0, 0)";
+  while (bg && /rgba\(0, 0, 0, 0\)|transparent/.test(color)) {
+    color = getComputedStyle(bg).backgroundColor; bg = bg.parentElement; }
+  const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(rgb(color))];
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+def test_empty_and_given_stars_keep_three_to_one_contrast(carol, organizer):
+    page = carol
+    study = make_study(owner=organizer, n_questions=1, n_llms=1)
+    page.goto(f"/s/{study.public_id}/next/")
+    page.keyboard.press("2")  # the first row has given and empty stars, the second is current
+    rows = page.locator("fieldset.criterion")
+    for row in (rows.nth(0), rows.nth(1)):
+        for star in row.locator("label.star").all():
+            assert star.evaluate(CONTRAST) >= 3, star.get_attribute("class")
+    assert rows.nth(0).locator("label.star.on").count() == 2
