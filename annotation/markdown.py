@@ -3,7 +3,8 @@
 markdown-it-py with raw HTML disabled turns any `<tag>` in the source into escaped text; nh3 (the
 Rust ammonia sanitiser) then keeps only an allow-list of tags and attributes as a second line of
 defence, drops images (an annotator's browser fetches nothing a model wrote) and adds
-rel="nofollow noopener noreferrer" to links.
+rel="nofollow noopener noreferrer" to links. Emphasis next to Chinese full-width punctuation
+(`**答案：**`) works through annotation/markdown_cjk.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
-    ["table", "strikethrough"]
+from annotation.markdown_cjk import cjk_friendly
+
+_md = (
+    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    .enable(["table", "strikethrough"])
+    .use(cjk_friendly)
 )
 
 ALLOWED_TAGS = {
@@ -39,5 +44,8 @@ def render_markdown(text: str | None) -> SafeString:
         url_schemes={"http", "https", "mailto"},
         link_rel="nofollow noopener noreferrer",
         filter_style_properties={"text-align"},
+        # A code block scrolls sideways inside its box: it must take the keyboard focus so it can
+        # be scrolled without a mouse (WCAG 2.1.1; axe's scrollable-region-focusable).
+        set_tag_attribute_values={"pre": {"tabindex": "0"}},
     )
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above

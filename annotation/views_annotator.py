@@ -29,6 +29,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import engine, inputs, leases
+from annotation.drafts import draft_pop, draft_refuse
+from annotation.htmx import leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
 from annotation.net import client_ip
@@ -271,7 +273,7 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
     try:
         a = engine.assignment_next(study=study, rater=rater, client_tag=client_tag(request))
     except (engine.StudyUnavailable, engine.NotAdmitted):
-        return redirect("annotate:study", study_pid=study.public_id)
+        return leave(request, reverse("annotate:study", args=[study.public_id]))
     except leases.AddressBusy:
         return _address_busy(request, study)
     return _show_next(request, study, rater, a)
@@ -280,12 +282,7 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
 def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
     """The answer once the next exposure is decided: it, or the end page."""
     if a is None:
-        url = reverse("annotate:done", args=[study.public_id])
-        if request.htmx:
-            response = HttpResponse(status=204)
-            response["HX-Redirect"] = url
-            return response
-        return redirect(url)
+        return leave(request, reverse("annotate:done", args=[study.public_id]))
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
     return _render_item(request, _load_assignment(a.public_id), rater)
@@ -359,11 +356,11 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
             return redirect("annotate:next", study_pid=a.study.public_id)
         _renew_lease(a, rater)
-        return _render_item(request, a, rater)
-    if a.study.status != Study.Status.LIVE:
-        messages.error(request, _("This study is not running right now."))
-        return redirect("annotate:study", study_pid=a.study.public_id)
+        draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
+        return _render_item(request, a, rater, posted=draft)
     post = request.POST
+    if a.study.status != Study.Status.LIVE:
+        return draft_refuse(request, assignment=a, post=post)
     active = post.get("active_ms", "")
     active_ms = inputs.small_int(active)
     if active and active_ms is None:
@@ -392,7 +389,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         messages.info(request, _("That item was handed on to someone else; here is a new one."))
         return _serve_next(request, a.study, rater)
     except (engine.StudyUnavailable, engine.NotAdmitted):
-        return redirect("annotate:study", study_pid=a.study.public_id)
+        return draft_refuse(request, assignment=a, post=post)
     except leases.AddressBusy:
         return _address_busy(request, a.study)
     return _show_next(request, a.study, rater, following)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import template
 
 from annotation.markdown import render_markdown
+from annotation.markdown_cjk import text_lang as guess_lang
 
 register = template.Library()
 
@@ -16,3 +17,9 @@ def markdown_filter(text: str | None):
 @register.filter
 def stars(n: int) -> str:
     return "★" * int(n)
+
+
+@register.filter
+def text_lang(text: str | None) -> str:
+    """The `lang` of a question or answer ("zh", "en", ...), guessed from its script."""
+    return guess_lang(text)

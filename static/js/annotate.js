@@ -65,15 +65,37 @@
     if (field) field.value = "0";
     setCurrent(0);
     refresh();
+    var r = root();
+    if (r) r.dataset.ready = "1"; // the keys work from now on (tests wait for this)
   }
 
+  // The criterion the digit keys rate: the one holding the focused star, else the highlighted one.
+  function focusedCriterion() {
+    var el = document.activeElement, fs = el && el.closest && el.closest("fieldset.criterion");
+    return fs ? criteria().indexOf(fs) : -1;
+  }
+  // Move on to criterion i: highlight it and put the focus on its given star (or its first), so
+  // the arrow keys, Space and the digits all act on the criterion the annotator sees highlighted.
+  function goTo(i, scroll) {
+    var list = criteria();
+    if (i < 0 || i >= list.length) return;
+    setCurrent(i);
+    var radio = list[i].querySelector("input[type=radio]:checked") || list[i].querySelector("input[type=radio]");
+    if (radio) radio.focus({ preventScroll: !scroll });
+  }
+
+  var arrowing = false; // the change below comes from an arrow key on a focused radio
   document.addEventListener("change", function (e) {
     var fs = e.target.closest && e.target.closest("fieldset.criterion");
-    if (fs) {
-      var list = criteria(), i = list.indexOf(fs);
-      if (i >= 0 && i + 1 < list.length) setCurrent(i + 1);
+    if (fs && !arrowing) {
+      var i = criteria().indexOf(fs);
+      if (i >= 0) goTo(i + 1, false);
     }
     refresh();
+  });
+  document.addEventListener("focusin", function (e) {
+    var fs = e.target.closest && e.target.closest("fieldset.criterion");
+    if (fs) setCurrent(criteria().indexOf(fs));
   });
   // Star hover preview.
   document.addEventListener("mouseover", function (e) {
@@ -83,11 +105,26 @@
     if (desc) desc.textContent = lab.title;
   });
 
+  // Text entry: every key belongs to the field, no shortcut applies.
   function typing(el) {
     if (!el) return false;
     var tag = el.tagName;
     if (el.isContentEditable || tag === "TEXTAREA" || tag === "SELECT") return true;
     return tag === "INPUT" && !/^(radio|checkbox|button|submit|hidden)$/i.test(el.type);
+  }
+  // Any form control, radios and checkboxes included: the arrow keys move its value (a focused
+  // star radio goes to the next star), so they must never leave the item.
+  function ownsArrows(el) {
+    if (!el) return false;
+    // A focused answer pane or code block scrolls with the arrows (a long line scrolls sideways).
+    return typing(el) || el.tagName === "INPUT" || !!(el.closest && el.closest(".answer, .md, pre"));
+  }
+  // The star a digit gives: 1-9 as themselves; 0 is 10 on a scale that has a 10 and no 0
+  // (AlignBench's 1-10), else 0.
+  function starFor(fieldset, key) {
+    var wanted = key;
+    if (key === "0" && !fieldset.querySelector("input[value='0']")) wanted = "10";
+    return fieldset.querySelector("input[type=radio][value='" + wanted + "']");
   }
   function submit() {
     var f = rateForm(), btn = root() && root().querySelector("[data-action=submit]");
@@ -100,23 +137,27 @@
     if (el) el.click();
   }
 
+  document.addEventListener("keyup", function () { arrowing = false; });
   document.addEventListener("keydown", function (e) {
     var r = root();
+    arrowing = false;
     if (!r || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (/^Arrow/.test(e.key) && ownsArrows(e.target)) { arrowing = true; return; }
     if (/^[0-9]$/.test(e.key)) {
-      var digit = parseInt(e.key, 10);
       if (r.dataset.mode === "pairwise") {
-        var opt = r.querySelector("input[name=choice][data-key='" + digit + "']");
+        var opt = r.querySelector("input[name=choice][data-key='" + e.key + "']");
         if (opt) { opt.checked = true; opt.focus(); refresh(); e.preventDefault(); }
         return;
       }
-      var list = criteria(), i = Math.min(current(), list.length - 1);
+      var list = criteria(), i = focusedCriterion();
+      if (i < 0) i = Math.min(current(), list.length - 1);
       if (i < 0) return;
-      var input = list[i].querySelector("input[value='" + digit + "']");
+      var input = starFor(list[i], e.key);
       if (!input) return; // out of this criterion's range
       input.checked = true;
-      if (i + 1 < list.length) setCurrent(i + 1);
       refresh();
+      if (i + 1 < list.length) goTo(i + 1, true);
+      else input.focus({ preventScroll: true });
       e.preventDefault();
     } else if (e.key === "Enter") {
       if (e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A")) return;
@@ -152,6 +193,30 @@
   document.addEventListener("htmx:afterRequest", function () { var r = root(); if (r) r.dataset.busy = ""; });
   document.addEventListener("htmx:afterSwap", function (e) { if (root() && (e.target.id === "annotate" || root().contains(e.target) || e.target === document.body)) init(); });
   document.addEventListener("htmx:historyRestore", init);
+
+  // A request that failed leaves the item and what was given on the page, and says so (htmx
+  // swaps nothing on an error status or a lost connection, which would otherwise look like a
+  // dead button).
+  function problem(text) {
+    var r = root();
+    if (!r) return;
+    var box = r.querySelector("[data-request-error]");
+    if (!box) {
+      box = document.createElement("p");
+      box.className = "errors";
+      box.setAttribute("role", "alert");
+      box.setAttribute("data-request-error", "");
+      r.insertBefore(box, r.firstChild);
+    }
+    box.textContent = text;
+  }
+  document.addEventListener("htmx:responseError", function (e) {
+    // A short plain message from the server (e.g. "Too many requests") is shown as it is.
+    var xhr = e.detail.xhr, text = xhr.responseText || "";
+    var body = text.length < 300 && text.indexOf("<") < 0 ? text : "";
+    problem(body || (root().dataset.msgError || "Error") + " (" + xhr.status + ")");
+  });
+  document.addEventListener("htmx:sendError", function () { problem(root().dataset.msgOffline || "Offline"); });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
