@@ -34,7 +34,15 @@ class PromptTemplateAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(ScopedAdminMixin, admin.ModelAdmin):
-    list_display = ["name", "model", "base_url", "api_key_env", "key_is_set", "template", "concurrency"]
+    list_display = [
+        "name",
+        "model",
+        "base_url",
+        "api_key_env",
+        "key_is_set",
+        "template",
+        "concurrency",
+    ]
     fk_choices = {"template": templates_for}
 
     def visible(self, request, qs):
