@@ -128,10 +128,12 @@ def test_hostile_scores_are_refused_with_a_message_not_a_500(annotator_client, s
 
 
 @pytest.mark.parametrize("value", HOSTILE)
-def test_a_hostile_active_time_is_ignored_and_the_rating_taken(annotator_client, star_study, value):
+def test_a_hostile_active_time_is_refused_and_nothing_stored(annotator_client, star_study, value):
     a = serve(annotator_client, star_study)
     url = reverse("annotate:assignment", args=[a.public_id])
     response = annotator_client.post(url, {**star_post(a), "active_ms": value})
-    assert response.status_code == 302
+    assert response.status_code == 400
+    assert b"active time must be a whole number" in response.content
     a.refresh_from_db()
-    assert a.status == Assignment.Status.SUBMITTED and a.active_ms is None
+    assert a.status == Assignment.Status.SERVED and a.active_ms is None
+    assert not Rating.objects.exists()
