@@ -131,8 +131,10 @@ def test_exports_carry_the_judge_tables_and_neutralise_formulas(organizer_client
     url = reverse("ranking:report-download", args=[star_study.study.pk, "xlsx"])
     wb = load_workbook(io.BytesIO(organizer_client.get(url).content))
     assert set(JUDGE_TABLES) <= set(wb.sheetnames)
-    cells = [c.value for row in wb["judge_agreement"].iter_rows() for c in row]
-    assert "'=HYPERLINK(1)" in cells and "=HYPERLINK(1)" not in cells
+    cells = [c for row in wb["judge_agreement"].iter_rows() for c in row]
+    # Kept as given, stored as a text cell: never a formula when the file opens.
+    assert {c.data_type for c in cells if c.value == "=HYPERLINK(1)"} == {"s"}
+    assert all(c.data_type != "f" for c in cells)
     url = reverse("ranking:report-download", args=[star_study.study.pk, "csv"])
     names = zipfile.ZipFile(io.BytesIO(organizer_client.get(url).content)).namelist()
     assert {f"{n}.csv" for n in JUDGE_TABLES} <= set(names)
