@@ -63,8 +63,11 @@ class AnnotatorInput(serializers.Serializer):
 
 
 class AnnotatorOutput(serializers.Serializer):
+    # No pseudonym: an account list with pseudonyms beside usernames would undo the
+    # pseudonymisation of the progress views, reports and exports (docs/decisions/organizer.md).
+    id = serializers.IntegerField()
     username = serializers.CharField(source="user.username")
-    pseudonym = serializers.CharField()
+    active = serializers.BooleanField(source="user.is_active")
     created_at = serializers.DateTimeField()
 
 

@@ -1,48 +1,131 @@
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
 from annotation import limits
+from annotation.catalogue import dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+MAX_DIGITS = 20
+
+
+NAMED_NUMBER_ERRORS = {
+    # Issue 13: an error names the value the organizer typed.
+    "invalid": _("%(value)s is not a number written with the digits 0-9."),
+    "min_value": _("Must be at least %(limit_value)s; got %(value)s."),
+    "max_value": _("Must be at most %(limit_value)s; got %(value)s."),
+    "too_long": _("%(value)s… has too many digits."),
+}
+
+
+def _checked_number(field: forms.Field, value, pattern: re.Pattern) -> str | None:
+    if value in field.empty_values:
+        return None
+    text = str(value).strip()
+    if len(text) > MAX_DIGITS and pattern.fullmatch(text):
+        raise forms.ValidationError(
+            field.error_messages["too_long"], code="too_long", params={"value": text[:12]}
+        )
+    if not pattern.fullmatch(text):
+        raise forms.ValidationError(
+            field.error_messages["invalid"], code="invalid", params={"value": text[:40]}
+        )
+    return text
+
+
+class WholeNumberField(forms.IntegerField):
+    """An integer typed with ASCII digits only: Python's int() would read '٣' as 3, and a
+    5,000-digit number would reach the database."""
+
+    def to_python(self, value):
+        text = _checked_number(self, value, _ASCII_INT)
+        return None if text is None else int(text)
+
+
+class DecimalNumberField(forms.FloatField):
+    def to_python(self, value):
+        text = _checked_number(self, value, _ASCII_DECIMAL)
+        return None if text is None else float(text)
+
+
+def _number(cls, label, **kwargs):
+    return cls(label=label, error_messages=NAMED_NUMBER_ERRORS, **kwargs)
 
 
 class StudyForm(forms.Form):
-    """Everything study_create needs; the model's own checks run again in the service."""
+    """Everything study_create and study_update need; the model's own checks run again in the
+    service. The task-type and LLM pickers list what the chosen dataset has."""
 
     name = forms.CharField(max_length=200, label=_("Name"))
-    dataset = forms.ModelChoiceField(Dataset.objects.all(), label=_("Dataset"))
-    mode = forms.ChoiceField(choices=Rubric.Mode.choices, label=_("Mode"))
-    rubric = forms.ModelChoiceField(Rubric.objects.all(), label=_("Rubric"))
+    dataset = forms.ModelChoiceField(
+        Dataset.objects.all(),
+        label=_("Dataset"),
+        error_messages={"invalid_choice": _("Dataset %(value)s does not exist.")},
+    )
+    mode = forms.ChoiceField(
+        choices=Rubric.Mode.choices,
+        label=_("Mode"),
+        error_messages={"invalid_choice": _("Mode %(value)s is neither star nor pairwise.")},
+    )
+    rubric = forms.ModelChoiceField(
+        Rubric.objects.all(),
+        label=_("Rubric"),
+        error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
+    )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    task_types = forms.CharField(
+    task_types = forms.MultipleChoiceField(
         required=False,
         label=_("Task types"),
-        help_text=_("Comma-separated; blank for all."),
+        help_text=_("None ticked: all."),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"invalid_choice": _("%(value)s is not a task type of this dataset.")},
     )
-    max_questions = forms.IntegerField(
-        min_value=1, max_value=limits.MAX_QUESTIONS, required=False, label=_("Max questions")
+    max_questions = _number(
+        WholeNumberField,
+        _("Max questions"),
+        min_value=1,
+        max_value=limits.MAX_QUESTIONS,
+        required=False,
     )
-    llms = forms.CharField(
-        required=False, label=_("LLMs"), help_text=_("Comma-separated names; blank for all.")
+    llms = forms.MultipleChoiceField(
+        required=False,
+        label=_("LLMs"),
+        help_text=_("None ticked: all."),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"invalid_choice": _("%(value)s is not an LLM of this dataset.")},
     )
     pair_design = forms.ChoiceField(
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
     )
-    baseline_llm = forms.ModelChoiceField(LLM.objects.all(), required=False, label=_("Baseline"))
-    pairs_per_question = forms.IntegerField(
-        min_value=1, max_value=limits.MAX_PAIRS_PER_QUESTION, required=False, label=_("k pairs")
+    baseline_llm = forms.ModelChoiceField(
+        LLM.objects.all(),
+        required=False,
+        label=_("Baseline"),
+        error_messages={"invalid_choice": _("Baseline %(value)s is not an LLM of this dataset.")},
     )
-    ratings_per_item = forms.IntegerField(
+    pairs_per_question = _number(
+        WholeNumberField,
+        _("k pairs"),
+        min_value=1,
+        max_value=limits.MAX_PAIRS_PER_QUESTION,
+        required=False,
+    )
+    ratings_per_item = _number(
+        WholeNumberField,
+        _("Ratings per item (N)"),
         min_value=1,
         max_value=limits.MAX_RATINGS_PER_ITEM,
         initial=3,
-        label=_("Ratings per item (N)"),
     )
-    repeat_rate = forms.FloatField(
-        min_value=0, max_value=0.5, initial=0.02, label=_("Hidden repeat rate")
+    repeat_rate = _number(
+        DecimalNumberField, _("Hidden repeat rate"), min_value=0, max_value=0.5, initial=0.02
     )
     hint_policy = forms.ChoiceField(
         choices=Study.HintPolicy.choices, initial=Study.HintPolicy.HIDDEN, label=_("Hint")
@@ -50,20 +133,21 @@ class StudyForm(forms.Form):
     admit_onsite = forms.BooleanField(required=False, initial=True, label=_("Onsite"))
     admit_crowd = forms.BooleanField(required=False, label=_("Crowd"))
     admit_public = forms.BooleanField(required=False, label=_("Public"))
-    quota_onsite = forms.IntegerField(
-        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Onsite quota")
+    quota_onsite = _number(
+        WholeNumberField, _("Onsite quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
     )
-    quota_crowd = forms.IntegerField(
-        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Crowd quota")
+    quota_crowd = _number(
+        WholeNumberField, _("Crowd quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
     )
-    quota_public = forms.IntegerField(
-        min_value=1, max_value=limits.MAX_QUOTA, required=False, label=_("Public quota")
+    quota_public = _number(
+        WholeNumberField, _("Public quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
     )
-    reservation_timeout = forms.IntegerField(
+    reservation_timeout = _number(
+        WholeNumberField,
+        _("Reservation timeout (s)"),
         min_value=30,
         max_value=limits.MAX_RESERVATION_TIMEOUT,
         initial=180,
-        label=_("Reservation timeout (s)"),
         help_text=_("A lease that the annotator's activity renews; 120-300 s is plenty."),
     )
     completion_code = forms.CharField(max_length=64, required=False, label=_("Completion code"))
@@ -75,11 +159,46 @@ class StudyForm(forms.Form):
     )
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
 
+    def __init__(self, *args, dataset: Dataset | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.chosen_dataset = dataset or self._dataset_from_input()
+        self.task_type_choices = (
+            dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
+        )
+        self.llm_choices = dataset_llms(self.chosen_dataset) if self.chosen_dataset else []
+        self.fields["task_types"].choices = [
+            (c.value, _choice_label(c, _("questions"))) for c in self.task_type_choices
+        ]
+        self.fields["llms"].choices = [
+            (c.value, _choice_label(c, _("answers"))) for c in self.llm_choices
+        ]
+        if self.chosen_dataset:
+            self.fields["baseline_llm"].queryset = LLM.objects.filter(
+                name__in=[c.value for c in self.llm_choices]
+            )
+
+    def _dataset_from_input(self) -> Dataset | None:
+        raw = self.data.get("dataset") if self.is_bound else self.initial.get("dataset")
+        if isinstance(raw, Dataset):
+            return raw
+        raw = str(raw or "")
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 18:  # a database id, nothing else
+            return None
+        return Dataset.objects.filter(pk=int(raw)).first()
+
+    @property
+    def duplicate_llms(self) -> list[list]:
+        return duplicate_groups(self.llm_choices)
+
     def clean(self):
         data = super().clean()
         rubric, mode = data.get("rubric"), data.get("mode")
         if rubric and mode and rubric.mode != mode:
-            self.add_error("rubric", _("This rubric is for another mode."))
+            self.add_error(
+                "rubric",
+                _("Rubric %(rubric)s is for %(its)s studies, not %(mode)s.")
+                % {"rubric": rubric.key, "its": rubric.mode, "mode": mode},
+            )
         return data
 
     SERVICE_FIELDS = (
@@ -91,14 +210,34 @@ class StudyForm(forms.Form):
 
     def service_kwargs(self) -> dict:
         d = self.cleaned_data
-        selection = {}
+        selection: dict = {}
         if d["task_types"]:
-            selection["task_types"] = [t.strip() for t in d["task_types"].split(",") if t.strip()]
+            selection["task_types"] = list(d["task_types"])
         if d["llms"]:
-            selection["llms"] = [t.strip() for t in d["llms"].split(",") if t.strip()]
+            selection["llms"] = list(d["llms"])
         if d["max_questions"]:
             selection["max_questions"] = d["max_questions"]
         return {"selection": selection, **{k: d[k] for k in self.SERVICE_FIELDS}}
+
+    @classmethod
+    def initial_for(cls, study: Study) -> dict:
+        """The form's initial values for an existing study (editing a draft)."""
+        initial = {k: getattr(study, k) for k in cls.SERVICE_FIELDS}
+        initial["pair_design"] = study.pair_design or Study.PairDesign.ALL
+        selection = study.selection or {}
+        initial["task_types"] = selection.get("task_types", [])
+        initial["llms"] = selection.get("llms", [])
+        initial["max_questions"] = selection.get("max_questions")
+        return initial
+
+
+def _choice_label(choice, unit) -> str:
+    label = f"{choice.value} ({choice.count} {unit})"
+    if choice.duplicate_of:
+        label += " ⚠ " + str(_("near-duplicate of %(names)s")) % {
+            "names": ", ".join(choice.duplicate_of)
+        }
+    return label
 
 
 class AnnotatorCreateForm(forms.Form):
@@ -133,3 +272,105 @@ class JoinForm(forms.Form):
     )
     # A honeypot: people leave it empty, naive bots fill every field.
     website = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+class BulkAnnotatorsForm(forms.Form):
+    names = forms.CharField(
+        label=_("Usernames or e-mail addresses, one a line"),
+        widget=forms.Textarea(attrs={"rows": 6}),
+        max_length=60_000,
+    )
+    access = forms.ChoiceField(
+        label=_("How they sign in"),
+        choices=[
+            ("password", _("Generated passwords (shown once, on the next page)")),
+            ("invite", _("Invitation links (they choose a password)")),
+        ],
+        initial="password",
+        widget=forms.RadioSelect,
+    )
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """One or more uploaded files, as a list."""
+
+    def __init__(self, *args, max_files: int = 50, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        self.max_files = max_files
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data]
+        if len(files) > self.max_files:
+            raise forms.ValidationError(
+                _("%(n)d files: upload at most %(max)d at a time.")
+                % {"n": len(files), "max": self.max_files}
+            )
+        return [super(MultipleFileField, self).clean(f, initial) for f in files]
+
+
+class DataImportForm(forms.Form):
+    """The in-app import page: the same options as the import command, as form fields."""
+
+    OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
+
+    format = forms.ChoiceField(label=_("Format"))
+    files = MultipleFileField(label=_("Files"), help_text=_("One or more files of that format."))
+    dataset = forms.CharField(
+        required=False,
+        max_length=200,
+        label=_("Dataset name"),
+        help_text=_("Needed for your own JSONL or CSV; others have a default."),
+    )
+    rubric = forms.ChoiceField(
+        required=False, label=_("Rubric (for star ratings in your own files)")
+    )
+    study = forms.CharField(
+        required=False, max_length=200, label=_("Study name (for imported ratings)")
+    )
+    rater = forms.CharField(required=False, max_length=200, label=_("Rater name"))
+    rater_kind = forms.ChoiceField(
+        required=False,
+        label=_("Rater kind"),
+        choices=[("", "—"), ("human", _("human")), ("judge", _("LLM judge"))],
+    )
+    folder = forms.ChoiceField(
+        required=False,
+        label=_("Score folder (LLMEval-2 scores)"),
+        choices=[
+            ("", "—"),
+            ("human-score", "human-score (LLMEval-2 human panel)"),
+            ("gpt-score", "gpt-score (GPT-4 judge)"),
+        ],
+    )
+
+    def __init__(self, *args, formats: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.formats = formats
+        self.fields["format"].choices = [(name, name) for name in formats]
+        self.fields["rubric"].choices = [("", "—")] + [
+            (key, key) for key in Rubric.objects.order_by("key").values_list("key", flat=True)
+        ]
+
+    def clean(self):
+        data = super().clean()
+        spec = self.formats.get(data.get("format"))
+        if spec is None:
+            return data
+        for name in self.OPTIONS:
+            if data.get(name) and name not in spec.options:
+                self.add_error(
+                    name,
+                    _("The %(format)s format does not use this field; leave it empty.")
+                    % {"format": spec.name},
+                )
+        if data.get("folder") and spec.name != "llmeval2-scores":
+            self.add_error("folder", _("Only LLMEval-2 score files come from a score folder."))
+        return data
+
+    def options(self) -> dict[str, str | None]:
+        return {name: self.cleaned_data.get(name) or None for name in self.OPTIONS}

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from annotation.catalogue import selection_check
 from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
 
 
@@ -48,6 +49,68 @@ def _pairs(
         yield from rng.sample(all_pairs, min(k or 1, len(all_pairs)))
 
 
+def _check_design(
+    *,
+    name: str,
+    dataset: Dataset,
+    mode: str,
+    rubric: Rubric,
+    selection: dict[str, Any],
+    pair_design: str,
+    baseline_llm: LLM | None,
+    pairs_per_question: int | None,
+    exclude_pk: int | None = None,
+) -> None:
+    """The checks study_create and study_update share; every message names the bad value."""
+    if mode not in (Rubric.Mode.STAR, Rubric.Mode.PAIRWISE):
+        raise ValidationError({"mode": f"Unknown mode {mode!r}: use 'star' or 'pairwise'."})
+    if rubric.mode != mode:
+        raise ValidationError(
+            {"rubric": f"Rubric {rubric.key!r} is for {rubric.mode} studies, not {mode}."}
+        )
+    if mode == Rubric.Mode.PAIRWISE:
+        if pair_design == Study.PairDesign.BASELINE and baseline_llm is None:
+            raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
+        if pair_design == Study.PairDesign.SAMPLED and not pairs_per_question:
+            raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
+    if Study.objects.filter(name=name).exclude(pk=exclude_pk).exists():
+        raise ValidationError({"name": f"A study named {name!r} already exists."})
+    selection_check(dataset=dataset, selection=selection, baseline_llm=baseline_llm, mode=mode)
+
+
+def _build_items(study: Study, *, seed: int) -> int:
+    """Create the study's items from its dataset subset and design; returns how many."""
+    selection, mode = study.selection, study.mode
+    questions = list(_selected_questions(study.dataset, selection))
+    responses = Response.objects.filter(question__in=questions).select_related("llm")
+    if selection.get("llms"):
+        responses = responses.filter(llm__name__in=selection["llms"])
+    by_question: dict[int, list[Response]] = {}
+    for r in responses.order_by("question_id", "id"):
+        by_question.setdefault(r.question_id, []).append(r)
+
+    rng = random.Random(seed)
+    items: list[Item] = []
+    for qid, rs in by_question.items():
+        if mode == Rubric.Mode.STAR:
+            items.extend(Item(study=study, question_id=qid, response_a=r) for r in rs)
+            continue
+        pairs = _pairs(
+            rs,
+            design=study.pair_design,
+            baseline=study.baseline_llm,
+            k=study.pairs_per_question,
+            rng=rng,
+        )
+        for a, b in pairs:
+            lo, hi = (a, b) if a.id < b.id else (b, a)
+            items.append(Item(study=study, question_id=qid, response_a=lo, response_b=hi))
+    if not items:
+        raise ValidationError("The selection yields no items: check task types, kinds and LLMs.")
+    Item.objects.bulk_create(items, batch_size=2000)
+    return len(items)
+
+
 @transaction.atomic
 def study_create(
     *,
@@ -70,20 +133,10 @@ def study_create(
     responses to the same question, stored with response_a.id < response_b.id.
     """
     selection = dict(selection or {})
-    if mode not in (Rubric.Mode.STAR, Rubric.Mode.PAIRWISE):
-        raise ValidationError({"mode": f"Unknown mode {mode!r}: use 'star' or 'pairwise'."})
-    if rubric.mode != mode:
-        raise ValidationError(
-            {"rubric": f"Rubric {rubric.key!r} is for {rubric.mode} studies, not {mode}."}
-        )
-    if mode == Rubric.Mode.PAIRWISE:
-        if pair_design == Study.PairDesign.BASELINE and baseline_llm is None:
-            raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
-        if pair_design == Study.PairDesign.SAMPLED and not pairs_per_question:
-            raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
-    if Study.objects.filter(name=name).exists():
-        raise ValidationError({"name": f"A study named {name!r} already exists."})
-
+    _check_design(
+        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
+        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
+    )  # fmt: skip
     study = Study(
         name=name,
         dataset=dataset,
@@ -98,29 +151,55 @@ def study_create(
     )
     study.full_clean()
     study.save()
+    _build_items(study, seed=seed)
+    return study
 
-    questions = list(_selected_questions(dataset, selection))
-    responses = Response.objects.filter(question__in=questions).select_related("llm")
-    if selection.get("llms"):
-        responses = responses.filter(llm__name__in=selection["llms"])
-    by_question: dict[int, list[Response]] = {}
-    for r in responses.order_by("question_id", "id"):
-        by_question.setdefault(r.question_id, []).append(r)
 
-    rng = random.Random(seed)
-    items: list[Item] = []
-    for qid, rs in by_question.items():
-        if mode == Rubric.Mode.STAR:
-            items.extend(Item(study=study, question_id=qid, response_a=r) for r in rs)
-            continue
-        for a, b in _pairs(
-            rs, design=pair_design, baseline=baseline_llm, k=pairs_per_question, rng=rng
-        ):
-            lo, hi = (a, b) if a.id < b.id else (b, a)
-            items.append(Item(study=study, question_id=qid, response_a=lo, response_b=hi))
-    if not items:
-        raise ValidationError("The selection yields no items: check task types, kinds and LLMs.")
-    Item.objects.bulk_create(items, batch_size=2000)
+@transaction.atomic
+def study_update(
+    *,
+    study: Study,
+    name: str,
+    dataset: Dataset,
+    mode: str,
+    rubric: Rubric,
+    selection: dict[str, Any] | None = None,
+    pair_design: str = Study.PairDesign.ALL,
+    baseline_llm: LLM | None = None,
+    pairs_per_question: int | None = None,
+    seed: int = 0,
+    **design: Any,
+) -> Study:
+    """Change a draft study's definition and rebuild its items. Refused once the study was
+    launched (live, paused or closed) or has any assignment: annotators' work is never rebuilt."""
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.status != Study.Status.DRAFT or study.assignments.exists():
+        raise ValidationError(
+            f"Only a draft study can be edited; {study.name!r} is {study.get_status_display()}."
+        )
+    selection = dict(selection or {})
+    _check_design(
+        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
+        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
+        exclude_pk=study.pk,
+    )  # fmt: skip
+    fields = {
+        "name": name,
+        "dataset": dataset,
+        "mode": mode,
+        "rubric": rubric,
+        "selection": selection,
+        "pair_design": pair_design if mode == Rubric.Mode.PAIRWISE else "",
+        "baseline_llm": baseline_llm,
+        "pairs_per_question": pairs_per_question,
+        **design,
+    }
+    for key, value in fields.items():
+        setattr(study, key, value)
+    study.full_clean()
+    study.save()
+    study.items.all().delete()
+    _build_items(study, seed=seed)
     return study
 
 

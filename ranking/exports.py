@@ -25,13 +25,17 @@ from annotation.cells import escape_formula, xlsx_row
 from ranking.services import StudyReport, table_names
 from ranking.stats.report import jsonable
 
-FORMATS = ("json", "csv", "xlsx")
+# "excel-csv": the same zip of CSVs, each starting with a UTF-8 byte-order mark so that Excel
+# reads Chinese text as UTF-8 instead of the system code page.
+FORMATS = ("json", "csv", "excel-csv", "xlsx")
+UTF8_BOM = "\ufeff"
 CONTENT_TYPES = {
     "json": "application/json",
     "csv": "application/zip",
+    "excel-csv": "application/zip",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
-EXTENSIONS = {"json": "json", "csv": "zip", "xlsx": "xlsx"}
+EXTENSIONS = {"json": "json", "csv": "zip", "excel-csv": "zip", "xlsx": "xlsx"}
 
 
 def safe_cell(value: Any) -> Any:
@@ -88,12 +92,13 @@ def _csv_files(report: StudyReport) -> dict[str, str]:
     return files
 
 
-def to_csv_zip(report: StudyReport) -> bytes:
-    """A zip of one UTF-8 CSV per table plus ``meta.csv`` (study, filters, options, counts)."""
+def to_csv_zip(report: StudyReport, *, bom: bool = False) -> bytes:
+    """A zip of one UTF-8 CSV per table plus ``meta.csv`` (study, filters, options, counts);
+    with ``bom`` each file starts with a byte-order mark (for Excel)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for filename, text in _csv_files(report).items():
-            zf.writestr(filename, text.encode("utf-8"))
+            zf.writestr(filename, ((UTF8_BOM if bom else "") + text).encode("utf-8"))
     return out.getvalue()
 
 
@@ -132,10 +137,13 @@ def render(report: StudyReport, fmt: str) -> bytes:
         return to_json(report)
     if fmt == "csv":
         return to_csv_zip(report)
+    if fmt == "excel-csv":
+        return to_csv_zip(report, bom=True)
     if fmt == "xlsx":
         return to_xlsx(report)
     raise ValueError(f"Unknown format {fmt!r}: use one of {', '.join(FORMATS)}.")
 
 
 def filename(report: StudyReport, fmt: str) -> str:
-    return f"study-{report.study.pk}-report.{EXTENSIONS[fmt]}"
+    suffix = "-excel" if fmt == "excel-csv" else ""
+    return f"study-{report.study.pk}-report{suffix}.{EXTENSIONS[fmt]}"

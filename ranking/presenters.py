@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ranking import formatting
 from ranking.services import ReportFilters, StudyReport, report_build
 from ranking.stats.rankings import correlation_table
 from ranking.stats.report import jsonable
@@ -22,6 +23,17 @@ LEADERBOARDS = {
     "points": ("leaderboard_points", "score"),
     "elo": ("leaderboard_elo", "elo"),
     "bt": ("leaderboard_bt", "rating"),
+}
+
+
+# How each leaderboard's values are written, and its column title.
+SOURCE_KINDS = {"star": "number", "total": "number", "points": "share", "elo": "elo", "bt": "elo"}
+SOURCE_LABELS = {
+    "star": "Mean stars",
+    "total": "Total /100",
+    "points": "Points",
+    "elo": "Elo",
+    "bt": "Bradley-Terry",
 }
 
 
@@ -68,17 +80,24 @@ def _looks_numeric(text: str) -> bool:
 
 
 def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LIMIT) -> Table:
-    """A DataFrame as text cells (autoescaped by the template like any other string)."""
+    """A DataFrame as text cells (autoescaped by the template like any other string), with
+    human headers and the page's precision (``ranking.formatting``); downloads keep full
+    precision and the column names."""
     if df is None or not isinstance(df, pd.DataFrame) or df.empty:
-        return Table(name, [] if df is None else [str(c) for c in df.columns], [], 0)
+        columns = [] if df is None else [formatting.header(str(c)) for c in df.columns]
+        return Table(name, columns, [], 0)
     shown = df if limit is None else df.head(limit)
     records = jsonable(shown)
-    rows = [[fmt(v) for v in r.values()] for r in records]
+    kinds = [formatting.kind_of(str(c), name) for c in df.columns]
+    rows = [
+        [formatting.number(v, k) for v, k in zip(r.values(), kinds, strict=True)] for r in records
+    ]
     numeric = [
         pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
         for c in df.columns
     ]
-    return Table(name, [str(c) for c in df.columns], rows, len(df), numeric)
+    columns = [formatting.header(str(c)) for c in df.columns]
+    return Table(name, columns, rows, len(df), numeric)
 
 
 def _series(report_tables: dict, source: str, kind: str, criterion: str = "overall") -> pd.Series:
@@ -113,7 +132,8 @@ def side_by_side(report: StudyReport) -> Table:
             s = _series(report.tables, source, kind)
             if len(s):
                 sub = df[df["rater_kind"].astype(str) == kind]
-                columns.append((f"{source} / {kind}", s, sub if source == "bt" else None))
+                label = f"{SOURCE_LABELS[source]} / {kind}"
+                columns.append((label, s, sub if source == "bt" else None))
     if not columns:
         return Table("leaderboards", [], [], 0)
     models = list(columns[0][1].sort_values(ascending=False).index)
@@ -127,7 +147,7 @@ def side_by_side(report: StudyReport) -> Table:
                 row.append("")
                 continue
             rank = int(s.rank(ascending=False, method="min")[m])
-            cell = f"{fmt(float(s[m]))} ({rank})"
+            cell = f"{formatting.number(float(s[m]), SOURCE_KINDS[source])} ({rank})"
             if bt is not None:
                 r = bt[bt["model"].astype(str) == m]
                 if (
@@ -135,10 +155,11 @@ def side_by_side(report: StudyReport) -> Table:
                     and {"ci_low", "ci_high"} <= set(r.columns)
                     and pd.notna(r["ci_low"].iloc[0])
                 ):
-                    cell += f" [{fmt(float(r['ci_low'].iloc[0]), 0)}, {fmt(float(r['ci_high'].iloc[0]), 0)}]"
+                    lo, hi = float(r["ci_low"].iloc[0]), float(r["ci_high"].iloc[0])
+                    cell += f" [{lo:.0f}, {hi:.0f}]"
             row.append(cell)
         rows.append(row)
-    return Table("leaderboards", ["model", *[c[0] for c in columns]], rows, len(rows))
+    return Table("leaderboards", ["Model", *[c[0] for c in columns]], rows, len(rows))
 
 
 def star_by_criterion(report: StudyReport, kind: str) -> Table:
@@ -156,8 +177,12 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
         ["overall"] if "overall" in wide.columns else []
     )
     wide = wide[cols].sort_values(cols[-1], ascending=False)
-    rows = [[m, *(fmt(v) for v in r)] for m, r in zip(wide.index, wide.to_numpy(), strict=True)]
-    return Table(f"star / {kind}", ["model", *cols], rows, len(rows))
+    rows = [
+        [m, *(formatting.number(v) for v in r)]
+        for m, r in zip(wide.index, wide.to_numpy(), strict=True)
+    ]
+    headers = ["Model", *(formatting.header(c) for c in cols)]
+    return Table(f"star / {kind}", headers, rows, len(rows))
 
 
 def correlation_matrix(report: StudyReport) -> Table:
@@ -171,8 +196,8 @@ def correlation_matrix(report: StudyReport) -> Table:
     cell: dict[tuple[str, str], str] = {}
     for r in df.itertuples(index=False):
         a, b = str(r.ranking_a), str(r.ranking_b)
-        cell[(a, b)] = fmt(r.spearman_rho)
-        cell[(b, a)] = fmt(r.kendall_tau_b)
+        cell[(a, b)] = formatting.number(r.spearman_rho)
+        cell[(b, a)] = formatting.number(r.kendall_tau_b)
     rows = [[a, *("—" if a == b else cell.get((a, b), "") for b in names)] for a in names]
     return Table("correlations", ["", *names], rows, len(rows))
 
@@ -185,8 +210,12 @@ def dict_table(d: dict | None, name: str) -> Table:
     for v in d.values():
         if isinstance(v, dict):
             keys += [k for k in v if k not in keys]
-    rows = [[str(k), *(fmt(v.get(c)) for c in keys)] for k, v in d.items() if isinstance(v, dict)]
-    return Table(name, ["", *keys], rows, len(rows))
+    rows = [
+        [str(k), *(formatting.number(v.get(c), formatting.kind_of(c, name)) for c in keys)]
+        for k, v in d.items()
+        if isinstance(v, dict)
+    ]
+    return Table(name, ["", *(formatting.header(c) for c in keys)], rows, len(rows))
 
 
 # --------------------------------------------------------------------------- comparison

@@ -5,6 +5,7 @@ partial, which is the same view."""
 from __future__ import annotations
 
 import pandas as pd
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.utils.translation import gettext as _
@@ -12,9 +13,10 @@ from django.views.decorators.http import require_GET
 
 from annotation.limits import parse_id
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
-from ranking import charts, exports, presenters
+from ranking import charts, charts_sections, exports, presenters
 from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setting_forms
-from ranking.services import ReportFilters, report_build, report_charts
+from ranking.services import CACHE_SECONDS, ReportFilters, report_build, report_charts
+from ranking.summary import report_summary
 
 
 def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, ReportFilters | None]:
@@ -26,6 +28,54 @@ def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, Report
     return form, form.to_filters()
 
 
+FORMAT_LABELS = {"json": "JSON", "csv": "CSV", "excel-csv": "CSV for Excel", "xlsx": "XLSX"}
+TABLES = (
+    "correlations",
+    "accuracy_by_pool",
+    "accuracy_by_criterion",
+    "accuracy_by_rater",
+    "consistency_by_pool",
+    "consistency_by_criterion",
+    "consistency_by_rater",
+    "length_bias",
+    "gaps",
+    "discrimination",
+    "hint_effect",
+    "elo_stability",
+    "krippendorff",
+    "kappa",
+    "position_bias",
+    "annotator_diagnostics",
+)
+
+
+def _section_charts(report) -> dict[str, str | None]:
+    """The per-section charts, cached next to the snapshot like the others."""
+    if report.cache_key is None:
+        return charts_sections.section_charts(report.tables)
+    return cache.get_or_set(
+        f"{report.cache_key}:section-charts",
+        lambda: charts_sections.section_charts(report.tables),
+        CACHE_SECONDS,
+    )
+
+
+def _report_context(report) -> dict:
+    svgs = {**report_charts(report), **_section_charts(report)}
+    return {
+        "report": report,
+        "meta": report.meta,
+        "summary": report_summary(report),
+        "charts": {k: charts.as_data_uri(v) for k, v in svgs.items()},
+        "leaderboards": presenters.side_by_side(report),
+        "star_tables": [presenters.star_by_criterion(report, kind) for kind in ("human", "judge")],
+        "correlation_matrix": presenters.correlation_matrix(report),
+        "tables": {name: presenters.table(report.table(name), name) for name in TABLES},
+        "elo_variance": presenters.dict_table(report.tables.get("elo_variance"), "elo_variance"),
+        "formats": [(f, FORMAT_LABELS.get(f, f.upper())) for f in exports.FORMATS],
+    }
+
+
 @require_GET
 @organizer_required
 def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -34,40 +84,7 @@ def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
     form, filters = _filters_from(request, study)
     context = {"study": study, "form": form, "query": request.GET.urlencode()}
     if filters is not None:
-        report = report_build(study=study, filters=filters)
-        t = report.table
-        svgs = report_charts(report)
-        context.update(
-            report=report,
-            meta=report.meta,
-            charts={k: charts.as_data_uri(v) for k, v in svgs.items()},
-            leaderboards=presenters.side_by_side(report),
-            star_tables=[presenters.star_by_criterion(report, kind) for kind in ("human", "judge")],
-            correlation_matrix=presenters.correlation_matrix(report),
-            tables={
-                name: presenters.table(t(name), name)
-                for name in (
-                    "correlations",
-                    "accuracy_by_pool",
-                    "accuracy_by_criterion",
-                    "accuracy_by_rater",
-                    "consistency_by_pool",
-                    "consistency_by_criterion",
-                    "consistency_by_rater",
-                    "length_bias",
-                    "gaps",
-                    "discrimination",
-                    "hint_effect",
-                    "elo_stability",
-                    "krippendorff",
-                    "kappa",
-                    "position_bias",
-                    "annotator_diagnostics",
-                )
-            },
-            elo_variance=presenters.dict_table(report.tables.get("elo_variance"), "elo_variance"),
-            formats=exports.FORMATS,
-        )
+        context.update(_report_context(report_build(study=study, filters=filters)))
     # Bad filters are a 400 for plain requests; htmx swaps only 2xx responses, so it gets the
     # body with the errors as a 200.
     status = 200 if filters is not None or request.htmx else 400

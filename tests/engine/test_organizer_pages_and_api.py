@@ -59,7 +59,7 @@ def test_study_form_rejects_a_rubric_of_the_other_mode(organizer_client, db):
         },
     )
     assert response.status_code == 200
-    assert b"another mode" in response.content
+    assert b"is for pairwise studies, not star" in response.content
     assert not Study.objects.filter(name="Bad").exists()
 
 
@@ -69,7 +69,9 @@ def test_launch_pause_close_from_the_study_page(organizer_client, organizer, db)
         organizer_client.post(reverse("organize:study_status", args=[study.pk, action]))
         study.refresh_from_db()
         assert study.status == expected
-    organizer_client.post(reverse("organize:study_status", args=[study.pk, "close"]))
+    organizer_client.post(
+        reverse("organize:study_status", args=[study.pk, "close"]), {"confirm": "close"}
+    )
     study.refresh_from_db()
     assert study.status == "closed"
     response = organizer_client.post(

@@ -50,7 +50,7 @@ def test_owner_sees_every_section_of_the_report(organizer_client, star_study):
     # Leaderboards side by side: human and judge star means, model names, the judge's generosity
     # on model-z puts it first in the judge's column.
     table = response.context["leaderboards"]
-    assert table.columns[:3] == ["model", "star / human", "star / judge"]
+    assert table.columns[:3] == ["Model", "Mean stars / human", "Mean stars / judge"]
     judge_col = {row[0]: row[2] for row in table.rows}
     assert judge_col["model-z"].endswith("(1)")
     # Charts are inline SVG images; accuracy per pool is drawn.

@@ -25,7 +25,8 @@ class Command(BaseCommand):
         "Write a study's full statistics report (leaderboards, correlations, accuracy, "
         "consistency, length bias, gaps, Elo stability, agreement, diagnostics). "
         "json: one document; xlsx: one sheet per table; csv: one CSV per table, in a zip when "
-        "--out ends in .zip (the default name), else in the folder --out names."
+        "--out ends in .zip (the default name), else in the folder --out names; excel-csv: the "
+        "same zip with a UTF-8 byte-order mark at the start of each file, for Excel."
     )
 
     def add_arguments(self, parser):

@@ -1,0 +1,148 @@
+"""Onsite annotator accounts an organizer manages: create one or many (generated passwords shown
+once, or invitation links), re-issue an invitation (the old link stops working), deactivate and
+reactivate. Shared by the organizer pages and the API."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from annotation.models import Rater
+
+MAX_BULK = 500
+USERNAME_MAX = 150
+
+
+def onsite_annotators_for(user):
+    """The onsite accounts an organizer created (superusers: all)."""
+    qs = Rater.objects.filter(pool=Rater.Pool.ONSITE).select_related("user")
+    return qs if user.is_superuser else qs.filter(invited_by=user)
+
+
+def _invite_path(user) -> str:
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    return reverse("annotate:invite", args=[uid, default_token_generator.make_token(user)])
+
+
+@transaction.atomic
+def onsite_annotator_create(
+    *, username: str, password: str, invited_by, email: str = ""
+) -> tuple[Rater, str]:
+    """An account for an onsite annotator. Without a password the account gets an unusable one
+    and the invitation path (uid/token) to set it is returned."""
+    user = get_user_model().objects.create_user(
+        username=username, email=email, password=password or None
+    )
+    rater = Rater.objects.create(
+        kind=Rater.Kind.HUMAN, pool=Rater.Pool.ONSITE, user=user, invited_by=invited_by
+    )
+    return rater, "" if password else _invite_path(user)
+
+
+@dataclass(frozen=True)
+class RosterLine:
+    number: int
+    username: str
+    email: str
+
+
+def roster_parse(text: str) -> list[RosterLine]:
+    """One username or e-mail address a line (blank lines ignored). An address becomes the
+    username too. Raises ValidationError listing every bad line by number and value."""
+    errors: list[str] = []
+    lines: list[RosterLine] = []
+    seen: dict[str, int] = {}
+    users = get_user_model().objects
+    validator = UnicodeUsernameValidator()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        value = raw.strip()
+        if not value:
+            continue
+        shown = repr(value[:60])
+        if "\x00" in value or len(value) > USERNAME_MAX:
+            errors.append(f"line {number}: {shown} is not a usable username")
+            continue
+        email = ""
+        try:
+            if "@" in value:
+                validate_email(value)
+                email = value
+            validator(value)
+        except ValidationError:
+            errors.append(f"line {number}: {shown} is neither a username nor an e-mail address")
+            continue
+        key = value.casefold()
+        if key in seen:
+            errors.append(f"line {number}: {shown} repeats line {seen[key]}")
+        elif users.filter(username__iexact=value).exists():
+            errors.append(f"line {number}: the username {shown} is taken")
+        seen.setdefault(key, number)
+        lines.append(RosterLine(number, value, email))
+    if len(lines) > MAX_BULK:
+        errors.append(f"{len(lines)} names: add at most {MAX_BULK} at a time")
+    if not lines and not errors:
+        errors.append("Paste at least one username or e-mail address.")
+    if errors:
+        raise ValidationError(errors)
+    return lines
+
+
+@dataclass(frozen=True)
+class NewAccount:
+    rater: Rater
+    username: str
+    password: str  # generated; shown once and never stored in clear
+    invite_path: str
+
+
+@transaction.atomic
+def onsite_annotators_bulk_create(*, text: str, invited_by, invite: bool) -> list[NewAccount]:
+    """Accounts for every pasted line, all or none: generated passwords (``invite=False``) or
+    invitation links the annotators use to choose their own."""
+    made = []
+    for line in roster_parse(text):
+        password = "" if invite else secrets.token_urlsafe(9)
+        rater, path = onsite_annotator_create(
+            username=line.username, password=password, invited_by=invited_by, email=line.email
+        )
+        made.append(NewAccount(rater, line.username, password, path))
+    return made
+
+
+def _own_rater(rater: Rater, by) -> None:
+    if rater.pool != Rater.Pool.ONSITE or rater.user is None:
+        raise ValidationError("Only onsite accounts are managed here.")
+    if not (by.is_superuser or rater.invited_by_id == by.id):
+        raise PermissionDenied("This annotator belongs to another organizer.")
+
+
+@transaction.atomic
+def invite_reissue(*, rater: Rater, by) -> str:
+    """A fresh invitation link for an onsite account. The account's password is replaced by an
+    unusable one, which invalidates every earlier link (the token hashes the password) and any
+    password the annotator had: they choose a new one through the new link."""
+    _own_rater(rater, by)
+    user = rater.user
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    return _invite_path(user)
+
+
+@transaction.atomic
+def onsite_annotator_set_active(*, rater: Rater, active: bool, by) -> Rater:
+    """Deactivate (the account can no longer log in; its session ends at its next request) or
+    reactivate an onsite account. Ratings already given stay in the data."""
+    _own_rater(rater, by)
+    rater.user.is_active = active
+    rater.user.save(update_fields=["is_active"])
+    return rater

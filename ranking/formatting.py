@@ -1,0 +1,134 @@
+"""How the report page writes numbers and column names: human headers instead of snake_case, and
+a precision that suits each figure (Elo as integers, shares as percentages, other figures to
+three significant digits). Only the page uses this; the downloads and the API keep full
+precision and the original column names.
+
+The rules go by column name, so a new table gets sensible output without registering it; a few
+tables whose generic names ("mean", "median") hold shares are listed in ``SHARE_TABLES``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from django.utils.translation import gettext_lazy as _
+
+# Exact headers for names whose plain-English form is not just the words.
+HEADERS: dict[str, Any] = {
+    "rater_kind": _("Rater kind"),
+    "rater_id": _("Rater"),
+    "n": _("n"),
+    "n_raters": _("Raters"),
+    "n_ratings": _("Ratings"),
+    "n_judgements": _("Judgements"),
+    "n_models": _("Models"),
+    "n_items": _("Items"),
+    "n_units": _("Items"),
+    "q1": _("Lower quartile"),
+    "q3": _("Upper quartile"),
+    "ci_low": _("95% CI low"),
+    "ci_high": _("95% CI high"),
+    "rank_ci_low": _("Best rank (95%)"),
+    "rank_ci_high": _("Worst rank (95%)"),
+    "bt": _("Bradley-Terry"),
+    "elo": _("Elo"),
+    "spearman_rho": _("Spearman ρ"),
+    "spearman_p": _("Spearman p"),
+    "kendall_tau_b": _("Kendall τ-b"),
+    "kendall_p": _("Kendall p"),
+    "welch_t": _("Welch t"),
+    "welch_p": _("Welch p"),
+    "mannwhitney_p": _("Mann-Whitney p"),
+    "binom_p": _("Binomial p"),
+    "left_bias_p": _("Left-bias p"),
+    "fleiss_kappa": _("Fleiss κ"),
+    "mean_cohen_kappa": _("Mean Cohen κ"),
+    "alpha": _("Krippendorff α"),
+    "min_delta": _("Min. length difference"),
+    "rel_diff": _("Relative difference"),
+    "median_duration_s": _("Median time (s)"),
+    "k": _("k"),
+    "macro_f1": _("Macro F1"),
+}
+
+# Figures on the Elo scale: whole numbers are precise enough (K = 32 moves them by tens).
+ELO_COLUMNS = {"elo", "rating", "ci_low", "ci_high", "shuffle_mean", "shuffle_min", "shuffle_max",
+               "shuffle_sd", "sd_linear_fit", "observed_sd_mean"}  # fmt: skip
+# Shares in [0, 1], written as percentages.
+SHARE_COLUMNS = {"accuracy", "consistency", "share", "score", "pooled", "points_score",
+                 "agreement", "agreement_no_ties", "win_rate", "lc_win_rate", "p_longer",
+                 "position_consistency", "left_of_decisive", "share_parsed"}  # fmt: skip
+SHARE_SUFFIXES = ("_share", "_accuracy", "_rate")
+# Tables whose summary columns (mean, median, quartiles...) are shares too.
+SHARE_TABLES = {
+    "accuracy_by_pool": {"mean", "median", "min", "q1", "q3", "max", "pooled"},
+    "consistency_by_pool": {"mean", "median", "min", "q1", "q3", "max", "pooled"},
+}
+COUNT_PREFIXES = ("n_", "rank", "games", "wins", "draws", "losses", "round", "shuffle")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def header(column: str) -> str:
+    """``spearman_rho`` -> "Spearman ρ", ``n_at_least_k`` -> "N at least k"."""
+    if column in HEADERS:
+        return str(HEADERS[column])
+    if not column or not _WORD.fullmatch(column.replace("_", "")):
+        return column
+    words = column.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def kind_of(column: str, table: str = "") -> str:
+    """'elo', 'share', 'p', 'count' or 'number': how the page writes this column's values."""
+    if column in SHARE_TABLES.get(table, ()):
+        return "share"
+    if column in ELO_COLUMNS:
+        return "elo"
+    if column in SHARE_COLUMNS or column.endswith(SHARE_SUFFIXES):
+        return "share"
+    if column.endswith("_p") or column == "p":
+        return "p"
+    if column.startswith(COUNT_PREFIXES) or column.endswith(("_rank", "_count")):
+        return "count"
+    return "number"
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, never in scientific notation, no trailing
+    zeros after the point (2.6 stays 2.6; 0.71428 -> 0.714; 85.96 -> 86). Values within a
+    rounding error of zero (|x| < 1e-6, e.g. a fitted 6e-11) are written as 0."""
+    if abs(value) < 1e-6:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def number(value: Any, kind: str = "number") -> str:
+    """One value as the page shows it (empty for missing values)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(_("yes")) if value else str(_("no"))
+    if not isinstance(value, int | float):
+        try:
+            if value != value:  # NaN, pd.NA and friends
+                return ""
+        except (TypeError, ValueError):
+            return ""
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return ""
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if kind == "elo" or (kind == "count" and value.is_integer()):
+        return f"{value:.0f}"
+    if kind == "share":
+        return f"{value * 100:.1f}%"
+    if kind == "p":
+        return "<0.001" if 0 <= value < 0.001 else f"{value:.3f}"
+    return significant(value, 3)

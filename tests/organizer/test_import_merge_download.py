@@ -1,0 +1,281 @@
+"""The in-app import (preview, errors per line, confirm), merging near-duplicate LLMs, and the raw
+downloads (plain CSV and "Excel" CSV with a byte-order mark)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotation.catalogue import normalised_name
+from annotation.models import LLM, Dataset, Question, Rater, Response, Study
+from tests.engine.conftest import make_study
+
+
+@pytest.fixture(autouse=True)
+def _english():
+    from django.utils import translation
+
+    with translation.override("en"):
+        yield
+
+
+def jsonl(*records) -> bytes:
+    return "\n".join(json.dumps(r, ensure_ascii=False) for r in records).encode("utf-8")
+
+
+GOOD = jsonl(
+    {"type": "question", "question_id": "q1", "text": "1+1=?", "kind": "objective"},
+    {"type": "question", "question_id": "q2", "text": "写一首诗", "task_type": "写作"},
+    {"type": "response", "question_id": "q1", "llm": "model-x", "text": "2"},
+    {"type": "response", "question_id": "q1", "llm": "model-y", "text": "3"},
+    {"type": "response", "question_id": "q2", "llm": "model-x", "text": "春眠不觉晓"},
+)
+
+
+def upload(client, content: bytes, name="mine.jsonl", **fields):
+    data = {"format": "jsonl", "dataset": "my-data", **fields}
+    data["files"] = SimpleUploadedFile(name, content, content_type="application/jsonl")
+    return client.post(reverse("organize:import"), data)
+
+
+def test_the_import_page_links_the_formats_without_command_line_flags(organizer_client):
+    html = organizer_client.get(reverse("organize:import")).content.decode()
+    assert reverse("organize:import_formats") in html
+    assert "--rater" not in html and "--dataset" not in html
+    doc = organizer_client.get(reverse("organize:import_formats")).content.decode()
+    assert "<h3>" in doc and "your own data" in doc
+
+
+def test_preview_counts_what_would_be_created_and_writes_nothing(organizer_client):
+    response = upload(organizer_client, GOOD)
+    html = response.content.decode()
+    assert response.status_code == 200
+    counts = dict(re.findall(r'data-entity="(\w+)"><td>\w+</td><td class="num">(\d+)', html))
+    assert counts["questions"] == "2" and counts["responses"] == "3"
+    assert counts["llms"] == "2" and counts["datasets"] == "1"
+    assert not Dataset.objects.filter(name="my-data").exists()
+    assert not Question.objects.exists()
+
+
+def test_confirming_the_preview_imports_and_opens_a_new_study_on_the_data(
+    organizer_client, organizer
+):
+    html = upload(organizer_client, GOOD).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    response = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}
+    )
+    dataset = Dataset.objects.get(name="my-data")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("organize:study_new") + f"?dataset={dataset.pk}"
+    assert Response.objects.filter(question__dataset=dataset).count() == 3
+    # The staged files are gone: the same token cannot import twice.
+    again = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}, follow=True
+    )
+    assert "expired or was used already" in again.content.decode()
+
+
+def test_cancel_writes_nothing(organizer_client):
+    html = upload(organizer_client, GOOD).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    organizer_client.post(reverse("organize:import_confirm"), {"token": token, "action": "cancel"})
+    assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_a_forged_token_imports_nothing(organizer_client):
+    upload(organizer_client, GOOD)
+    for token in ("../../etc", "0" * 32, ""):
+        response = organizer_client.post(
+            reverse("organize:import_confirm"), {"token": token, "action": "import"}
+        )
+        assert response.status_code == 302
+    assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_errors_are_shown_by_file_and_line_and_nothing_is_written(organizer_client):
+    bad = GOOD + b"\n[1, 2]\n"
+    response = upload(organizer_client, bad)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert 'id="import-errors"' in html and "mine.jsonl, line 6" in html
+    assert 'id="import-preview"' not in html
+    assert not Dataset.objects.filter(name="my-data").exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"rater": "someone"}, "The jsonl format does not use this field"),
+        ({"format": "nope"}, "Select a valid choice. nope is not one of the available choices"),
+        ({"dataset": "x\x00y"}, "Null characters are not allowed"),
+    ],
+)
+def test_bad_options_are_400_with_a_message(organizer_client, fields, message):
+    response = upload(organizer_client, GOOD, **fields)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not Question.objects.exists()
+
+
+def test_only_organizers_import(client, annotator_user):
+    assert client.get(reverse("organize:import")).status_code == 302
+    client.force_login(annotator_user)
+    assert upload(client, GOOD).status_code == 403
+    assert not Question.objects.exists()
+
+
+# --- near-duplicate LLMs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("GPT4", "gpt-4", True),
+        ("GPT4", "GPT4.0", True),
+        ("GPT-4", "ＧＰＴ－４", True),  # full-width
+        ("gpt-3.5", "gpt-35", True),
+        ("gpt-3.5", "gpt-4", False),
+        ("GPT4", "GPT40", False),
+        ("文心一言", "文心 一言", True),
+    ],
+)
+def test_normalised_names(a, b, same):
+    assert (normalised_name(a) == normalised_name(b)) is same
+
+
+def dup_dataset(owner, *, clash=False) -> tuple[Dataset, LLM, LLM]:
+    dataset = Dataset.objects.create(name="dups", owner=owner)
+    gpt4, gpt40 = LLM.objects.create(name="GPT4"), LLM.objects.create(name="GPT4.0")
+    for i in range(3):
+        q = Question.objects.create(dataset=dataset, external_id=f"q{i}", text="?")
+        Response.objects.create(question=q, llm=gpt4 if i < 2 else gpt40, text="a")
+        if clash and i == 0:
+            Response.objects.create(question=q, llm=gpt40, text="b")
+    return dataset, gpt4, gpt40
+
+
+def test_merging_moves_the_datasets_answers_after_confirmation(organizer_client, organizer):
+    dataset, gpt4, gpt40 = dup_dataset(organizer)
+    elsewhere = Dataset.objects.create(name="other")
+    q = Question.objects.create(dataset=elsewhere, external_id="z", text="?")
+    Response.objects.create(question=q, llm=gpt40, text="kept")
+    listing = organizer_client.get(reverse("organize:dataset_llms", args=[dataset.pk]))
+    assert "Merge GPT4.0 into GPT4" in listing.content.decode()
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    confirm = organizer_client.get(url, {"source": gpt40.pk, "target": gpt4.pk})
+    assert "1 answers of dataset dups move from GPT4.0 to GPT4" in confirm.content.decode()
+    assert Response.objects.filter(llm=gpt40).count() == 2  # nothing moved yet
+    organizer_client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
+    assert Response.objects.filter(question__dataset=dataset, llm=gpt4).count() == 3
+    # Another dataset's answers by the same name are not this dataset's to change.
+    assert Response.objects.get(question=q).llm == gpt40
+
+
+def test_merging_follows_the_datasets_studies(organizer):
+    from annotation.catalogue import llm_merge
+
+    dataset, gpt4, gpt40 = dup_dataset(organizer)
+    study = make_study(owner=organizer)
+    Study.objects.filter(pk=study.pk).update(
+        dataset=dataset, selection={"llms": ["GPT4", "GPT4.0"]}
+    )
+    llm_merge(dataset=dataset, source=gpt40, target=gpt4, user=organizer)
+    study.refresh_from_db()
+    assert study.selection["llms"] == ["GPT4"]
+    assert not LLM.objects.filter(name="GPT4.0").exists()  # nothing refers to it any more
+
+
+def test_merging_is_refused_when_both_answered_one_question(organizer_client, organizer):
+    dataset, gpt4, gpt40 = dup_dataset(organizer, clash=True)
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    page = organizer_client.get(url, {"source": gpt40.pk, "target": gpt4.pk}).content.decode()
+    assert "Refused: both names answered 1 question" in page
+    response = organizer_client.post(
+        url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"}, follow=True
+    )
+    assert "both answered question(s) q0" in response.content.decode()
+    assert Response.objects.filter(llm=gpt40).count() == 2
+
+
+def test_only_the_datasets_owner_merges(client, organizer, other_organizer):
+    dataset, gpt4, gpt40 = dup_dataset(organizer)
+    client.force_login(other_organizer)
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    page = client.get(url, {"source": gpt40.pk, "target": gpt4.pk}).content.decode()
+    assert "Only the dataset's owner" in page
+    response = client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
+    assert response.status_code == 403
+    assert Response.objects.filter(llm=gpt40).count() == 1
+
+
+@pytest.mark.parametrize("source", ["", "abc", "٣", "9" * 40, "999999"])
+def test_merging_rejects_bad_ids_without_a_500(organizer_client, organizer, source):
+    dataset, gpt4, _gpt40 = dup_dataset(organizer)
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    response = organizer_client.post(url, {"source": source, "target": gpt4.pk, "confirm": "merge"})
+    assert response.status_code == 302
+    assert Response.objects.filter(llm=gpt4).count() == 2
+
+
+# --- raw downloads ------------------------------------------------------------------------------
+
+
+def rated_study(owner):
+    from annotation import engine
+    from tests.engine.conftest import make_rater
+
+    study = make_study(owner=owner, text="中文答案，很长")
+    rater = make_rater()
+    a = engine.assignment_next(study=study, rater=rater)
+    engine.assignment_submit(
+        assignment=a,
+        rater=rater,
+        scores={c.key: 2 for c in study.rubric.criteria_for(a.item.question)},
+    )
+    return study, rater
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+def test_raw_ratings_download_as_plain_and_excel_csv(organizer_client, organizer):
+    study, rater = rated_study(organizer)
+    page = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    excel_url = reverse("organize:study_download", args=[study.pk, "ratings", "excel"])
+    plain_url = reverse("organize:study_download", args=[study.pk, "ratings", "csv"])
+    assert excel_url in page and plain_url in page
+    plain, excel = body(organizer_client.get(plain_url)), body(organizer_client.get(excel_url))
+    assert not plain.startswith(b"\xef\xbb\xbf")
+    assert excel == b"\xef\xbb\xbf" + plain
+    assert rater.pseudonym.encode() in plain and rater.user.username.encode() not in plain
+    response = organizer_client.get(excel_url)
+    assert response["Content-Disposition"].endswith('-excel.csv"')
+    responses = body(
+        organizer_client.get(
+            reverse("organize:study_download", args=[study.pk, "responses", "excel"])
+        )
+    )
+    assert "中文答案".encode() in responses
+
+
+def test_raw_downloads_are_owner_only_and_check_the_format(
+    client, organizer, other_organizer, annotator_user
+):
+    study, _ = rated_study(organizer)
+    url = reverse("organize:study_download", args=[study.pk, "ratings", "csv"])
+    client.force_login(other_organizer)
+    assert client.get(url).status_code == 404
+    client.force_login(annotator_user)
+    assert client.get(url).status_code == 403
+    client.force_login(organizer)
+    bad = reverse("organize:study_download", args=[study.pk, "ratings", "exe"])
+    assert client.get(bad).status_code == 404
+    bad = reverse("organize:study_download", args=[study.pk, "passwords", "csv"])
+    assert client.get(bad).status_code == 404
+    assert Rater.objects.count() >= 1
