@@ -113,12 +113,14 @@ def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 def _group_codes(labels: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Integer group per row (-1 outside ``mask``) and the sorted group names."""
-    names = sorted(set(labels[mask]))
-    lookup = {name: i for i, name in enumerate(names)}
+    # Hash-factorise (no Python set or dict lookups per row), then renumber in sorted order.
+    raw, uniq = pd.factorize(labels[mask])
+    order = sorted(range(len(uniq)), key=lambda i: uniq[i])
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
     codes = np.full(len(labels), -1, dtype=np.int64)
-    if names:
-        codes[mask] = pd.Series(labels[mask]).map(lookup).to_numpy(dtype=np.int64)
-    return codes, [str(n) for n in names]
+    codes[mask] = rank[raw]
+    return codes, [str(uniq[i]) for i in order]
 
 
 def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
