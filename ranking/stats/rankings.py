@@ -33,11 +33,38 @@ _STAR_COLS = {
     "mean": "float64",
     "n": "int64",
     "rank": "int64",
+    "ci_low": "float64",
+    "ci_high": "float64",
 }
+
+Z95 = 1.959963984540054
+
+
+def _normal_interval(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """mean ± z·sd/√n (95%); NaN where fewer than 2 values."""
+    half = Z95 * sd / np.sqrt(n.where(n >= 2))
+    return mean - half, mean + half
+
+
+def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
+    """``overall`` = mean of the criterion means; its interval from the per-rating averages.
+
+    The criteria of one rating are correlated, so treating criteria as independent would make the
+    interval too narrow; the rating's own average over its criteria carries that correlation.
+    """
+    o = m.groupby("model", observed=True).agg(mean=("mean", "mean"), n=("n", "sum")).reset_index()
+    per_rating = g.groupby(["model", "rating_id"], observed=True)["score"].mean()
+    spread = per_rating.groupby(level="model", observed=True).agg(["std", "size"])
+    sd = o["model"].map(spread["std"]).astype(float)
+    k = o["model"].map(spread["size"]).astype(float)
+    o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
+    o["criterion"] = OVERALL
+    return o
 
 
 def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.DataFrame:
-    """Mean stars per (rater kind, model, criterion) plus ``overall`` = mean of criterion means.
+    """Mean stars per (rater kind, model, criterion) plus ``overall`` = mean of criterion means,
+    each with a 95% normal-approximation interval (``ci_low``, ``ci_high``; see docs/statistics.md).
 
     Rater kind is "all", "human" and "judge". ``overall`` averages the per-criterion means with
     equal weight (the paper's Table 6: GPT-4's overall 2.917 is the mean of its five criteria).
@@ -50,10 +77,10 @@ def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.Dat
         return empty_frame(_STAR_COLS)
     parts = []
     for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
-        m = g.groupby(["model", "criterion"])["score"].agg(mean="mean", n="size").reset_index()
-        o = m.groupby("model").agg(mean=("mean", "mean"), n=("n", "sum")).reset_index()
-        o["criterion"] = OVERALL
-        m = pd.concat([m, o], ignore_index=True)
+        m = g.groupby(["model", "criterion"])["score"].agg(mean="mean", n="size", sd="std")
+        m = m.reset_index()
+        m["ci_low"], m["ci_high"] = _normal_interval(m["mean"], m["sd"], m["n"])
+        m = pd.concat([m.drop(columns="sd"), _overall(g, m)], ignore_index=True)
         m.insert(0, "rater_kind", kind)
         parts.append(m)
     out = pd.concat(parts, ignore_index=True)
