@@ -73,6 +73,7 @@ def test_onsite_annotator_finishes_star_items_with_the_keyboard_only(page, login
         expect(submit).to_be_disabled()
         criteria = form.locator("fieldset.criterion")
         expect(criteria).to_have_count(4)  # llmeval2, subjective questions
+        expect(page.locator("#annotate[data-ready]")).to_be_attached()  # the keys work now
         if done == 0:
             expect(form.locator(".reference")).to_contain_text("Reference answer")
             page.keyboard.press("4")
@@ -114,6 +115,7 @@ def test_crowd_worker_arrives_from_prolific_and_leaves_with_the_completion_code(
     page.get_by_role("button", name="I agree, start").click()
     for i in range(2):
         expect(page.locator("#annotate [data-progress]")).to_contain_text(f"Done {i} / 2")
+        expect(page.locator("#annotate[data-ready]")).to_be_attached()  # the keys work now
         page.keyboard.press("2")  # tie
         page.keyboard.press("Enter")
     expect(page.locator("[data-completion-code]")).to_have_text("CC-7781")
@@ -160,6 +162,7 @@ def test_previous_and_skip(page, login, organizer):
     expect(page).to_have_url(re.compile(re.escape(first) + "$"))
     expect(page.locator(".editing")).to_be_visible()
     expect(page.locator("input[name=choice][value=left]")).to_be_checked()
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()  # the keys work now
     page.keyboard.press("3")  # both bad
     page.keyboard.press("Enter")
     expect(page).not_to_have_url(first)

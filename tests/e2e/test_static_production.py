@@ -126,6 +126,7 @@ def test_keyboard_shortcuts_work_on_an_item_served_by_gunicorn(browser, producti
         page.goto(f"/s/{study_pid}/next/")
         first = page.url
         expect(page.locator("#annotate [data-action=submit]")).to_be_disabled()
+        expect(page.locator("#annotate[data-ready]")).to_be_attached()  # the keys work now
         page.keyboard.press("4")  # right is better, from annotate.js
         expect(page.locator("input[name=choice][value=right]")).to_be_checked()
         page.keyboard.press("Enter")  # submitted through htmx
