@@ -211,7 +211,11 @@ class ImportListCreate(generics.ListAPIView):
                     rubric=v.get("rubric") or None,
                 )
             except ImportRefused as exc:
-                return _error(f"refused, nothing was written: {exc}")
+                # Every bad record, one line each (file, line, why), so a client can show them all.
+                return ApiResponse(
+                    {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
         out = {
             "format": result.format,
             "dry_run": result.dry_run,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -201,6 +202,23 @@ def test_a_refused_import_is_a_400_naming_file_and_record(organizer_client, tmp_
     r = organizer_client.post("/api/imports/", {"format": "llmeval2", "files": [upload]})
     assert r.status_code == 400
     assert src.name in r.json()["detail"] and "record 0" in r.json()["detail"]
+    assert table_counts() == before
+
+
+def test_a_refused_generic_import_lists_every_bad_line(organizer_client):
+    lines = [
+        {"type": "nope", "question_id": "Q1"},
+        {"type": "response", "question_id": "", "llm": "m", "text": "x"},
+    ]
+    body = "\n".join(json.dumps(r) for r in lines) + "\n"
+    upload = SimpleUploadedFile("mixed.jsonl", body.encode("utf-8"))
+    before = table_counts()
+    r = organizer_client.post(
+        "/api/imports/", {"format": "jsonl", "dataset": "mine", "files": [upload]}
+    )
+    assert r.status_code == 400
+    errors = r.json()["errors"]
+    assert [e.split(":")[0] for e in errors] == ["mixed.jsonl, line 1", "mixed.jsonl, line 2"]
     assert table_counts() == before
 
 
