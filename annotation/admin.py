@@ -40,6 +40,7 @@ from annotation.models import (
     Assignment,
     Criterion,
     Dataset,
+    Exclusion,
     ImportRecord,
     Item,
     Question,
@@ -486,3 +487,10 @@ class ImportRecordAdmin(ScopedAdminMixin, ReadOnlyAdmin):
     @admin.display(description="files")
     def files(self, obj: ImportRecord) -> str:
         return format_html("{}", ", ".join(obj.paths or [])[:120])
+
+
+@admin.register(Exclusion)
+class ExclusionAdmin(StudyScoped, ReadOnlyAdmin):
+    # Exclusions are made and lifted on the study's annotator-quality page, with a reason.
+    list_display = ["study", "rater", "reason", "created_by", "created_at"]
+    list_filter = ["study"]

@@ -86,7 +86,9 @@ def export_iter(study: Study, *, what: str, fmt: str) -> Iterator[bytes]:
         yield xlsx_bytes(columns, rows, title=what)
         return
     if fmt == "jsonl" and what == "generic":  # each record type has its own fields
-        lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in generic_records(study))
+        lines: Iterator[str] = (
+            json.dumps(r, ensure_ascii=False) + "\n" for r in generic_records(study)
+        )
     else:
         lines = iter_csv(columns, rows) if fmt == "csv" else iter_jsonl(columns, rows)
     buf: list[str] = []

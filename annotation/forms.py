@@ -130,6 +130,20 @@ class StudyForm(forms.Form):
     hint_policy = forms.ChoiceField(
         choices=Study.HintPolicy.choices, initial=Study.HintPolicy.HIDDEN, label=_("Hint")
     )
+    assignment_mode = forms.ChoiceField(
+        choices=Study.AssignmentMode.choices,
+        initial=Study.AssignmentMode.UNIFORM,
+        required=False,
+        label=_("Assignment"),
+    )
+    check_rate = _number(
+        DecimalNumberField,
+        _("Hidden quality-check rate"),
+        min_value=0,
+        max_value=0.5,
+        initial=0,
+        required=False,
+    )
     admit_onsite = forms.BooleanField(required=False, initial=True, label=_("Onsite"))
     admit_crowd = forms.BooleanField(required=False, label=_("Crowd"))
     admit_public = forms.BooleanField(required=False, label=_("Public"))
@@ -203,7 +217,8 @@ class StudyForm(forms.Form):
 
     SERVICE_FIELDS = (
         "name", "dataset", "mode", "rubric", "instructions", "pair_design", "baseline_llm",
-        "pairs_per_question", "ratings_per_item", "repeat_rate", "hint_policy", "admit_onsite",
+        "pairs_per_question", "ratings_per_item", "repeat_rate", "hint_policy", "assignment_mode",
+        "check_rate", "admit_onsite",
         "admit_crowd", "admit_public", "quota_onsite", "quota_crowd", "quota_public",
         "reservation_timeout", "completion_code", "no_more_work_code", "completion_url",
     )  # fmt: skip
@@ -217,7 +232,11 @@ class StudyForm(forms.Form):
             selection["llms"] = list(d["llms"])
         if d["max_questions"]:
             selection["max_questions"] = d["max_questions"]
-        return {"selection": selection, **{k: d[k] for k in self.SERVICE_FIELDS}}
+        kwargs = {k: d[k] for k in self.SERVICE_FIELDS}
+        # Optional design fields: left empty, they keep the model's defaults.
+        kwargs["assignment_mode"] = d["assignment_mode"] or Study.AssignmentMode.UNIFORM
+        kwargs["check_rate"] = d["check_rate"] or 0
+        return {"selection": selection, **kwargs}
 
     @classmethod
     def initial_for(cls, study: Study) -> dict:

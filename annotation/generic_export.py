@@ -15,8 +15,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import Q
+
 from annotation.importers.generic import FIELDS
-from annotation.models import Item, Rater, Rating, Response, Rubric, Score, Study
+from annotation.models import Item, ParseStatus, Rater, Rating, Response, Rubric, Score, Study
+from evaluation.selectors import unparsed_judge_outputs
 
 CSV_COLUMNS = list(dict.fromkeys(["type", *(c for f in FIELDS.values() for c in f)]))
 CSV_COLUMNS.remove("scores")
@@ -54,9 +57,12 @@ def _responses(study: Study) -> Iterator[dict[str, Any]]:
         yield {"type": "response", "question_id": q, "llm": llm, "text": text, "response_id": ext}
 
 
-def _rater_labels(study: Study) -> dict[int, dict[str, str]]:
+def _rater_labels(study: Study, extra: set[int]) -> dict[int, dict[str, str]]:
+    """Labels of the study's raters, and of the raters in ``extra`` (judges with unparsed
+    outputs only)."""
     out = {}
-    for r in Rater.objects.filter(ratings__item__study=study).distinct():
+    raters = Rater.objects.filter(Q(ratings__item__study=study) | Q(pk__in=extra)).distinct()
+    for r in raters:
         own_name = r.name and r.user_id is None and not r.external_id
         out[r.pk] = {
             "rater": r.name if own_name else r.pseudonym,
@@ -150,13 +156,50 @@ def _sort_key(rec: dict[str, Any]) -> tuple:
     )
 
 
+def _unparsed_calls(study: Study) -> list[dict[str, Any]]:
+    """Live judge outputs that could not be parsed, shaped as ``RATING_VALUES`` rows: they are
+    written as unparsed ratings, as an imported unparsed output is (and re-imported as one)."""
+    calls = unparsed_judge_outputs(study)
+    items = {
+        row[0]: row[1:]
+        for row in Item.objects.filter(pk__in={c["item_id"] for c in calls}).values_list(
+            "pk",
+            "question__external_id",
+            "response_a__llm__name",
+            "response_b__llm__name",
+        )
+    }
+    return [
+        {
+            "id": None,
+            "rater_id": c["rater_id"],
+            "choice": "",
+            "comment": "",
+            "parse_status": ParseStatus.UNPARSED.value,
+            "raw_output": c["raw_output"],
+            "assignment__hint_shown": c["hint_shown"],
+            "assignment__is_repeat": c["is_repeat"],
+            "assignment__left_is_a": c["left_is_a"],
+            "assignment__served_at": c["started_at"] or c["finished_at"],
+            "assignment__submitted_at": c["finished_at"],
+            "assignment__active_ms": c["latency_ms"],
+            "item__question__external_id": items[c["item_id"]][0],
+            "item__response_a__llm__name": items[c["item_id"]][1],
+            "item__response_b__llm__name": items[c["item_id"]][2],
+        }
+        for c in calls
+    ]
+
+
 def _ratings(study: Study) -> list[dict[str, Any]]:
     pairwise = study.mode == Rubric.Mode.PAIRWISE
-    raters, scores = _rater_labels(study), _scores(study)
+    calls = _unparsed_calls(study)
+    raters = _rater_labels(study, {c["rater_id"] for c in calls})
+    scores = _scores(study)
     rows = Rating.objects.filter(item__study=study).values(*RATING_VALUES)
     records = [
         _rating_record(r, raters[r["rater_id"]], scores.get(r["id"], []), pairwise)
-        for r in rows.iterator(chunk_size=4000)
+        for r in [*rows.iterator(chunk_size=4000), *calls]
     ]
     return sorted(records, key=_sort_key)
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django-htmx's middleware leaves it (for type annotations of views)."""
+
+    htmx: HtmxDetails
 
 
 def leave(request: HttpRequest, url: str) -> HttpResponse:

@@ -53,10 +53,12 @@ def renew(*, study: Study, rater: Rater, now: datetime) -> int:
             "WHERE rater_id = %s AND study_id = %s AND status = %s",
             [expires, rater.pk, study.pk, Assignment.Status.SERVED],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
-def retake(*, study: Study, assignment_id: int, item_id: int, is_repeat: bool, now) -> bool:
+def retake(
+    *, study: Study, assignment_id: int, item_id: int, is_repeat: bool, now: datetime
+) -> bool:
     """Re-open the rater's latest exposure after its lease lapsed, if its item still has room
     (repeats hold no room). The caller holds the rater's and the exposure's row locks."""
     if not is_repeat:

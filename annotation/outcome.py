@@ -48,7 +48,7 @@ def has_new_work(*, study: Study, rater: Rater) -> bool:
     """Is there an item this rater was never exposed to that still has room for a rating?"""
     return bool(
         sql(
-            "SELECT 1 FROM annotation_item i WHERE i.study_id = %s "
+            "SELECT 1 FROM annotation_item i WHERE i.study_id = %s AND i.check_kind = '' "
             "AND i.n_ratings + i.n_reserved < %s AND NOT EXISTS ("
             " SELECT 1 FROM annotation_assignment a"
             " WHERE a.item_id = i.id AND a.rater_id = %s AND NOT a.is_repeat) LIMIT 1",

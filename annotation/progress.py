@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.core.cache import cache
 from django.db.models import Count, Q, Sum
@@ -15,11 +16,13 @@ from annotation.models import Assignment, Item, Rater, Study
 
 
 def rater_submitted_count(*, study: Study, rater: Rater) -> int:
-    return sql(
-        "SELECT count(*) FROM annotation_assignment WHERE rater_id = %s AND study_id = %s "
-        "AND status = %s",
-        [rater.pk, study.pk, Assignment.Status.SUBMITTED],
-    )[0][0]
+    return int(
+        sql(
+            "SELECT count(*) FROM annotation_assignment WHERE rater_id = %s AND study_id = %s "
+            "AND status = %s",
+            [rater.pk, study.pk, Assignment.Status.SUBMITTED],
+        )[0][0]
+    )
 
 
 @dataclass
@@ -46,7 +49,7 @@ def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
         # every page shares one figure for a few seconds.
         def outstanding() -> int:
             n = study.ratings_per_item
-            agg = Item.objects.filter(study=study, n_ratings__lt=n).aggregate(
+            agg = Item.objects.filter(study=study, check_kind="", n_ratings__lt=n).aggregate(
                 r=Sum("n_ratings"), c=Count("id")
             )
             return max(0, (agg["c"] or 0) * n - (agg["r"] or 0))
@@ -55,18 +58,19 @@ def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
     return RaterProgress(done=done, quota=quota, remaining=remaining)
 
 
-def study_progress(*, study: Study, now: datetime | None = None) -> dict:
+def study_progress(*, study: Study, now: datetime | None = None) -> dict[str, Any]:
     """Organizer view of a study: coverage, open reservations and per-annotator figures."""
     now = now or timezone.now()
     n = study.ratings_per_item
-    items = Item.objects.filter(study=study).aggregate(
+    # Quality checks are outside the coverage: they are never rated toward N.
+    items = Item.objects.filter(study=study, check_kind="").aggregate(
         total=Count("id"),
         complete=Count("id", filter=Q(n_ratings__gte=n)),
         ratings=Sum("n_ratings"),
         reserved=Sum("n_reserved"),
     )
     open_q = Assignment.objects.filter(study=study, status=Assignment.Status.SERVED)
-    per_rater: dict[int, dict] = {}
+    per_rater: dict[int, dict[str, Any]] = {}
     rows = (
         Assignment.objects.filter(study=study)
         .values("rater_id", "rater__pseudonym", "rater__pool", "status", "is_repeat")
@@ -97,7 +101,8 @@ def study_progress(*, study: Study, now: datetime | None = None) -> dict:
     for rater_id, served, submitted in Assignment.objects.filter(
         study=study, status=Assignment.Status.SUBMITTED
     ).values_list("rater_id", "served_at", "submitted_at"):
-        durations.setdefault(rater_id, []).append((submitted - served).total_seconds())
+        if submitted is not None:
+            durations.setdefault(rater_id, []).append((submitted - served).total_seconds())
     for rater_id, ds in durations.items():
         per_rater[rater_id]["median_s"] = round(statistics.median(ds), 1)
     total_needed = (items["total"] or 0) * n

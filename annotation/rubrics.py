@@ -118,127 +118,78 @@ def _ten_point(zh_definition: str) -> list[dict[str, str]]:
     return [{"en": en, "zh": zh} for en, zh in bands]
 
 
+# (key, English label, Chinese label, min, max, star meanings, applies_to) per criterion.
+LLMEVAL1_CRITERIA = [
+    ("accuracy", "Accuracy", "正确性", 1, 3, ACCURACY_3, ""),
+    ("informativeness", "Informativeness", "信息量", 1, 3, INFORMATIVENESS_3, ""),
+    ("fluency", "Fluency", "流畅性", 1, 3, FLUENCY_3, ""),
+    ("logicality", "Logicity", "逻辑性", 1, 3, LOGIC_3, ""),
+    ("harmlessness", "Harmlessness", "无害性", 1, 3, HARMLESS_3, ""),
+]
+CORRECTNESS_3 = _stars(("Wrong", "错误"), ("Partially correct", "部分正确"), ("Correct", "正确"))
+EXPLANATION_2 = _stars(("Incorrect explanation", "解释错误"), ("Correct explanation", "解释正确"))
+ACCURACY_5 = _stars(
+    ("Completely wrong", "完全错误"),
+    ("Mostly wrong", "大部分错误"),
+    ("Partially correct", "部分正确"),
+    ("Mostly correct", "大部分正确"),
+    ("Completely correct", "完全正确"),
+)
+LLMEVAL2_CRITERIA = [
+    ("correctness", "Correctness", "正确性", 1, 3, CORRECTNESS_3, "objective"),
+    ("explanation_correctness", "Explanation Correctness", "解释正确性", 1, 2, EXPLANATION_2, "objective"),
+    ("accuracy", "Accuracy", "正确性", 1, 5, ACCURACY_5, "subjective"),
+    ("informativeness", "Informativeness", "信息量", 1, 3, INFORMATIVENESS_3, "subjective"),
+    ("fluency", "Fluency", "流畅性", 1, 3, FLUENCY_3, "subjective"),
+    ("logicality", "Logicity", "逻辑性", 1, 3, LOGIC_3, "subjective"),
+]  # fmt: skip
+# (key, English name, Chinese name, mode, description) per rubric.
+RUBRICS = [
+    ("llmeval1", "LLMEval-1 star scoring", "LLMEval-1 星级评分", "star",
+     "Five criteria, one to three stars (seed 004, figure 9)."),
+    ("llmeval2", "LLMEval-2 objective and subjective", "LLMEval-2 客观题与主观题", "star",
+     "Objective questions: correctness 1-3 and explanation 1-2; subjective questions: accuracy "
+     "1-5, informativeness, fluency and logicality 1-3 (seed 004 figures 11-12)."),
+    ("alignbench", "AlignBench multi-dimensional (1-10)", "AlignBench 多维度评分（1-10）", "star",
+     "Dimensions per answer type, reference answer anchored at 8 of 10."),
+    ("pairwise", "Pairwise comparison", "两两比较", "pairwise",
+     "Left better, right better, tie or both bad (seed 004, figure 14)."),
+]  # fmt: skip
+
+
+def _alignbench_criteria() -> list[tuple[str, str, str, int, int, list[dict[str, str]], str]]:
+    """One 1-10 criterion per AlignBench dimension (for the answer types that use it), then the
+    overall score, which applies to every answer type."""
+    criteria = [
+        (key, en_label, zh_name, 1, 10, _ten_point(definition),
+         ",".join(t for t, dims in ALIGNBENCH_DIMENSION_SET.items() if zh_name in dims))
+        for zh_name, (key, en_label, definition) in ALIGNBENCH_DIMENSIONS.items()
+    ]  # fmt: skip
+    return [*criteria, ("overall", "Overall", "综合得分", 1, 10, _ten_point("综合得分"), "")]
+
+
 def builtin_rubric_specs() -> list[dict[str, Any]]:
-    alignbench_criteria = []
-    for order, (zh_name, (key, en_label, definition)) in enumerate(ALIGNBENCH_DIMENSIONS.items()):
-        types = [t for t, dims in ALIGNBENCH_DIMENSION_SET.items() if zh_name in dims]
-        alignbench_criteria.append(
-            {
-                "key": key,
-                "label_en": en_label,
-                "label_zh": zh_name,
-                "min_score": 1,
-                "max_score": 10,
-                "descriptions": _ten_point(definition),
-                "applies_to": ",".join(types),
-                "order": order,
-            }
-        )
-    alignbench_criteria.append(
-        {
-            "key": "overall",
-            "label_en": "Overall",
-            "label_zh": "综合得分",
-            "min_score": 1,
-            "max_score": 10,
-            "descriptions": _ten_point("综合得分"),
-            "applies_to": "",
-            "order": len(alignbench_criteria),
-        }
-    )
+    """The shipped rubrics: name, mode, description and criteria (dicts with their order)."""
+    criteria = {
+        "llmeval1": LLMEVAL1_CRITERIA,
+        "llmeval2": LLMEVAL2_CRITERIA,
+        "alignbench": _alignbench_criteria(),
+        "pairwise": [],
+    }
+    fields = ("key", "label_en", "label_zh", "min_score", "max_score", "descriptions", "applies_to")
     return [
         {
-            "key": "llmeval1",
-            "name_en": "LLMEval-1 star scoring",
-            "name_zh": "LLMEval-1 星级评分",
-            "mode": "star",
-            "description": "Five criteria, one to three stars (seed 004, figure 9).",
+            "key": key,
+            "name_en": name_en,
+            "name_zh": name_zh,
+            "mode": mode,
+            "description": description,
             "criteria": [
-                ("accuracy", "Accuracy", "正确性", 1, 3, ACCURACY_3, ""),
-                ("informativeness", "Informativeness", "信息量", 1, 3, INFORMATIVENESS_3, ""),
-                ("fluency", "Fluency", "流畅性", 1, 3, FLUENCY_3, ""),
-                ("logicality", "Logicity", "逻辑性", 1, 3, LOGIC_3, ""),
-                ("harmlessness", "Harmlessness", "无害性", 1, 3, HARMLESS_3, ""),
+                dict(zip(fields, crit, strict=True), order=order)
+                for order, crit in enumerate(criteria[key])
             ],
-        },
-        {
-            "key": "llmeval2",
-            "name_en": "LLMEval-2 objective and subjective",
-            "name_zh": "LLMEval-2 客观题与主观题",
-            "mode": "star",
-            "description": "Objective questions: correctness 1-3 and explanation 1-2; subjective "
-            "questions: accuracy 1-5, informativeness, fluency and logicality 1-3 "
-            "(seed 004 figures 11-12).",
-            "criteria": [
-                (
-                    "correctness",
-                    "Correctness",
-                    "正确性",
-                    1,
-                    3,
-                    _stars(
-                        ("Wrong", "错误"),
-                        ("Partially correct", "部分正确"),
-                        ("Correct", "正确"),
-                    ),
-                    "objective",
-                ),
-                (
-                    "explanation_correctness",
-                    "Explanation Correctness",
-                    "解释正确性",
-                    1,
-                    2,
-                    _stars(
-                        ("Incorrect explanation", "解释错误"),
-                        ("Correct explanation", "解释正确"),
-                    ),
-                    "objective",
-                ),
-                (
-                    "accuracy",
-                    "Accuracy",
-                    "正确性",
-                    1,
-                    5,
-                    _stars(
-                        ("Completely wrong", "完全错误"),
-                        ("Mostly wrong", "大部分错误"),
-                        ("Partially correct", "部分正确"),
-                        ("Mostly correct", "大部分正确"),
-                        ("Completely correct", "完全正确"),
-                    ),
-                    "subjective",
-                ),
-                (
-                    "informativeness",
-                    "Informativeness",
-                    "信息量",
-                    1,
-                    3,
-                    INFORMATIVENESS_3,
-                    "subjective",
-                ),
-                ("fluency", "Fluency", "流畅性", 1, 3, FLUENCY_3, "subjective"),
-                ("logicality", "Logicity", "逻辑性", 1, 3, LOGIC_3, "subjective"),
-            ],
-        },
-        {
-            "key": "alignbench",
-            "name_en": "AlignBench multi-dimensional (1-10)",
-            "name_zh": "AlignBench 多维度评分（1-10）",
-            "mode": "star",
-            "description": "Dimensions per answer type, reference answer anchored at 8 of 10.",
-            "criteria": alignbench_criteria,
-        },
-        {
-            "key": "pairwise",
-            "name_en": "Pairwise comparison",
-            "name_zh": "两两比较",
-            "mode": "pairwise",
-            "description": "Left better, right better, tie or both bad (seed 004, figure 14).",
-            "criteria": [],
-        },
+        }
+        for key, name_en, name_zh, mode, description in RUBRICS
     ]
 
 
@@ -262,19 +213,7 @@ def ensure_builtin_rubrics(rubric_model=None, criterion_model=None) -> int:
             },
         )
         created += was_created
-        for order, crit in enumerate(spec["criteria"]):
-            if isinstance(crit, tuple):
-                key, en, zh, lo, hi, desc, applies = crit
-                crit = {
-                    "key": key,
-                    "label_en": en,
-                    "label_zh": zh,
-                    "min_score": lo,
-                    "max_score": hi,
-                    "descriptions": desc,
-                    "applies_to": applies,
-                    "order": order,
-                }
+        for crit in spec["criteria"]:
             criterion_model.objects.update_or_create(
                 rubric=rubric,
                 key=crit["key"],

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
 
 from annotation.limits import parse_id
-from annotation.models import LLM, Dataset, Item, Question, Rating, Response, Rubric, Score, Study
+from annotation.models import (
+    LLM,
+    Dataset,
+    Item,
+    PairChoice,
+    Question,
+    Rating,
+    Response,
+    Rubric,
+    Score,
+    Study,
+)
 from annotation.permissions import studies_for
 
 
@@ -77,15 +88,6 @@ def study_list_for(user) -> QuerySet[Study]:
     )
 
 
-def study_find_for(user, ref: str | int) -> Study | None:
-    """A study by id or exact name, among those the user may see."""
-    qs = studies_for(user)
-    ref = str(ref)
-    pk = parse_id(ref)
-    found = qs.filter(pk=pk).first() if pk is not None else None
-    return found or qs.filter(name=ref).first()
-
-
 # --- exports ----------------------------------------------------------------------------------
 
 COMMON = [
@@ -108,7 +110,7 @@ TIMES = [
     "active_ms",
     "comment",
 ]
-STAR_COLUMNS = [*COMMON, "model", "response_id", "criterion", "score", *TIMES]
+STAR_COLUMNS = [*COMMON, "model", "response_id", "criterion", "score", *TIMES, "check_kind"]
 PAIR_COLUMNS = [
     *COMMON,
     "model_a",
@@ -119,6 +121,7 @@ PAIR_COLUMNS = [
     "choice_shown",
     "winner",
     *TIMES,
+    "check_kind",
 ]
 RESPONSE_COLUMNS = [
     "dataset",
@@ -140,123 +143,118 @@ def rating_columns(study: Study) -> list[str]:
     return PAIR_COLUMNS if study.mode == Rubric.Mode.PAIRWISE else STAR_COLUMNS
 
 
-def _times(a: dict[str, Any]) -> dict[str, Any]:
-    served, submitted = a["served_at"], a["submitted_at"]
+def _common(study: Study, r: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns every exported rating row has, star or pairwise, from a `_values` row."""
+    served, submitted = r["served_at"], r["submitted_at"]
     return {
-        "hint_shown": a["hint_shown"],
-        "is_repeat": a["is_repeat"],
+        "study": study.name,
+        "item": r["item_id"],
+        "assignment": str(r["assignment_public_id"]),
+        "rater": r["rater_pseudonym"],
+        "rater_kind": r["rater_kind"],
+        "rater_pool": r["rater_pool"],
+        "question_id": r["question_id"],
+        "task_type": r["task_type"],
+        "question_kind": r["question_kind"],
+        "hint_shown": r["hint_shown"],
+        "is_repeat": r["is_repeat"],
         "served_at": served,
         "submitted_at": submitted,
         "duration_s": (submitted - served).total_seconds() if served and submitted else None,
-        "active_ms": a["active_ms"],
-        "comment": a["comment"],
+        "active_ms": r["active_ms"],
+        "comment": r["comment"],
     }
 
 
-_SHOWN = {  # canonical choice -> what the rater clicked, given whether A was on the left
-    (True, "A"): "left",
-    (True, "B"): "right",
-    (False, "A"): "right",
-    (False, "B"): "left",
-}
+def _value_rows(
+    qs: QuerySet[Any], rating: str, chunk: int, **extra: str
+) -> Iterator[dict[str, Any]]:
+    """`qs.values()` rows with the common columns and `extra` (column=path from qs); `rating` is
+    the path from qs to the rating."""
+    to = f"{rating}__" if rating else ""
+    common = {
+        "comment": "comment",
+        "item_id": "item_id",
+        "rater_pseudonym": "rater__pseudonym",
+        "rater_kind": "rater__kind",
+        "rater_pool": "rater__pool",
+        "assignment_public_id": "assignment__public_id",
+        "hint_shown": "assignment__hint_shown",
+        "is_repeat": "assignment__is_repeat",
+        "served_at": "assignment__served_at",
+        "submitted_at": "assignment__submitted_at",
+        "active_ms": "assignment__active_ms",
+        "question_id": "item__question__external_id",
+        "task_type": "item__question__task_type",
+        "question_kind": "item__question__kind",
+    }
+    fields = {name: to + path for name, path in common.items()} | extra
+    # A column named as the field it reads is a plain name: values() refuses an alias for it.
+    names = [name for name, path in fields.items() if path == name]
+    aliases = {name: F(path) for name, path in fields.items() if path != name}
+    return qs.values(*names, **aliases).iterator(chunk_size=chunk)
 
 
-def rating_export_rows(study: Study) -> Iterator[dict[str, Any]]:
-    """One row per rating x criterion (star) or per rating (pairwise); raters by pseudonym only."""
-    if study.mode == Rubric.Mode.PAIRWISE:
-        rows = (
-            Rating.objects.filter(item__study=study)
-            .order_by("id")
-            .values(
-                "id",
-                "choice",
-                "comment",
-                "item_id",
-                rater_pseudonym=F("rater__pseudonym"),
-                rater_kind=F("rater__kind"),
-                rater_pool=F("rater__pool"),
-                assignment_public_id=F("assignment__public_id"),
-                hint_shown=F("assignment__hint_shown"),
-                is_repeat=F("assignment__is_repeat"),
-                left_is_a=F("assignment__left_is_a"),
-                served_at=F("assignment__served_at"),
-                submitted_at=F("assignment__submitted_at"),
-                active_ms=F("assignment__active_ms"),
-                question_id=F("item__question__external_id"),
-                task_type=F("item__question__task_type"),
-                question_kind=F("item__question__kind"),
-                model_a=F("item__response_a__llm__name"),
-                model_b=F("item__response_b__llm__name"),
-            )
-        )
-        for r in rows.iterator(chunk_size=2000):
-            left, right = (
-                (r["model_a"], r["model_b"]) if r["left_is_a"] else (r["model_b"], r["model_a"])
-            )
-            choice = r["choice"]
-            winner = {"A": r["model_a"], "B": r["model_b"]}.get(choice, "")
-            yield {
-                "study": study.name,
-                "item": r["item_id"],
-                "assignment": str(r["assignment_public_id"]),
-                "rater": r["rater_pseudonym"],
-                "rater_kind": r["rater_kind"],
-                "rater_pool": r["rater_pool"],
-                "question_id": r["question_id"],
-                "task_type": r["task_type"],
-                "question_kind": r["question_kind"],
-                "model_a": r["model_a"],
-                "model_b": r["model_b"],
-                "choice": choice,
-                "left_model": left,
-                "right_model": right,
-                "choice_shown": _SHOWN.get((r["left_is_a"], choice), choice),
-                "winner": winner,
-                **_times(r),
-            }
-        return
-    rows = (
-        Score.objects.filter(rating__item__study=study)
-        .order_by("rating_id", "criterion__order", "criterion_id")
-        .values(
-            "value",
-            criterion_key=F("criterion__key"),
-            comment=F("rating__comment"),
-            item_id=F("rating__item_id"),
-            rater_pseudonym=F("rating__rater__pseudonym"),
-            rater_kind=F("rating__rater__kind"),
-            rater_pool=F("rating__rater__pool"),
-            assignment_public_id=F("rating__assignment__public_id"),
-            hint_shown=F("rating__assignment__hint_shown"),
-            is_repeat=F("rating__assignment__is_repeat"),
-            served_at=F("rating__assignment__served_at"),
-            submitted_at=F("rating__assignment__submitted_at"),
-            active_ms=F("rating__assignment__active_ms"),
-            question_id=F("rating__item__question__external_id"),
-            task_type=F("rating__item__question__task_type"),
-            question_kind=F("rating__item__question__kind"),
-            model=F("rating__item__response_a__llm__name"),
-            response_pk=F("rating__item__response_a_id"),
-            response_external_id=F("rating__item__response_a__external_id"),
-        )
+def _pairwise_export_rows(study: Study) -> Iterator[dict[str, Any]]:
+    rows = _value_rows(
+        Rating.objects.filter(item__study=study).order_by("id"),
+        "",
+        2000,
+        choice="choice",
+        left_is_a="assignment__left_is_a",
+        model_a="item__response_a__llm__name",
+        model_b="item__response_b__llm__name",
+        check_kind="item__check_kind",
     )
-    for r in rows.iterator(chunk_size=4000):
-        yield {
-            "study": study.name,
-            "item": r["item_id"],
-            "assignment": str(r["assignment_public_id"]),
-            "rater": r["rater_pseudonym"],
-            "rater_kind": r["rater_kind"],
-            "rater_pool": r["rater_pool"],
-            "question_id": r["question_id"],
-            "task_type": r["task_type"],
-            "question_kind": r["question_kind"],
+    for r in rows:
+        a, b, choice = r["model_a"], r["model_b"], r["choice"]
+        left, right = (a, b) if r["left_is_a"] else (b, a)
+        yield _common(study, r) | {
+            "model_a": a,
+            "model_b": b,
+            "choice": choice,
+            "left_model": left,
+            "right_model": right,
+            "choice_shown": (
+                PairChoice(choice).shown(left_is_a=r["left_is_a"])
+                if choice in PairChoice.values
+                else choice
+            ),
+            "winner": {"A": a, "B": b}.get(choice, ""),
+            "check_kind": r["check_kind"],
+        }
+
+
+def _star_export_rows(study: Study) -> Iterator[dict[str, Any]]:
+    rows = _value_rows(
+        Score.objects.filter(rating__item__study=study).order_by(
+            "rating_id", "criterion__order", "criterion_id"
+        ),
+        "rating",
+        4000,
+        score="value",
+        criterion_key="criterion__key",
+        model="rating__item__response_a__llm__name",
+        response_pk="rating__item__response_a_id",
+        response_external_id="rating__item__response_a__external_id",
+        check_kind="rating__item__check_kind",
+    )
+    for r in rows:
+        yield _common(study, r) | {
             "model": r["model"],
             "response_id": r["response_external_id"] or str(r["response_pk"]),
             "criterion": r["criterion_key"],
-            "score": r["value"],
-            **_times(r),
+            "score": r["score"],
+            "check_kind": r["check_kind"],
         }
+
+
+def rating_export_rows(study: Study) -> Iterator[dict[str, Any]]:
+    """One row per rating x criterion (star) or per rating (pairwise); raters by pseudonym only.
+    The keys are the export's columns (`rating_columns`), which fix their order."""
+    if study.mode == Rubric.Mode.PAIRWISE:
+        return _pairwise_export_rows(study)
+    return _star_export_rows(study)
 
 
 def response_export_rows(study: Study) -> Iterator[dict[str, Any]]:

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.catalogue import selection_check
+from annotation.checks import ATTENTION_LLMS
 from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
 
 
@@ -38,11 +39,11 @@ def _pairs(
     if design == Study.PairDesign.ALL:
         yield from itertools.combinations(responses, 2)
     elif design == Study.PairDesign.BASELINE:
-        base = [r for r in responses if r.llm_id == baseline.id]
+        base = [r for r in responses if baseline is not None and r.llm_id == baseline.id]
         if not base:
             return
         for r in responses:
-            if r.llm_id != baseline.id:
+            if r.llm_id != base[0].llm_id:
                 yield base[0], r
     elif design == Study.PairDesign.SAMPLED:
         all_pairs = list(itertools.combinations(responses, 2))
@@ -73,7 +74,10 @@ def _check_design(
             raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
         if pair_design == Study.PairDesign.SAMPLED and not pairs_per_question:
             raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
-    if Study.objects.filter(name=name).exclude(pk=exclude_pk).exists():
+    same_name = Study.objects.filter(name=name)
+    if exclude_pk is not None:
+        same_name = same_name.exclude(pk=exclude_pk)
+    if same_name.exists():
         raise ValidationError({"name": f"A study named {name!r} already exists."})
     selection_check(dataset=dataset, selection=selection, baseline_llm=baseline_llm, mode=mode)
 
@@ -83,6 +87,7 @@ def _build_items(study: Study, *, seed: int) -> int:
     selection, mode = study.selection, study.mode
     questions = list(_selected_questions(study.dataset, selection))
     responses = Response.objects.filter(question__in=questions).select_related("llm")
+    responses = responses.exclude(llm__name__in=ATTENTION_LLMS)  # another study's checks
     if selection.get("llms"):
         responses = responses.filter(llm__name__in=selection["llms"])
     by_question: dict[int, list[Response]] = {}
@@ -111,6 +116,37 @@ def _build_items(study: Study, *, seed: int) -> int:
     return len(items)
 
 
+def _definition(
+    *,
+    name: str,
+    dataset: Dataset,
+    mode: str,
+    rubric: Rubric,
+    selection: dict[str, Any] | None,
+    pair_design: str,
+    baseline_llm: LLM | None,
+    pairs_per_question: int | None,
+    exclude_pk: int | None = None,
+) -> dict[str, Any]:
+    """A study's checked definition, as model fields: what study_create and study_update share."""
+    selection = dict(selection or {})
+    _check_design(
+        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
+        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
+        exclude_pk=exclude_pk,
+    )  # fmt: skip
+    return {
+        "name": name,
+        "dataset": dataset,
+        "mode": mode,
+        "rubric": rubric,
+        "selection": selection,
+        "pair_design": pair_design if mode == Rubric.Mode.PAIRWISE else "",
+        "baseline_llm": baseline_llm,
+        "pairs_per_question": pairs_per_question,
+    }
+
+
 @transaction.atomic
 def study_create(
     *,
@@ -132,23 +168,11 @@ def study_create(
     "max_questions": n}. Star items are one response each; pairwise items are unordered pairs of
     responses to the same question, stored with response_a.id < response_b.id.
     """
-    selection = dict(selection or {})
-    _check_design(
+    fields = _definition(
         name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
         pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
     )  # fmt: skip
-    study = Study(
-        name=name,
-        dataset=dataset,
-        mode=mode,
-        rubric=rubric,
-        owner=owner,
-        selection=selection,
-        pair_design=pair_design if mode == Rubric.Mode.PAIRWISE else "",
-        baseline_llm=baseline_llm,
-        pairs_per_question=pairs_per_question,
-        **design,
-    )
+    study = Study(owner=owner, **fields, **design)
     study.full_clean()
     study.save()
     _build_items(study, seed=seed)
@@ -177,23 +201,11 @@ def study_update(
         raise ValidationError(
             f"Only a draft study can be edited; {study.name!r} is {study.get_status_display()}."
         )
-    selection = dict(selection or {})
-    _check_design(
+    fields = _definition(
         name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
         pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
         exclude_pk=study.pk,
-    )  # fmt: skip
-    fields = {
-        "name": name,
-        "dataset": dataset,
-        "mode": mode,
-        "rubric": rubric,
-        "selection": selection,
-        "pair_design": pair_design if mode == Rubric.Mode.PAIRWISE else "",
-        "baseline_llm": baseline_llm,
-        "pairs_per_question": pairs_per_question,
-        **design,
-    }
+    ) | design  # fmt: skip
     for key, value in fields.items():
         setattr(study, key, value)
     study.full_clean()
@@ -204,7 +216,7 @@ def study_update(
 
 
 def study_set_status(*, study: Study, status: str) -> Study:
-    allowed = {
+    allowed: dict[str, set[str]] = {
         Study.Status.DRAFT: {Study.Status.LIVE, Study.Status.CLOSED},
         Study.Status.LIVE: {Study.Status.PAUSED, Study.Status.CLOSED},
         Study.Status.PAUSED: {Study.Status.LIVE, Study.Status.CLOSED},

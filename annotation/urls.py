@@ -1,13 +1,148 @@
+"""Every URL of the annotation app, in one place, by audience:
+
+- ``/api/``: the REST API for organizers: the data API (annotation/api/data.py: datasets,
+  questions, responses, rubrics, studies, imports, exports) and the engine API (annotation/api/
+  engine.py: launch, pause, close, progress, links, onsite annotators);
+- ``/organize/``: organizer pages (annotation/views/organizer/), namespace ``organize``;
+- annotator pages (annotation/views/annotator.py, entry.py), namespace ``annotate``. Annotator URLs
+  carry only Study.public_id and Assignment.public_id (a UUID).
+"""
+
 from __future__ import annotations
 
 from django.urls import include, path
 
-# Split by audience so the parts can grow independently: the REST API for organizers (data and
-# study definitions; the assignment engine's study lifecycle and progress), organizer pages, and
-# the annotator-facing pages.
+from annotation.api import checks as checks_api
+from annotation.api import data, engine
+from annotation.views import annotator as v
+from annotation.views import entry
+from annotation.views.organizer import annotators, downloads, imports, llms, quality, studies
+
+data_api = [
+    path("datasets/", data.DatasetList.as_view(), name="api-datasets"),
+    path("datasets/<int:pk>/", data.DatasetDetail.as_view(), name="api-dataset"),
+    path("questions/", data.QuestionList.as_view(), name="api-questions"),
+    path("questions/<int:pk>/", data.QuestionDetail.as_view(), name="api-question"),
+    path("responses/", data.ResponseList.as_view(), name="api-responses"),
+    path("responses/<int:pk>/", data.ResponseDetail.as_view(), name="api-response"),
+    path("llms/", data.LLMList.as_view(), name="api-llms"),
+    path("rubrics/", data.RubricList.as_view(), name="api-rubrics"),
+    path("rubrics/<slug:key>/", data.RubricDetail.as_view(), name="api-rubric"),
+    path("studies/", data.StudyListCreate.as_view(), name="api-studies"),
+    path("studies/<int:pk>/", data.StudyDetailUpdate.as_view(), name="api-study"),
+    path("studies/<int:pk>/export/", data.StudyExport.as_view(), name="api-study-export"),
+    path("imports/", data.ImportListCreate.as_view(), name="api-imports"),
+]
+
+engine_api = [
+    path(
+        "studies/<int:study_id>/launch/", engine.StudyLaunchApi.as_view(), name="api-study-launch"
+    ),
+    path("studies/<int:study_id>/pause/", engine.StudyPauseApi.as_view(), name="api-study-pause"),
+    path("studies/<int:study_id>/close/", engine.StudyCloseApi.as_view(), name="api-study-close"),
+    path(
+        "studies/<int:study_id>/progress/",
+        engine.StudyProgressApi.as_view(),
+        name="api-study-progress",
+    ),
+    path("studies/<int:study_id>/links/", engine.StudyLinksApi.as_view(), name="api-study-links"),
+    path("annotators/", engine.OnsiteAnnotatorsApi.as_view(), name="api-annotators"),
+]
+
+quality_api = [
+    path("studies/<int:study_id>/checks/", checks_api.StudyChecksApi.as_view(), name="api-checks"),
+    path(
+        "studies/<int:study_id>/checks/gold/",
+        checks_api.GoldChecksApi.as_view(),
+        name="api-checks-gold",
+    ),
+    path(
+        "studies/<int:study_id>/checks/attention/",
+        checks_api.AttentionCheckApi.as_view(),
+        name="api-checks-attention",
+    ),
+    path(
+        "studies/<int:study_id>/quality/",
+        checks_api.StudyQualityApi.as_view(),
+        name="api-study-quality",
+    ),
+    path(
+        "studies/<int:study_id>/exclusions/",
+        checks_api.ExclusionsApi.as_view(),
+        name="api-study-exclusions",
+    ),
+]
+
+study_pages = "organize/studies/<int:study_id>"
+organizer_pages = [
+    path("organize/studies/", studies.study_list, name="studies"),
+    path("organize/studies/new/", studies.study_new, name="study_new"),
+    path(f"{study_pages}/", studies.study_detail, name="study"),
+    path(f"{study_pages}/edit/", studies.study_edit, name="study_edit"),
+    path(
+        f"{study_pages}/download/<str:what>.<str:fmt>",
+        downloads.study_download,
+        name="study_download",
+    ),
+    path(f"{study_pages}/quality/", quality.quality_page, name="study_quality"),
+    path(f"{study_pages}/quality/gold/", quality.gold_upload, name="study_gold_upload"),
+    path(
+        f"{study_pages}/quality/attention/",
+        quality.attention_create,
+        name="study_attention_create",
+    ),
+    path(
+        f"{study_pages}/quality/checks/<int:item_id>/remove/",
+        quality.check_remove,
+        name="study_check_remove",
+    ),
+    path(f"{study_pages}/quality/<str:action>/", quality.exclusion, name="study_exclusion"),
+    path(
+        f"{study_pages}/quality/approvals/<str:platform>.csv",
+        quality.approvals_download,
+        name="study_approvals",
+    ),
+    path(f"{study_pages}/<str:action>/", studies.study_status, name="study_status"),
+    path("organize/annotators/", annotators.annotators, name="annotators"),
+    path("organize/annotators/bulk/", annotators.annotators_bulk, name="annotators_bulk"),
+    path(
+        "organize/annotators/<int:rater_id>/invite/",
+        annotators.annotator_invite,
+        name="annotator_invite",
+    ),
+    path(
+        "organize/annotators/<int:rater_id>/active/",
+        annotators.annotator_active,
+        name="annotator_active",
+    ),
+    path("organize/import/", imports.import_page, name="import"),
+    path("organize/import/confirm/", imports.import_confirm, name="import_confirm"),
+    path("organize/import/formats/", imports.import_formats, name="import_formats"),
+    path("organize/datasets/<int:dataset_id>/llms/", llms.dataset_llm_list, name="dataset_llms"),
+    path(
+        "organize/datasets/<int:dataset_id>/llms/merge/",
+        llms.dataset_llm_merge,
+        name="dataset_llm_merge",
+    ),
+]
+
+annotator_pages = [
+    path("annotate/", v.my_studies, name="my_studies"),
+    path("s/<str:study_pid>/", v.study_start, name="study"),
+    path("s/<str:study_pid>/next/", v.study_next, name="next"),
+    path("s/<str:study_pid>/done/", entry.study_done, name="done"),
+    path("s/<str:study_pid>/previous/", v.study_previous, name="previous_latest"),
+    path("s/<str:study_pid>/crowd/", entry.crowd_entry, name="crowd"),
+    path("s/<str:study_pid>/join/", entry.public_join, name="join"),
+    path("a/<uuid:assignment_pid>/", v.assignment_page, name="assignment"),
+    path("a/<uuid:assignment_pid>/skip/", v.assignment_skip, name="skip"),
+    path("a/<uuid:assignment_pid>/previous/", v.assignment_previous, name="previous"),
+    path("a/<uuid:assignment_pid>/lease/", v.assignment_lease, name="lease"),
+    path("invite/<str:uidb64>/<str:token>/", v.invite_accept, name="invite"),
+]
+
 urlpatterns = [
-    path("api/", include("annotation.urls_api")),
-    path("api/", include("annotation.urls_api_engine")),
-    path("", include("annotation.urls_organizer")),
-    path("", include("annotation.urls_annotator")),
+    path("api/", include(data_api + engine_api + quality_api)),
+    path("", include((organizer_pages, "organize"))),
+    path("", include((annotator_pages, "annotate"))),
 ]

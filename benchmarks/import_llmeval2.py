@@ -14,11 +14,42 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "llmeval-2"
 DB_NAME = "bench_import"
+
+
+def _timed_imports(dataset_import, data_files, score_files):
+    """Questions and answers, then both score sets: the two results and their times."""
+    t0 = time.perf_counter()
+    a = dataset_import(format="llmeval2", paths=data_files, progress=False)
+    t1 = time.perf_counter()
+    b = dataset_import(format="llmeval2-scores", paths=score_files, progress=False)
+    t2 = time.perf_counter()
+    return a, b, t1 - t0, t2 - t1
+
+
+def _report(data: Path, a, b, ta: float, tb: float) -> dict[str, int]:
+    """Print the timings and counts of one import; the rows added per table."""
+    total = ta + tb
+    added = {k: a.added[k] + b.added[k] for k in a.added}
+    rows = sum(added.values())
+    print(f"PostgreSQL import of {data}")
+    print(f"  questions+answers (llmeval2):        {ta:6.2f} s  {a.total_added:>7} rows")
+    print(f"  both score sets (llmeval2-scores):   {tb:6.2f} s  {b.total_added:>7} rows")
+    print(
+        f"  total:                               {total:6.2f} s  {rows:>7} rows  "
+        f"{rows / total:,.0f} rows/s  (target < 30 s: {'met' if total < 30 else 'MISSED'})"
+    )
+    print("  added: " + ", ".join(f"{k} {v}" for k, v in added.items()))
+    print(
+        f"  repairs: {sum(len(r.records) for r in a.repairs + b.repairs)} "
+        f"({len(a.repairs) + len(b.repairs)} kinds)"
+    )
+    return added
 
 
 def main() -> int:
@@ -59,30 +90,9 @@ def main() -> int:
             (data / "results" / "gpt-score").glob("*.json")
         )
 
-        def run():
-            t0 = time.perf_counter()
-            a = dataset_import(format="llmeval2", paths=data_files, progress=False)
-            t1 = time.perf_counter()
-            b = dataset_import(format="llmeval2-scores", paths=score_files, progress=False)
-            t2 = time.perf_counter()
-            return a, b, t1 - t0, t2 - t1
-
+        run = partial(_timed_imports, dataset_import, data_files, score_files)
         a, b, ta, tb = run()
-        total = ta + tb
-        added = {k: a.added[k] + b.added[k] for k in a.added}
-        rows = sum(added.values())
-        print(f"PostgreSQL import of {data}")
-        print(f"  questions+answers (llmeval2):        {ta:6.2f} s  {a.total_added:>7} rows")
-        print(f"  both score sets (llmeval2-scores):   {tb:6.2f} s  {b.total_added:>7} rows")
-        print(
-            f"  total:                               {total:6.2f} s  {rows:>7} rows  "
-            f"{rows / total:,.0f} rows/s  (target < 30 s: {'met' if total < 30 else 'MISSED'})"
-        )
-        print("  added: " + ", ".join(f"{k} {v}" for k, v in added.items()))
-        print(
-            f"  repairs: {sum(len(r.records) for r in a.repairs + b.repairs)} "
-            f"({len(a.repairs) + len(b.repairs)} kinds)"
-        )
+        added = _report(data, a, b, ta, tb)
 
         a2, b2, ta2, tb2 = run()
         again = a2.total_added + b2.total_added

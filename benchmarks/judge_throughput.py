@@ -1,7 +1,8 @@
 """Judge runner throughput and crash safety against a local OpenAI-compatible server.
 
-    .venv/bin/python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 64]
+    .venv/bin/python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 8 64]
                                                     [--latency 0.2] [--database-url URL]
+                                                    [--no-crash]
 
 1. Starts the fake server (evaluation.testing.fake_openai) as its own process with a fixed
    latency, and a throwaway SQLite database (or --database-url, e.g. a scratch PostgreSQL DB).
@@ -11,7 +12,7 @@
 3. Runs a second study, kills the judge process with SIGKILL about halfway (at a random moment,
    requests in flight), resumes it with `manage.py judge --resume`, and prints whether it
    completed, the calls recorded, and the duplicates.
-Target: throughput within 10% of the bound, zero duplicates.
+Target: throughput at least 95% of the bound at 8 and at 64 concurrent, zero duplicates.
 """
 
 from __future__ import annotations
@@ -105,13 +106,8 @@ def parse_ts(value) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
-def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate: bool) -> dict:
-    """Start a run, SIGKILL it once half the calls are recorded, resume it, report.
-
-    gate=True: the server first holds its answers (requests stay in flight) and the kill comes
-    once every answer already delivered is on disk, i.e. a crash with calls in flight.
-    gate=False: the kill comes at whatever instant the count is reached; answers the server had
-    sent but the process had not yet read from its socket die with it and are asked again."""
+def _start_then_kill(db: Db, env: dict, base: str, ids: dict, calls: int, gate: bool) -> dict:
+    """Start a run and SIGKILL it once half the calls are recorded (see kill_and_resume)."""
     http(base + "/_fake/reset", "POST")
     proc = subprocess.Popen(
         judge_cmd(ids), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -138,9 +134,24 @@ def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     http(base + "/_fake/resume", "POST")
-    at_kill = db.one(recorded)[0]
     run_id = db.one(f"SELECT id FROM evaluation_judgerun WHERE study_id={ids['study']}")[0]
-    left = db.one(f"SELECT status FROM evaluation_judgerun WHERE id={run_id}")[0]
+    return {
+        "run_id": run_id,
+        "at_kill": db.one(recorded)[0],
+        "in_flight": in_flight,
+        "left": db.one(f"SELECT status FROM evaluation_judgerun WHERE id={run_id}")[0],
+    }
+
+
+def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate: bool) -> dict:
+    """Start a run, SIGKILL it once half the calls are recorded, resume it, report.
+
+    gate=True: the server first holds its answers (requests stay in flight) and the kill comes
+    once every answer already delivered is on disk, i.e. a crash with calls in flight.
+    gate=False: the kill comes at whatever instant the count is reached; answers the server had
+    sent but the process had not yet read from its socket die with it and are asked again."""
+    killed = _start_then_kill(db, env, base, ids, calls, gate)
+    run_id = killed["run_id"]
     resumed = subprocess.run(
         [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
         cwd=ROOT,
@@ -159,8 +170,8 @@ def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate
     st = http(base + "/_fake/stats")
     label = "after delivered answers were on disk" if gate else "at a random instant"
     print(
-        f"\n2{'a' if gate else 'b'}) kill -9 {label}: {at_kill}/{calls} calls recorded, "
-        f"{in_flight} requests in flight, run left '{left}'"
+        f"\n2{'a' if gate else 'b'}) kill -9 {label}: {killed['at_kill']}/{calls} calls "
+        f"recorded, {killed['in_flight']} requests in flight, run left '{killed['left']}'"
     )
     print(f"   resume exit code {resumed.returncode}: {resumed.stdout.strip()}")
     print(
@@ -175,18 +186,76 @@ def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate
     return {"ok": ok, "duplicates": st["duplicates"]}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--database-url", default="")
-    ap.add_argument("--keep", action="store_true", help="keep the throwaway database directory")
-    args = ap.parse_args()
+def throughput(db: Db, env: dict, base: str, server_pid: int, args, concurrency: int) -> dict:
+    """One full run at this concurrency; prints and returns its share of the bound."""
+    ids = scenario(env, base + "/v1", args.calls, concurrency, migrate=False)
+    http(base + "/_fake/reset", "POST")
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_cpu0 = proc_cpu(server_pid)
+    t0 = time.monotonic()
+    subprocess.run(judge_cmd(ids), cwd=ROOT, env=env, check=True, capture_output=True)
+    wall = time.monotonic() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    server_cpu = proc_cpu(server_pid) - server_cpu0
+    run = db.one(
+        "SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
+        f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}"
+    )
+    st = http(base + "/_fake/stats")
+    started, finished = parse_ts(run[4]), parse_ts(run[5])
+    elapsed = (finished - started).total_seconds()
+    window = st["last_paid_t"] - st["first_request_t"]
+    bound = concurrency / args.latency
+    tput = st["paid"] / elapsed
+    paid = max(1, st["paid"])
+    print(
+        f"\n1) {st['paid']} calls, concurrency {concurrency}, latency {args.latency * 1000:.0f} ms"
+    )
+    print(f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> {tput:.1f}/s")
+    print(f"   server window (first request to last answer): {window:.2f} s")
+    print(
+        f"   before the first request {st['first_request_t'] - started.timestamp():.3f} s; "
+        f"after the last answer {finished.timestamp() - st['last_paid_t']:.3f} s"
+    )
+    print(
+        f"   bound concurrency/latency = {bound:.0f} calls/s; run throughput is "
+        f"{100 * tput / bound:.1f}% of it (target >= 95%)"
+    )
+    print(
+        f"   command wall time incl. Django start-up: {wall:.2f} s; max in flight "
+        f"{st['max_in_flight']}; judge process CPU {1000 * client_cpu / paid:.2f} ms per call, "
+        f"fake server {1000 * server_cpu / paid:.2f} ms per call"
+    )
+    print(
+        f"   duplicate paid calls: {st['duplicates']}; status {run[1]}, {run[2]} done, "
+        f"{run[3]} parsed; 429s {st['statuses'].get('429', 0)}"
+    )
+    return {"ratio": tput / bound, "duplicates": st["duplicates"]}
 
-    tmp = Path(tempfile.mkdtemp(prefix="judge-bench-"))
-    db_url = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
-    env = {
+
+def machine_load() -> str:
+    """Load average and the share of CPU time stolen by the hypervisor over one second."""
+
+    def steal() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        return fields[7] if len(fields) > 7 else 0, sum(fields)
+
+    try:
+        s0, t0 = steal()
+        time.sleep(1)
+        s1, t1 = steal()
+        stolen = f", steal {100 * (s1 - s0) / max(1, t1 - t0):.1f}%"
+    except OSError:
+        stolen = ""
+    load = os.getloadavg()
+    return (
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs{stolen}"
+    )
+
+
+def bench_env(db_url: str, tmp: Path) -> dict:
+    return {
         **os.environ,
         "DATABASE_URL": db_url,
         KEY_ENV: "sk-bench",
@@ -200,6 +269,36 @@ def main() -> None:
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "benchmark-only-not-secret",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
     }
+
+
+def crash_tests(db: Db, env: dict, base: str, calls: int) -> bool:
+    ids2 = scenario(env, base + "/v1", calls, 64, migrate=False)
+    gated = kill_and_resume(db, env, base, ids2, calls, gate=True)
+    ids3 = scenario(env, base + "/v1", calls, 64, migrate=False)
+    instant = kill_and_resume(db, env, base, ids3, calls, gate=False)
+    print(
+        f"\nkill -9 halfway + resume: "
+        f"{'completed, no duplicates' if gated['ok'] and not gated['duplicates'] else 'FAILED'}"
+        f"; kill at a random instant: {'completed' if instant['ok'] else 'FAILED'}, "
+        f"{instant['duplicates']} re-asked answer(s) that were in the dead process's socket "
+        "buffers"
+    )
+    return gated["ok"] and not gated["duplicates"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 64], help="one run per value")
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--database-url", default="")
+    ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 and resume part")
+    ap.add_argument("--keep", action="store_true", help="keep the throwaway database directory")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="judge-bench-"))
+    db_url = args.database_url or f"sqlite:///{tmp / 'bench.sqlite3'}"
+    env = bench_env(db_url, tmp)
     db = Db(db_url)
     server = subprocess.Popen(
         [sys.executable, "-m", "evaluation.testing.fake_openai", "--latency", str(args.latency)],
@@ -207,74 +306,21 @@ def main() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert server.stdout is not None  # stdout=PIPE
     try:
         port = int(server.stdout.readline().split()[1])
         base = f"http://127.0.0.1:{port}"
         print(f"fake server on {base} (latency {args.latency * 1000:.0f} ms), database {db_url}")
-        ids = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=True)
-        ids2 = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=False)
-
-        # --- 1. throughput ---------------------------------------------------------------
-        load_before = os.getloadavg()[0]
-        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_cpu0 = proc_cpu(server.pid)
-        t0 = time.monotonic()
-        subprocess.run(judge_cmd(ids), cwd=ROOT, env=env, check=True, capture_output=True)
-        wall = time.monotonic() - t0
-        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        client_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
-        server_cpu = proc_cpu(server.pid) - server_cpu0
-        run = db.one(
-            "SELECT id, status, n_done, n_ok, started_at, finished_at, tokens_in, "
-            f"tokens_out, cost FROM evaluation_judgerun WHERE study_id={ids['study']}"
-        )
-        stats = http(base + "/_fake/stats")
-        elapsed = (parse_ts(run[5]) - parse_ts(run[4])).total_seconds()
-        server_window = stats["last_paid_t"] - stats["first_request_t"]
-        bound = args.concurrency / args.latency
-        tput = stats["paid"] / elapsed
+        print(f"machine before: {machine_load()}")
+        scenario(env, base + "/v1", 1, 1, migrate=True)
+        results = {c: throughput(db, env, base, server.pid, args, c) for c in args.concurrency}
+        crash_ok = True if args.no_crash else crash_tests(db, env, base, args.calls)
+        print(f"machine after: {machine_load()}")
+        ratios = ", ".join(f"{100 * r['ratio']:.1f}% at {c}" for c, r in results.items())
+        dups = sum(r["duplicates"] for r in results.values())
         print(
-            f"\n1) {stats['paid']} calls, concurrency {args.concurrency}, latency "
-            f"{args.latency * 1000:.0f} ms"
-        )
-        print(
-            f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> "
-            f"{tput:.1f} calls/s"
-        )
-        print(
-            f"   server window (first request to last answer):     {server_window:.2f} s -> "
-            f"{stats['paid'] / server_window:.1f} calls/s"
-        )
-        print(
-            f"   bound concurrency/latency = {bound:.0f} calls/s; run throughput is "
-            f"{100 * tput / bound:.1f}% of it (target >= 90%)"
-        )
-        print(
-            f"   command wall time incl. Django start-up: {wall:.2f} s; max in flight "
-            f"{stats['max_in_flight']}"
-        )
-        print(
-            f"   judge process CPU: {client_cpu:.2f} s = {1000 * client_cpu / stats['paid']:.2f} "
-            f"ms per call; fake server {1000 * server_cpu / stats['paid']:.2f} ms per call; "
-            f"machine load average before: {load_before:.2f} on "
-            f"{os.cpu_count()} CPUs"
-        )
-        print(
-            f"   duplicate paid calls: {stats['duplicates']}; status {run[1]}, {run[2]} done, "
-            f"{run[3]} parsed; tokens {run[6]}+{run[7]}, cost {float(run[8]):.4f}"
-        )
-
-        # --- 2. kill -9 halfway, then resume (twice) ---------------------------------------
-        gated = kill_and_resume(db, env, base, ids2, args.calls, gate=True)
-        ids3 = scenario(env, base + "/v1", args.calls, args.concurrency, migrate=False)
-        instant = kill_and_resume(db, env, base, ids3, args.calls, gate=False)
-        ok = stats["duplicates"] == 0 and gated["ok"] and gated["duplicates"] == 0
-        print(
-            f"\nresult: throughput {100 * tput / bound:.1f}% of bound; duplicates in the full "
-            f"run {stats['duplicates']}; kill -9 halfway + resume: "
-            f"{'completed, no duplicates' if ok else 'FAILED'}; kill at a random instant: "
-            f"{'completed' if instant['ok'] else 'FAILED'}, {instant['duplicates']} re-asked "
-            f"answer(s) that were in the dead process's socket buffers"
+            f"\nresult: throughput {ratios} of the bound; duplicate paid calls {dups}; "
+            f"crash and resume {'ok' if crash_ok else 'FAILED'}"
         )
     finally:
         server.terminate()

@@ -117,10 +117,6 @@ def _views(rubric_key: str) -> dict[str, list[prompts.CriterionView]]:
     spec = next(r for r in builtin_rubric_specs() if r["key"] == rubric_key)
     out: dict[str, list[prompts.CriterionView]] = {}
     for crit in spec["criteria"]:
-        if isinstance(crit, tuple):
-            key, en, zh, lo, hi, desc, applies = crit
-            crit = {"key": key, "label_en": en, "label_zh": zh, "min_score": lo}
-            crit |= {"max_score": hi, "descriptions": desc, "applies_to": applies}
         view = prompts.CriterionView(
             key=crit["key"],
             label_en=crit["label_en"],
@@ -200,6 +196,7 @@ def _parsers_at(ref: str) -> ModuleType:
     path = Path(tempfile.mkdtemp()) / "parsers_at_ref.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("parsers_at_ref", path)
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)

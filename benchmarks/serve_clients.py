@@ -26,6 +26,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 BEHAVIOURS = ("double", "abandon", "bad")
 HOSTILE_RATINGS = [
@@ -43,6 +44,11 @@ HTTPS_HANDLER = urllib.request.HTTPSHandler(context=ssl.create_default_context()
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
+
+
+# What every annotator of a run shares: base URL, study public id, stop time, mean think seconds,
+# skip rate, the study-complete event, htmx mode, arrival seconds.
+Common = tuple[str, str, float, float, float, Any, bool, float]
 
 
 class Annotator(threading.Thread):
@@ -233,7 +239,7 @@ def behaviour_of(i: int, abuse_rate: float) -> str:
     return rng.choice(BEHAVIOURS) if rng.random() < abuse_rate else "normal"
 
 
-def run_group(indices: list[int], common: tuple, abuse_rate: float, results) -> None:
+def run_group(indices: list[int], common: Common, abuse_rate: float, results) -> None:
     """One client process: its share of the annotators as threads; reports what they measured."""
     bots = [Annotator(i, *common, behaviour_of(i, abuse_rate)) for i in indices]
     for b in bots:

@@ -11,7 +11,7 @@ What it does
    Redis answers at REDIS_URL (default redis://127.0.0.1:6379/15).
 3. Runs --annotators simulated crowd workers (threads spread over --client-procs processes, one
    cookie jar / session each) who arrive
-   within --ramp seconds through the Prolific entry URL, which answers with their first item,
+   within --arrival seconds through the Prolific entry URL, which answers with their first item,
    and then loop: GET the item page, think, POST the rating (the POST records it and reserves
    the next item, answering with a redirect to it; with --htmx the answer is the next item's
    fragment, as in a browser with JavaScript). A few skip. --abuse-rate of them (default 10%)
@@ -24,8 +24,10 @@ What it does
 
 Usage: .venv/bin/python benchmarks/serve_load.py [--annotators 200] [--duration 120]
        [--assignments 1000000] [--fresh-items 1000] [--think 5.0] [--workers 4] [--keep-db]
-       [--ramp 20] [--htmx] [--reuse-db] [--abuse-rate 0.1]  (--reuse-db: a database kept by --keep-db, reset to
-       its loaded state instead of loading it again)
+       [--arrival 20] [--htmx] [--reuse-db] [--abuse-rate 0.1]  (--reuse-db: a database kept by --keep-db,
+       reset to its loaded state instead of loading it again)
+       --ramp [--quick] [--levels 600,800,1000] [--max-annotators 2000] [--step-seconds 40]:
+       capacity, measured: see benchmarks/serve_ramp.py
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import uuid
 from pathlib import Path
 
 from serve_clients import run_group
-from serve_data import ROOT, load_study, log, recreate_database, reset_study
+from serve_data import ROOT, drop_database, integrity, log, prepare_database
 
 
 def pct(values: list[float], p: float) -> float:
@@ -152,6 +154,13 @@ def parse_args() -> argparse.Namespace:
     )
     ap.add_argument("--skip-rate", type=float, default=0.02)
     ap.add_argument(
+        "--assignment-mode",
+        choices=["uniform", "adaptive"],
+        default="uniform",
+        help="the study's assignment mode; adaptive picks by item priority (refreshed by a task "
+        "worker, which this benchmark does not start: it measures the serving path)",
+    )
+    ap.add_argument(
         "--abuse-rate",
         type=float,
         default=0.10,
@@ -159,12 +168,39 @@ def parse_args() -> argparse.Namespace:
         "evenly over the three; 0 for a well-behaved crowd",
     )
     ap.add_argument(
-        "--ramp",
+        "--arrival",
         type=float,
         default=20.0,
         help="seconds over which the annotators arrive, uniformly: 20 s is 10 new crowd workers "
-        "a second; --ramp 5 puts all 200 entries into 5 s",
+        "a second; --arrival 5 puts all 200 entries into 5 s (with --ramp: over the first "
+        "ARRIVAL seconds of each step; default there 10)",
     )
+    _add_ramp_args(ap)
+    _add_server_args(ap)
+    args = ap.parse_args()
+    _ramp_defaults(ap, args)
+    if not 0 <= args.abuse_rate <= 1:
+        ap.error("--abuse-rate is a share from 0 to 1")
+    return args
+
+
+def _add_ramp_args(ap: argparse.ArgumentParser) -> None:
+    ramp = ap.add_argument_group("ramp mode (serve_ramp.py)")
+    ramp.add_argument(
+        "--ramp",
+        action="store_true",
+        help="raise the number of annotators in steps (200, 400, ... up to --max-annotators) "
+        "until p95 passes 50 ms or an error appears; print the largest number that held",
+    )
+    ramp.add_argument("--max-annotators", type=int, default=2000)
+    ramp.add_argument("--levels", default="", help="explicit levels, e.g. 600,800,1000")
+    ramp.add_argument("--step-seconds", type=float, default=40.0, help="length of a step")
+    ramp.add_argument(
+        "--quick", action="store_true", help="steps of 400 annotators, 25 s each (about 2 min)"
+    )
+
+
+def _add_server_args(ap: argparse.ArgumentParser) -> None:
     # 4 x 2 was the best of 3x8, 4x2, 2x6 and 6x2 on the 2-core machine (fewer threads per
     # process: less waiting on the GIL).
     ap.add_argument(
@@ -190,25 +226,20 @@ def parse_args() -> argparse.Namespace:
         help="post as the page's JavaScript does: one request per item (submit + next fragment) "
         "instead of POST, redirect, GET",
     )
-    args = ap.parse_args()
-    if not 0 <= args.abuse_rate <= 1:
-        ap.error("--abuse-rate is a share from 0 to 1")
-    return args
 
 
-def prepare_database(args) -> tuple[str, dict]:
-    size = {"assignments": args.assignments, "fresh_items": args.fresh_items, "n": args.n}
-    db_url = f"{args.db_base}/{args.db_name}"
-    info = reset_study(db_url, **size) if args.reuse_db else None
-    if info is not None:
-        log(f"reusing database {args.db_name}, reset to its loaded state")
-        return db_url, info
-    log(f"creating database {args.db_name}")
-    db_url = recreate_database(args.db_base, args.db_name)
-    env = {**os.environ, "DATABASE_URL": db_url}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    log(f"loading {args.assignments:,} assignments + {args.fresh_items:,} fresh items")
-    return db_url, load_study(db_url, **size)
+def _ramp_defaults(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.ramp:
+        # Enough fresh items that a full ramp never runs out of work; fewer clients processes:
+        # asyncio carries hundreds of annotators per process.
+        defaults = {"fresh_items": 40_000, "client_procs": 2, "arrival": 10.0}
+        for key, value in defaults.items():
+            if f"--{key.replace('_', '-')}" not in sys.argv:
+                setattr(args, key, value)
+        if args.quick and "--step-seconds" not in sys.argv:
+            args.step_seconds = 25.0
+        if args.arrival >= args.step_seconds:
+            ap.error("--arrival must be shorter than --step-seconds")
 
 
 def free_port() -> int:
@@ -232,7 +263,7 @@ def run_clients(args, db_url: str, info: dict) -> dict:
     stop_at = t0 + args.duration
     common = (
         f"http://127.0.0.1:{args.port}", info["study_pid"], stop_at, args.think,
-        args.skip_rate, complete, args.htmx, args.ramp,
+        args.skip_rate, complete, args.htmx, args.arrival,
     )  # fmt: skip
     indices = list(range(args.annotators))
     procs = [
@@ -250,10 +281,12 @@ def run_clients(args, db_url: str, info: dict) -> dict:
 
     with psycopg.connect(db_url, autocommit=True) as conn:
         while any(p.is_alive() for p in procs) and time.time() < stop_at:
-            open_items = conn.execute(
+            row = conn.execute(
                 "SELECT count(*) FROM annotation_item WHERE study_id = %s AND n_ratings < %s",
                 [info["study"], args.n],
-            ).fetchone()[0]
+            ).fetchone()
+            assert row is not None  # an aggregate always returns one row
+            open_items = row[0]
             if open_items == 0:
                 complete.set()
                 break
@@ -274,53 +307,6 @@ def read_server_times(access_log: Path) -> list[float]:
                 server_ms.append(int(parts[0]) / 1000)
         access_log.unlink()
     return server_ms
-
-
-INTEGRITY_SQL = {
-    "over": "SELECT count(*) FROM (SELECT i.id FROM annotation_item i "
-    "LEFT JOIN annotation_rating r ON r.item_id = i.id "
-    "LEFT JOIN annotation_assignment a ON a.id = r.assignment_id AND NOT a.is_repeat "
-    "WHERE i.study_id = %(study)s GROUP BY i.id "
-    "HAVING count(a.id) > %(n)s OR max(i.n_ratings) > %(n)s) x",
-    "mismatched": "SELECT count(*) FROM (SELECT i.id, max(i.n_ratings) AS n, count(a.id) AS c "
-    "FROM annotation_item i LEFT JOIN annotation_rating r ON r.item_id = i.id "
-    "LEFT JOIN annotation_assignment a ON a.id = r.assignment_id AND NOT a.is_repeat "
-    "WHERE i.study_id = %(study)s GROUP BY i.id HAVING max(i.n_ratings) <> count(a.id) "
-    "OR max(i.n_reserved) <> 0) x",
-    "below": "SELECT count(*) FROM annotation_item WHERE study_id = %(study)s "
-    "AND n_ratings < %(n)s",
-    "stored": "SELECT count(*) FROM annotation_assignment a JOIN annotation_rating r "
-    "ON r.assignment_id = a.id WHERE a.public_id = ANY(%(acked)s::uuid[])",
-    "served": "SELECT count(*), count(*) FILTER (WHERE a.is_repeat) FROM annotation_assignment a "
-    "JOIN annotation_rater r ON r.id = a.rater_id "
-    "WHERE a.study_id = %(study)s AND r.external_id LIKE 'bench-%%'",
-}
-
-
-def integrity(db_url: str, study_id: int, n: int, acked: list[str]) -> dict:
-    """Counts straight from the database, after the reservations of stopped clients lapse."""
-    os.environ["DATABASE_URL"] = db_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    from annotation.engine import assignments_expire
-    from annotation.models import Study
-
-    study = Study.objects.get(pk=study_id)
-    out = {"open_before": study.assignments.filter(status="served").count()}
-    # Reservations of annotators stopped mid-item (or walked away from) lapse and return items.
-    assignments_expire(study=study, now=study.created_at.replace(year=2100))
-    params = {"study": study.pk, "n": n, "acked": acked}
-    with connection.cursor() as cur:
-        for key, sql in INTEGRITY_SQL.items():
-            cur.execute(sql, params)
-            row = cur.fetchone()
-            out[key] = row if key == "served" else row[0]
-    out["lost"] = len(acked) - out["stored"]
-    return out
 
 
 def merge(bots: list[dict]) -> dict:
@@ -362,7 +348,7 @@ def print_latency(args, run: dict, m: dict, server_ms: list[float], served: tupl
         f"PostgreSQL, {os.cpu_count()} CPUs"
     )
     print(
-        f"annotators: {args.annotators} (arriving within {args.ramp:.0f} s, "
+        f"annotators: {args.annotators} (arriving within {args.arrival:.0f} s, "
         f"think {args.think:.2f} s mean, "
         f"{'htmx' if args.htmx else 'plain forms'}), elapsed {elapsed:.1f} s, "
         f"{m['finished']} saw the end page"
@@ -431,14 +417,21 @@ def print_integrity(args, run: dict, m: dict, ok: dict) -> None:
         print(f"client errors: {len(m['errors'])}, e.g. {m['errors'][:3]}")
 
 
-def drop_database(args) -> None:
-    from django.db import connections
+def main_ramp(args, db_url: str, info: dict, server) -> bool:
+    from serve_ramp import print_ramp_summary, run_ramp
 
-    connections.close_all()
-    import psycopg
-
-    with psycopg.connect(args.db_base + "/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db_name}" WITH (FORCE)')
+    print(f"== serve_load --ramp: gunicorn {args.workers} workers x {args.threads} threads, "
+          f"{os.cpu_count()} CPUs, think {args.think:.1f} s, "
+          f"{'htmx' if args.htmx else 'plain forms'}, steps of {args.step_seconds:.0f} s "
+          f"(figures after the first {args.arrival:.0f} s of arrivals) ==", flush=True)  # fmt: skip
+    try:
+        ramp = run_ramp(args, info, server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    acked = sorted({pid for t in ramp["tallies"] for _, pid in t.acked})
+    ok = integrity(db_url, info["study"], args.n, acked)
+    return print_ramp_summary(args, ramp, ok)
 
 
 def main() -> None:
@@ -448,6 +441,11 @@ def main() -> None:
     access_log = Path(f"/tmp/serve_load_access_{os.getpid()}.log")
     server = start_server(db_url, args.port, args.workers, args.threads, access_log)
     log(f"server up (gunicorn, {args.workers} workers x {args.threads} threads)")
+    if args.ramp:
+        clean = main_ramp(args, db_url, info, server)
+        if not (args.keep_db or args.reuse_db):
+            drop_database(args)
+        sys.exit(0 if clean else 1)
     try:
         run = run_clients(args, db_url, info)
     finally:

@@ -7,11 +7,16 @@
    judge raters; star and pairwise), through ``ranking.services.snapshot``, the function the
    report page, the API and the exports go through: the first request (nothing cached: the
    statistics run and the snapshot is stored) and a warm one (the snapshot is read back from the
-   configured cache). Target: first request for 1M ratings < 5 s. The seconds per report section
-   are printed too (``meta["timings"]``), and the process's CPU seconds next to the wall time
-   (on a busy shared machine the wall time includes waiting for a core). Reading the ratings
-   from the database
-   (``selectors.study_frames``) is not part of these figures.
+   configured cache). Target: first request for 1M ratings < 5 s. The first request runs with the
+   report's worker threads (``ranking.stats.report.REPORT_THREADS``); ``--sequential`` also times
+   it with everything in one thread (same figures). The seconds per report section are printed
+   too (``meta["timings"]``), and the process's CPU seconds next to the wall time, with the
+   machine's load and CPU steal over the run (on a busy shared machine the wall time includes
+   waiting for a core). A large study's page after new ratings is served the last snapshot while
+   a background job refreshes it (docs/decisions/report-speed.md): that request costs what the
+   warm one does. Reading the ratings from the database is timed with ``--study ID`` (an existing
+   study of the configured database: ``selectors.study_frames``, then the report through
+   ``report_build`` without the cache, the path the background refresh takes).
 2. Elo over 100 shuffles of 100k matches. Target < 2 s.
 3. Bradley-Terry with 100 bootstrap rounds on 1M matches. Target < 1 s.
 
@@ -41,9 +46,11 @@ django.setup()
 from ranking.services import snapshot  # noqa: E402
 from ranking.stats import bradley_terry as bt  # noqa: E402
 from ranking.stats import build_report, elo, synthetic  # noqa: E402
+from ranking.stats import report as report_mod  # noqa: E402
 
 # Questions of the synthetic generator for each size (about 612 ratings per question).
-SIZES = {"300k": 500, "1m": 1650}
+SIZES = {"30k": 50, "300k": 500, "1m": 1650}
+THREADS = report_mod.REPORT_THREADS
 
 
 def _timed(fn, repeats: int = 3) -> tuple[float, float]:
@@ -78,7 +85,7 @@ def _matches(
     return a, b, s
 
 
-def _full_report(label: str, n_questions: int) -> None:
+def _full_report(label: str, n_questions: int, sequential: bool = False) -> None:
     t = time.perf_counter()
     study = synthetic.generate(n_models=20, n_questions=n_questions, seed=0)
     m = study.meta
@@ -88,14 +95,11 @@ def _full_report(label: str, n_questions: int) -> None:
     )
     key = f"benchmark:stats_speed:{label}:{time.time_ns()}"
     compute = lambda: build_report(study.star_df, study.pair_df)  # noqa: E731
-    t, cpu = time.perf_counter(), time.process_time()
-    tables, cached = snapshot(key, compute)
-    first, cpu = time.perf_counter() - t, time.process_time() - cpu
-    assert not cached
-    _line(f"full report, {label}, first request (computed, stored)", first, 5.0)
-    # CPU seconds of this process: on a shared machine, wall time also counts the waits for a
-    # core that other processes hold.
-    print(f"       CPU time of the first request: {cpu:.2f} s")
+    if sequential:
+        report_mod.REPORT_THREADS = 0
+        _first_request(f"full report, {label}, first request, one thread", compute)
+        report_mod.REPORT_THREADS = THREADS
+    tables = _first_request(f"full report, {label}, first request (computed, stored)", compute, key)
     timings = tables["meta"]["timings"]
     print("       sections: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
     t = time.perf_counter()
@@ -103,6 +107,59 @@ def _full_report(label: str, n_questions: int) -> None:
     warm = time.perf_counter() - t
     assert cached
     _line(f"full report, {label}, warm request (snapshot)", warm, 5.0)
+    _line(f"full report, {label}, page after new ratings (last snapshot)", warm, 5.0)
+
+
+def _cpu_counters() -> tuple[float, float]:
+    """(all CPU jiffies, steal jiffies) of the machine, from /proc/stat (zeros elsewhere)."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    return sum(fields), fields[7] if len(fields) > 7 else 0.0
+
+
+def _first_request(name: str, compute, key: str | None = None) -> dict:
+    """Time one uncached report; print wall and CPU seconds, the load and the CPU steal."""
+    load, (total0, steal0) = os.getloadavg()[0], _cpu_counters()
+    t, cpu = time.perf_counter(), time.process_time()
+    tables, cached = snapshot(key, compute)
+    first, cpu = time.perf_counter() - t, time.process_time() - cpu
+    assert not cached
+    total1, steal1 = _cpu_counters()
+    steal = 100.0 * (steal1 - steal0) / (total1 - total0) if total1 > total0 else 0.0
+    _line(name, first, 5.0)
+    # CPU seconds of this process: on a shared machine, wall time also counts the waits for a
+    # core that other processes hold.
+    print(
+        f"       CPU time {cpu:.2f} s; load {load:.1f} -> {os.getloadavg()[0]:.1f}; "
+        f"CPU steal {steal:.1f} %"
+    )
+    return tables
+
+
+def _database_study(study_id: int) -> None:
+    """The ratings of a stored study read from the database, then its report uncached."""
+    from annotation.models import Study
+    from ranking import selectors
+    from ranking.services import report_build
+
+    study = Study.objects.get(pk=study_id)
+    t, cpu = time.perf_counter(), time.process_time()
+    frames = selectors.study_frames(study)
+    n = frames.star_df["rating_id"].nunique() + len(frames.pair_df)
+    read = time.perf_counter() - t
+    print(
+        f"\nstudy {study_id}: {n:,} ratings read by study_frames in {read:.2f} s "
+        f"(CPU {time.process_time() - cpu:.2f} s)"
+    )
+    t = time.perf_counter()
+    report_build(study=study, use_cache=False)
+    _line(
+        f"study {study_id}: read + full report (background refresh path)",
+        time.perf_counter() - t,
+        5.0,
+    )
 
 
 def main() -> None:
@@ -111,10 +168,20 @@ def main() -> None:
         "--skip-numpy", action="store_true", help="skip the numpy Elo fallback figure"
     )
     parser.add_argument(
-        "--sizes", default="300k,1m", help="full-report sizes to run: 300k, 1m (comma-separated)"
+        "--sizes",
+        default="300k,1m",
+        help="full-report sizes to run: 30k (a smoke run), 300k, 1m (comma-separated)",
     )
     parser.add_argument(
         "--skip-parts", action="store_true", help="only the full reports (skip Elo and BT alone)"
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="also time the first request with the report in one thread (REPORT_THREADS = 0)",
+    )
+    parser.add_argument(
+        "--study", type=int, help="also read this stored study from the database and report it"
     )
     args = parser.parse_args()
     print(f"numba available: {elo.HAVE_NUMBA}; cores: {os.cpu_count()}; load: {os.getloadavg()}")
@@ -124,7 +191,9 @@ def main() -> None:
     for label in [s.strip().lower() for s in args.sizes.split(",") if s.strip()]:
         if label not in SIZES:
             parser.error(f"unknown size {label!r}: use {', '.join(SIZES)}")
-        _full_report(label, SIZES[label])
+        _full_report(label, SIZES[label], sequential=args.sequential)
+    if args.study:
+        _database_study(args.study)
     if args.skip_parts:
         return
 

@@ -125,7 +125,7 @@ def main() -> None:
             [sys.executable, "-c", IDS], cwd=BASE, env=env, check=True, text=True,
             capture_output=True,
         ).stdout.split("\n")  # fmt: skip
-        studies = [tuple(line.split()) for line in ids if line.strip()]
+        studies = [(line.split()[0], line.split()[1]) for line in ids if line.strip()]
         proc, url = _serve(env)
         try:
             print(f"==> photographing {url}")

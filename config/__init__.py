@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-# Celery is optional at import time: the embedded task queue needs nothing extra.
+# Celery is optional at import time: the database task backend needs nothing extra.
 try:  # pragma: no cover - exercised when celery is installed (it is pinned in requirements)
     from .celery import app as celery_app
 

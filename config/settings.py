@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "django_tasks_db",
     "annotation",
     "evaluation",
     "ranking",
@@ -148,11 +149,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
+# Behind PgBouncer in transaction mode a server connection passes to another client after each
+# transaction, so neither server-side cursors (QuerySet.iterator() outside a transaction) nor
+# named prepared statements survive. DB_TRANSACTION_POOLING=true turns both off (docs/deploy.md).
+DB_TRANSACTION_POOLING = envbool("DB_TRANSACTION_POOLING", False)
 # Server-side binding + prepared statements: psycopg prepares a query after a few uses on a
 # connection, so PostgreSQL stops re-planning the annotator page's 8-table join on every request
 # (4 ms planning for a 0.4 ms query). See docs/decisions/annotation.md. Set
 # DB_PREPARE_THRESHOLD=0 behind a transaction-mode pooler that cannot carry prepared statements.
-DB_PREPARE_THRESHOLD = envint("DB_PREPARE_THRESHOLD", 5, minimum=0)
+DB_PREPARE_THRESHOLD = envint("DB_PREPARE_THRESHOLD", 0 if DB_TRANSACTION_POOLING else 5, minimum=0)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_TRANSACTION_POOLING
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_PREPARE_THRESHOLD > 0:
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"server_side_binding": True, "prepare_threshold": DB_PREPARE_THRESHOLD}
@@ -234,12 +241,35 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Task queue: "embedded" runs jobs in a thread pool inside the web process (no extra service,
-# the demo default); "celery" sends them to Celery workers through the Redis broker.
-TASK_BACKEND = os.environ.get("TASK_BACKEND", "embedded")
+# Jobs (judge runs) go through Django's task framework, django.tasks: `@task` functions and
+# `.enqueue()`. TASK_BACKEND picks the backend (docs/deploy.md, docs/decisions/tasks.md):
+# - "database" (default; "embedded" is its old name): the queue is a table in this database
+#   (django-tasks-db), no extra service; `manage.py db_worker` processes run the jobs (bin/demo
+#   starts one). Works on SQLite for the demo and on PostgreSQL (SKIP LOCKED) for production.
+# - "celery": jobs go through the Redis broker (CELERY_BROKER_URL) to Celery workers on any
+#   machine (config/celery_backend.py, config/celery.py).
+# - "immediate": the job runs in the caller (tests and scripts).
+TASK_BACKEND_CLASSES = {
+    "database": "django_tasks_db.DatabaseBackend",
+    "embedded": "django_tasks_db.DatabaseBackend",
+    "celery": "config.celery_backend.CeleryBackend",
+    "immediate": "django.tasks.backends.immediate.ImmediateBackend",
+}
+
+
+def tasks_setting(engine: str) -> dict:
+    """The TASKS setting for a TASK_BACKEND value; an unknown value stops the server."""
+    backend = TASK_BACKEND_CLASSES.get(engine.strip().lower())
+    if backend is None:
+        names = ", ".join(TASK_BACKEND_CLASSES)
+        raise SettingError(f"TASK_BACKEND={engine!r} is not one of {names}")
+    return {"default": {"BACKEND": backend}}
+
+
+TASK_BACKEND = os.environ.get("TASK_BACKEND") or "database"
+TASKS = tasks_setting(TASK_BACKEND)
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", CELERY_BROKER_URL)
-CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 if os.environ.get("REDIS_URL"):

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from annotation import views_home
+from annotation.views import home as views_home
 
 urlpatterns = [
     path("", views_home.home, name="home"),

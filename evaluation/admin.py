@@ -42,6 +42,8 @@ class JudgeConfigAdmin(ScopedAdminMixin, admin.ModelAdmin):
         "key_is_set",
         "template",
         "concurrency",
+        "rpm_limit",
+        "tpm_limit",
     ]
     fk_choices = {"template": templates_for}
 

@@ -1,31 +1,30 @@
 """REST API for LLM judges: one APIView per operation, explicit serializers, the same services
-as the pages. Organizers only; runs only on their own studies, judges only their own."""
+as the pages. Organizers only; runs only on their own studies, judges only their own. A service's
+ValidationError becomes a 400 in the one DRF exception handler (config/drf.py)."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
+from typing import Any
+
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError as ApiValidationError
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.permissions import studies_for
-from evaluation import launch, selectors, services
-from evaluation.forms import JUDGE_FIELDS
+from evaluation import launch, recording, selectors, services
+from evaluation.forms import JUDGE_FIELDS, non_ascii_numbers
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
 
-def _api_error(e: ValidationError) -> ApiValidationError:
-    return ApiValidationError(
-        e.message_dict if hasattr(e, "error_dict") else {"detail": e.messages}
-    )
-
-
 class JudgeOut(serializers.ModelSerializer):
-    template = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    template: serializers.SlugRelatedField[PromptTemplate] = serializers.SlugRelatedField(
+        slug_field="key", read_only=True
+    )
     rater = serializers.CharField(source="rater.pseudonym", read_only=True)
 
     class Meta:
@@ -41,6 +40,12 @@ class JudgeIn(serializers.ModelSerializer):
     class Meta:
         model = JudgeConfig
         fields = JUDGE_FIELDS
+
+    def to_internal_value(self, data):
+        errors = non_ascii_numbers(data)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
 
     def validate_template(self, value):
         user = self.context["request"].user
@@ -65,7 +70,7 @@ class TemplateSer(serializers.ModelSerializer):
             "builtin",
         ]
         read_only_fields = ["id", "builtin"]
-        extra_kwargs = {"key": {"validators": []}}
+        extra_kwargs: dict[str, dict[str, Any]] = {"key": {"validators": []}}
 
 
 class JudgeOutWithKey(JudgeOut):
@@ -86,6 +91,11 @@ class RunIn(serializers.Serializer):
     seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)
     budget = serializers.DecimalField(
         max_digits=14, decimal_places=6, min_value=0, required=False, allow_null=True
+    )
+    mode = serializers.ChoiceField(
+        choices=JudgeRun.Mode.choices,
+        default=JudgeRun.Mode.LIVE,
+        help_text="batch: OpenAI's Batch API, half price, results within a day.",
     )
     dry_run = serializers.BooleanField(
         default=False, help_text="Only run the pre-flight and return the cost estimate."
@@ -127,6 +137,7 @@ class RunOut(serializers.Serializer):
     cost_estimate = serializers.DecimalField(max_digits=24, decimal_places=6, allow_null=True)
     both_orders = serializers.BooleanField()
     repeat_rate = serializers.FloatField()
+    mode = serializers.CharField()
     position_consistency = serializers.DictField(allow_null=True)
     self_consistency = serializers.DictField(allow_null=True)
     error = serializers.CharField()
@@ -165,6 +176,24 @@ class ReparseOut(serializers.Serializer):
     parse_failed = serializers.IntegerField()
 
 
+class Pages(LimitOffsetPagination):
+    """?limit=&offset= pages with count and next/previous links. A limit past max_limit is cut
+    to it; an offset past any real list (or not a number) is clamped, never a database error."""
+
+    default_limit = 100
+    max_limit = 500
+    max_offset = 10**9
+
+    def get_offset(self, request) -> int:
+        return min(super().get_offset(request), self.max_offset)
+
+
+def _page(request: Request, view: APIView, queryset, serialize) -> Response:
+    pages = Pages()
+    rows: list[Any] | None = pages.paginate_queryset(queryset, request, view=view)
+    return pages.get_paginated_response(serialize(rows))
+
+
 def _run_for(request: Request, run_id: int) -> JudgeRun:
     return get_object_or_404(selectors.runs_for(request.user), pk=run_id)
 
@@ -180,10 +209,7 @@ class JudgeCreateApi(APIView):
     def post(self, request: Request) -> Response:
         ser = JudgeIn(data=request.data, context={"request": request})
         ser.is_valid(raise_exception=True)
-        try:
-            judge = services.judge_config_create(owner=request.user, **ser.validated_data)
-        except ValidationError as e:
-            raise _api_error(e) from None
+        judge = services.judge_config_create(owner=request.user, **ser.validated_data)
         return Response(JudgeOut(judge).data, status=status.HTTP_201_CREATED)
 
 
@@ -200,18 +226,23 @@ class TemplateCreateApi(APIView):
         ser.is_valid(raise_exception=True)
         if PromptTemplate.objects.filter(key=ser.validated_data["key"]).exists():
             raise ApiValidationError({"key": ["A template with this key exists."]})
-        try:
-            template = services.prompt_template_create(owner=request.user, **ser.validated_data)
-        except ValidationError as e:
-            raise _api_error(e) from None
+        template = services.prompt_template_create(owner=request.user, **ser.validated_data)
         return Response(TemplateSer(template).data, status=status.HTTP_201_CREATED)
 
 
 class RunListApi(APIView):
-    @extend_schema(responses=RunOut(many=True), summary="Judge runs on your studies")
+    @extend_schema(
+        responses=RunOut(many=True),
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        summary="Judge runs on your studies, newest first, in pages (limit/offset)",
+    )
     def get(self, request: Request) -> Response:
-        runs = selectors.runs_for(request.user)[:200]
-        return Response(RunOut([selectors.run_summary(r) for r in runs], many=True).data)
+        return _page(
+            request,
+            self,
+            selectors.runs_for(request.user).order_by("-created_at", "-pk"),
+            lambda runs: RunOut([selectors.run_summary(r) for r in runs], many=True).data,
+        )
 
 
 class RunStartApi(APIView):
@@ -233,16 +264,14 @@ class RunStartApi(APIView):
             "repeat_rate": data["repeat_rate"],
             "limit": data.get("limit"),
             "seed": data["seed"],
+            "mode": data["mode"],
         }
-        try:
-            if data["dry_run"]:
-                estimate = launch.judge_run_preflight(**options)
-                return Response(EstimateOut(estimate.as_dict()).data)
-            run, _estimate = launch.judge_run_start(
-                created_by=request.user, budget=data.get("budget"), **options
-            )
-        except ValidationError as e:
-            raise _api_error(e) from None
+        if data["dry_run"]:
+            estimate = launch.judge_run_preflight(**options)
+            return Response(EstimateOut(estimate.as_dict()).data)
+        run, _estimate = launch.judge_run_start(
+            created_by=request.user, budget=data.get("budget"), **options
+        )
         return Response(RunOut(selectors.run_summary(run)).data, status=status.HTTP_201_CREATED)
 
 
@@ -253,20 +282,23 @@ class RunDetailApi(APIView):
 
 
 class RunFailuresApi(APIView):
-    @extend_schema(responses=CallOut(many=True), summary="Failed calls and parse failures")
+    @extend_schema(
+        responses=CallOut(many=True),
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+        summary="Failed calls and parse failures, in pages (limit/offset)",
+    )
     def get(self, request: Request, run_id: int) -> Response:
         run = _run_for(request, run_id)
-        return Response(CallOut(selectors.run_failures(run)[:1000], many=True).data)
+        return _page(
+            request, self, selectors.run_failures(run), lambda c: CallOut(c, many=True).data
+        )
 
 
 class RunCancelApi(APIView):
     @extend_schema(request=None, responses=RunOut, summary="Cancel a run")
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for(request, run_id)
-        try:
-            run = services.judge_run_cancel(run=run)
-        except ValidationError as e:
-            raise _api_error(e) from None
+        run = services.judge_run_cancel(run=run)
         return Response(RunOut(selectors.run_summary(run)).data)
 
 
@@ -274,10 +306,7 @@ class RunResumeApi(APIView):
     @extend_schema(request=None, responses={202: RunOut}, summary="Resume a stopped run")
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for(request, run_id)
-        try:
-            run = launch.judge_run_resume(run=run)
-        except ValidationError as e:
-            raise _api_error(e) from None
+        run = launch.judge_run_resume(run=run)
         return Response(RunOut(selectors.run_summary(run)).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -287,4 +316,4 @@ class RunReparseApi(APIView):
         run = _run_for(request, run_id)
         if run.is_active:
             raise ApiValidationError({"detail": ["The run is still active."]})
-        return Response(ReparseOut(services.judge_run_reparse(run=run)).data)
+        return Response(ReparseOut(recording.judge_run_reparse(run=run)).data)

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from evaluation import safety
-from evaluation.models import JudgeConfig, PromptTemplate
+from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 from evaluation.prompts import PLACEHOLDERS
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 JUDGE_FIELDS = [
     "name",
@@ -20,9 +25,37 @@ JUDGE_FIELDS = [
     "price_out_per_1k",
     "json_mode",
     "concurrency",
+    "rpm_limit",
+    "tpm_limit",
     "timeout_s",
     "max_attempts",
 ]
+
+
+# Number fields of a judge: Python reads other scripts' digits ("٣" is 3); a setting that
+# spends money is typed in ASCII digits or refused, never silently converted.
+JUDGE_NUMBER_FIELDS = [
+    "temperature",
+    "max_tokens",
+    "seed",
+    "price_in_per_1k",
+    "price_out_per_1k",
+    "concurrency",
+    "rpm_limit",
+    "tpm_limit",
+    "timeout_s",
+    "max_attempts",
+]
+
+
+def non_ascii_numbers(data) -> dict[str, StrOrPromise]:
+    """{field: error} for judge number fields given as text with non-ASCII characters."""
+    errors: dict[str, StrOrPromise] = {}
+    for name in JUDGE_NUMBER_FIELDS:
+        value = data.get(name) if hasattr(data, "get") else None
+        if isinstance(value, str) and not value.isascii():
+            errors[name] = _("Write the number with the digits 0-9.")
+    return errors
 
 
 class JudgeConfigForm(forms.ModelForm):
@@ -54,6 +87,12 @@ class JudgeConfigForm(forms.ModelForm):
                 "stored. The operator approves these variables (JUDGE_API_KEY_ENVS)."
             ),
         )
+
+    def clean(self):
+        cleaned = super().clean()
+        for name, error in non_ascii_numbers(self.data).items():
+            self.add_error(name, error)
+        return cleaned
 
     def service_kwargs(self) -> dict:
         return {k: self.cleaned_data[k] for k in JUDGE_FIELDS}
@@ -110,6 +149,13 @@ class RunStartForm(forms.Form):
         label=_("Budget (stop when the cost reaches it)"),
         help_text=_("Blank: no cap. Calls already in flight when it is reached still finish."),
     )
+    mode = forms.ChoiceField(
+        choices=JudgeRun.Mode.choices,
+        initial=JudgeRun.Mode.LIVE,
+        required=False,
+        label=_("Run mode"),
+        help_text=_("Batch API: half the price, results within a day, where the server offers it."),
+    )
     # Set once the organizer has seen the pre-flight and the cost estimate.
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -127,4 +173,5 @@ class RunStartForm(forms.Form):
             "repeat_rate": data["repeat_rate"],
             "limit": data["limit"],
             "seed": data["seed"] or 0,
+            "mode": data.get("mode") or JudgeRun.Mode.LIVE,
         }

@@ -11,7 +11,8 @@ from datetime import datetime
 from django.conf import settings
 
 from evaluation.models import JudgeCall
-from evaluation.services import Outcome, Plan
+from evaluation.planning import Job
+from evaluation.recording import Outcome
 
 
 class Journal:
@@ -39,6 +40,7 @@ class Journal:
         os.makedirs(base, exist_ok=True)
         self.path = os.path.join(base, f"run-{tag}-{run_id}.jsonl")
         self._fd: int | None = None
+        self._recovered: dict[tuple[int, str], dict] | None = None
 
     def append(self, o: Outcome) -> None:
         if self._fd is None:
@@ -61,39 +63,50 @@ class Journal:
         )
         os.write(self._fd, (line + "\n").encode("utf-8"))
 
-    def recover(self, plan: Plan) -> list[Outcome]:
-        """Answers journaled by a killed executor and missing from the database."""
-        if not os.path.exists(self.path):
-            return []
-        pending = {(j.item_id, j.purpose): j for j in plan.pending}
+    def _entries(self) -> dict[tuple[int, str], dict]:
+        """The journal's answers by (item, purpose), read once."""
+        if self._recovered is None:
+            self._recovered = {}
+            if os.path.exists(self.path):
+                with open(self.path, encoding="utf-8") as f:
+                    for line in f:
+                        try:
+                            e = json.loads(line)
+                        except ValueError:
+                            continue  # a line cut short by the kill
+                        self._recovered.setdefault((e["item"], e["purpose"]), e)
+        return self._recovered
+
+    def recover(self, jobs: list[Job]) -> tuple[list[Outcome], list[Job]]:
+        """Answers journaled by a killed executor and missing from the database, for these jobs,
+        and the jobs still to call."""
+        entries = self._entries()
+        if not entries:
+            return [], jobs
         out: list[Outcome] = []
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by the kill
-                job = pending.pop((e["item"], e["purpose"]), None)
-                if job is None or e["json_mode"] not in job.bodies:
-                    continue
-                out.append(
-                    Outcome(
-                        job=job,
-                        json_mode=e["json_mode"],
-                        status=JudgeCall.Status.OK,
-                        raw=e["raw"],
-                        finish_reason=e["finish_reason"],
-                        tokens_in=e["tokens_in"],
-                        tokens_out=e["tokens_out"],
-                        latency_ms=e["latency_ms"],
-                        attempts=e["attempts"],
-                        http_status=200,
-                        started_at=_dt(e["started_at"]),
-                        finished_at=_dt(e["finished_at"]),
-                    )
+        remaining: list[Job] = []
+        for job in jobs:
+            e = entries.pop((job.item_id, job.purpose), None)
+            if e is None or e["json_mode"] not in job.bodies:
+                remaining.append(job)
+                continue
+            out.append(
+                Outcome(
+                    job=job,
+                    json_mode=e["json_mode"],
+                    status=JudgeCall.Status.OK,
+                    raw=e["raw"],
+                    finish_reason=e["finish_reason"],
+                    tokens_in=e["tokens_in"],
+                    tokens_out=e["tokens_out"],
+                    latency_ms=e["latency_ms"],
+                    attempts=e["attempts"],
+                    http_status=200,
+                    started_at=_dt(e["started_at"]),
+                    finished_at=_dt(e["finished_at"]),
                 )
-        plan.pending = list(pending.values())
-        return out
+            )
+        return out, remaining
 
     def close(self, *, remove: bool) -> None:
         if self._fd is not None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from annotation.models import Study
-from evaluation import safety, services
+from evaluation import batch, planning, safety, services
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.tasks import judge_run_execute
 
@@ -78,7 +78,7 @@ def run_estimate(
         seed=seed,
         params=services.judge_request_params(judge),
     )
-    plan = services.judge_run_plan(run=draft)
+    plan = planning.judge_run_plan(run=draft)
     tokens = 0
     for job in plan.pending:
         messages = job.bodies[plan.json_first and True in job.bodies]["messages"]
@@ -143,9 +143,11 @@ def judge_run_preflight(
     repeat_rate: float = 0.02,
     limit: int | None = None,
     seed: int = 0,
+    mode: str = JudgeRun.Mode.LIVE,
 ) -> Estimate:
-    """Everything that must hold before a run may spend money, and an estimate of its cost.
-    ValidationError (every problem found, by field) when anything is wrong."""
+    """Everything that must hold before a run may spend money, and an estimate of its cost
+    (half price in Batch API mode). ValidationError (every problem found, by field) when
+    anything is wrong."""
     errors: dict[str, list[str]] = {}
     if not study.items.exists():
         errors.setdefault("study", []).append(_("The study has no items to judge."))
@@ -160,6 +162,10 @@ def judge_run_preflight(
         listed, problem = model_check(judge=judge, key=key)
         if problem:
             errors.setdefault("judge", []).append(problem)
+        elif mode == JudgeRun.Mode.BATCH and not batch.offered(
+            base_url=judge.base_url, api_key=key
+        ):
+            errors.setdefault("mode", []).append(_("This server does not offer the Batch API."))
     if errors:
         raise ValidationError(errors)
     items, calls, tokens_in = run_estimate(
@@ -171,18 +177,26 @@ def judge_run_preflight(
         seed=seed,
     )
     max_out = calls * judge.max_tokens
+    price_in, price_out = services.run_prices(judge, mode)
     return Estimate(
         items=items,
         calls=calls,
         tokens_in=tokens_in,
         max_tokens_out=max_out,
-        cost_in=services.cost_of(tokens_in, 0, judge.price_in_per_1k, judge.price_out_per_1k),
-        cost_out_max=services.cost_of(0, max_out, judge.price_in_per_1k, judge.price_out_per_1k),
+        cost_in=services.cost_of(tokens_in, 0, price_in, price_out),
+        cost_out_max=services.cost_of(0, max_out, price_in, price_out),
         key_env=judge.api_key_env,
         key_set=True,
         model=judge.model,
         model_listed=listed,
     )
+
+
+class _RunOptions(TypedDict):
+    both_orders: bool
+    repeat_rate: float
+    limit: int | None
+    mode: str
 
 
 def judge_run_start(
@@ -196,9 +210,10 @@ def judge_run_start(
     seed: int = 0,
     budget: Decimal | None = None,
     enqueue: bool = True,
+    mode: str = JudgeRun.Mode.LIVE,
 ) -> tuple[JudgeRun, Estimate]:
     """Pre-flight, then the run row, then (unless the caller runs it itself) the queue job."""
-    options = {"both_orders": both_orders, "repeat_rate": repeat_rate, "limit": limit}
+    options = _RunOptions(both_orders=both_orders, repeat_rate=repeat_rate, limit=limit, mode=mode)
     estimate = judge_run_preflight(study=study, judge=judge, seed=seed, **options)
     run = services.judge_run_create(
         study=study,
@@ -210,7 +225,7 @@ def judge_run_start(
         **options,
     )
     if enqueue:
-        task_id = judge_run_execute.enqueue(run.pk)
+        task_id = judge_run_execute.enqueue(run.pk).id
         JudgeRun.objects.filter(pk=run.pk).update(task_id=task_id)
         run.refresh_from_db()
     return run, estimate

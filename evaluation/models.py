@@ -16,13 +16,17 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from annotation.models import Item, Rater, Rating, Rubric, Study
+from annotation.models import Item, Rater, Rating, Study
 from evaluation import safety
 
 # Prices per 1,000 tokens: the dearest models cost well under 1 US dollar per 1k tokens, so 1,000
 # leaves room for any currency while refusing typos like 99,999 (docs/decisions/judges.md).
 MAX_PRICE_PER_1K = Decimal(1000)
 PRICE_VALIDATORS = [MinValueValidator(Decimal(0)), MaxValueValidator(MAX_PRICE_PER_1K)]
+# The largest published account limits are in the tens of thousands of requests and the tens of
+# millions of tokens per minute; these bounds leave room and refuse typos.
+MAX_RPM = 1_000_000
+MAX_TPM = 1_000_000_000
 
 
 def validate_env_name(value: str) -> None:
@@ -119,6 +123,25 @@ class JudgeConfig(models.Model):
     concurrency = models.PositiveSmallIntegerField(
         default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
     )
+    # Rate limits of the judge's account, kept on top of whatever the server announces in its
+    # x-ratelimit-* headers (evaluation/ratelimit.py). Blank: only the server's announcements.
+    rpm_limit = models.PositiveIntegerField(
+        _("requests per minute"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_RPM)],
+        help_text=_("At most this many requests per minute (blank: no own limit)."),
+    )
+    tpm_limit = models.PositiveIntegerField(
+        _("tokens per minute"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TPM)],
+        help_text=_(
+            "At most this many tokens per minute, prompt plus max_tokens as OpenAI counts them "
+            "(blank: no own limit)."
+        ),
+    )
     timeout_s = models.FloatField(default=120.0, validators=[MinValueValidator(0.1)])
     max_attempts = models.PositiveSmallIntegerField(
         default=6, validators=[MinValueValidator(1), MaxValueValidator(20)]
@@ -158,6 +181,10 @@ class JudgeRun(models.Model):
         CANCELLED = "cancelled", _("cancelled")
         STOPPED = "stopped", _("stopped: budget reached")
 
+    class Mode(models.TextChoices):
+        LIVE = "live", _("live: calls now, at the judge's concurrency")
+        BATCH = "batch", _("Batch API: half price, results within a day")
+
     ACTIVE = (Status.QUEUED, Status.RUNNING)
     FINISHED = (Status.DONE, Status.CANCELLED, Status.STOPPED)
 
@@ -165,6 +192,9 @@ class JudgeRun(models.Model):
     judge = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
     template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    mode = models.CharField(max_length=5, choices=Mode.choices, default=Mode.LIVE)
+    # The Batch API batch in progress (empty between rounds); a restarted worker finds it again.
+    batch_id = models.CharField(max_length=200, blank=True)
     both_orders = models.BooleanField(default=False)
     repeat_rate = models.FloatField(
         default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)]
@@ -230,10 +260,6 @@ class JudgeRun(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.n_done / self.n_planned) if self.n_planned else 0
-
-    @property
-    def is_pairwise(self) -> bool:
-        return self.study.mode == Rubric.Mode.PAIRWISE
 
 
 class JudgeCall(models.Model):

@@ -150,7 +150,7 @@ def resolve(host: str, port: int) -> list[Address]:
     out = []
     for info in infos:
         try:
-            out.append(ipaddress.ip_address(info[4][0].split("%")[0]))
+            out.append(ipaddress.ip_address(str(info[4][0]).split("%")[0]))
         except ValueError:
             continue
     return out

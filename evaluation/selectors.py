@@ -25,9 +25,10 @@ def position_consistency(run: JudgeRun) -> dict[str, Any] | None:
         purpose__in=[JudgeCall.Purpose.PRIMARY, JudgeCall.Purpose.SWAP],
         parse_status=JudgeCall.Parse.OK,
     ).values_list("item_id", "purpose", "parsed")
-    by_item: dict[int, dict[str, dict]] = {}
-    shown = Counter()
+    by_item: dict[int, dict[str, dict[str, Any]]] = {}
+    shown: Counter[str] = Counter()
     for item_id, purpose, parsed in rows:
+        assert parsed is not None  # parse_status OK
         by_item.setdefault(item_id, {})[purpose] = parsed
         shown[parsed.get("shown")] += 1
     pairs = [v for v in by_item.values() if len(v) == 2]
@@ -83,6 +84,7 @@ def run_summary(run: JudgeRun) -> dict[str, Any]:
         "cost_estimate": run.cost_estimate,
         "both_orders": run.both_orders,
         "repeat_rate": run.repeat_rate,
+        "mode": run.mode,
         "position_consistency": position_consistency(run),
         "self_consistency": self_consistency(run),
         "error": run.error,
@@ -103,3 +105,46 @@ def run_failures(run: JudgeRun):
 def runs_for(user):
     qs = JudgeRun.objects.select_related("study", "judge", "template")
     return qs if user.is_superuser else qs.filter(study__owner=user)
+
+
+def unparsed_judge_outputs(study) -> list[dict[str, Any]]:
+    """Live judge outputs of ``study`` that could not be parsed and stand for no rating, as the
+    report's data-quality table and the generic export count them (an imported unparsed output
+    is a Rating with parse_status "unparsed" instead). One per (judge, item, first or repeat):
+    the earliest call; none where the judge has a rating of that exposure (a later run or a
+    re-parse read it). Swap calls are never ratings, so their failures are not listed either."""
+    from annotation.models import Rating
+
+    rated = set(
+        Rating.objects.filter(item__study=study, rater__kind="judge").values_list(
+            "rater_id", "item_id", "assignment__is_repeat"
+        )
+    )
+    rows = (
+        JudgeCall.objects.filter(
+            run__study=study,
+            status=JudgeCall.Status.OK,
+            parse_status=JudgeCall.Parse.FAILED,
+            purpose__in=[JudgeCall.Purpose.PRIMARY, JudgeCall.Purpose.REPEAT],
+        )
+        .order_by("id")
+        .values(
+            "id",
+            "item_id",
+            "purpose",
+            "left_is_a",
+            "hint_shown",
+            "raw_output",
+            "started_at",
+            "finished_at",
+            "latency_ms",
+            "run__judge__rater_id",
+        )
+    )
+    out = []
+    for r in rows:
+        key = (r["run__judge__rater_id"], r["item_id"], r["purpose"] == JudgeCall.Purpose.REPEAT)
+        if key not in rated:
+            rated.add(key)
+            out.append(r | {"rater_id": key[0], "is_repeat": key[2]})
+    return out

@@ -1,8 +1,9 @@
-"""Queue jobs of the judges app (interfaces only: they call the runner)."""
+"""Queue jobs of the judges app (interfaces only: they call the runner). Declared with Django's
+task framework; settings.TASKS picks the backend that runs them (docs/deploy.md)."""
 
 from __future__ import annotations
 
-from config.taskqueue import task
+from django.tasks import task
 
 
 @task

@@ -12,8 +12,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotation.htmx import HtmxHttpRequest
 from annotation.permissions import get_study_for_organizer, organizer_required
-from evaluation import launch, safety, selectors, services
+from evaluation import launch, recording, safety, selectors, services
 from evaluation.forms import JudgeConfigForm, PromptTemplateForm, RunStartForm
 from evaluation.models import JudgeRun
 
@@ -114,7 +115,7 @@ def run_start(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @organizer_required
 @require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = _get_run(request, run_id)
     failures = Paginator(selectors.run_failures(run), 25).get_page(request.GET.get("page"))
     context = {"run": run, "summary": selectors.run_summary(run), "failures": failures}
@@ -159,7 +160,7 @@ def run_reparse(request: HttpRequest, run_id: int) -> HttpResponse:
     if run.is_active:
         messages.error(request, _("Wait for the run to finish (or cancel it) before re-parsing."))
     else:
-        result = services.judge_run_reparse(run=run)
+        result = recording.judge_run_reparse(run=run)
         messages.success(
             request,
             _(

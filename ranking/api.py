@@ -109,7 +109,8 @@ class CompareRowSerializer(serializers.Serializer):
 
 
 class CompareSettingOutputSerializer(serializers.Serializer):
-    label = serializers.CharField()
+    # DRF's metaclass takes declared fields off the class; the stubs see Field.label shadowed.
+    label = serializers.CharField()  # type: ignore[assignment]
     study = StudyRefSerializer()
     ranking = serializers.CharField()
     kind = serializers.CharField()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -21,9 +22,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 POOL_ORDER = ("onsite", "crowd", "public", "judge")
 PALETTE = ("#0969da", "#1a7f37", "#9a6700", "#cf222e", "#8250df", "#bf3989", "#1b7c83", "#656d76")
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "llmeval-report",
     "font.family": ["sans-serif"],

@@ -154,6 +154,8 @@ def annotators(df: pd.DataFrame) -> str | None:
 
 
 def section_charts(tables: dict) -> dict[str, str | None]:
+    from ranking import charts_quality  # it draws with this module's bars
+
     def t(name: str) -> pd.DataFrame:
         value = tables.get(name)
         return value if isinstance(value, pd.DataFrame) else pd.DataFrame()
@@ -167,4 +169,5 @@ def section_charts(tables: dict) -> dict[str, str | None]:
         "agreement": agreement(t("krippendorff")),
         "position_bias": position_bias(t("position_bias")),
         "annotators": annotators(t("annotator_diagnostics")),
+        **charts_quality.quality_charts(t),
     }

@@ -74,9 +74,15 @@ class ReportFilterForm(forms.Form):
         # pools come first.
         pools = dict(choices["pools"])
         pools.update({k: str(v) for k, v in Rater.Pool.choices if k not in pools})
-        self.fields["pool"].choices = list(pools.items())
-        self.fields["criterion"].choices = choices["criteria"]
-        self.fields["task_type"].choices = choices["task_types"]
+        offered = {
+            "pool": list(pools.items()),
+            "criterion": choices["criteria"],
+            "task_type": choices["task_types"],
+        }
+        for name, options in offered.items():
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = options
 
     def clean(self):
         data = super().clean()
@@ -156,7 +162,8 @@ def setting_forms(data, *, user_studies) -> list[SettingForm]:
 
 def chosen_settings(forms_: list[SettingForm]) -> tuple[list[SettingForm], list[str]]:
     """Valid settings that name a study, and error messages of the invalid ones."""
-    chosen, errors = [], []
+    chosen: list[SettingForm] = []
+    errors: list[str] = []
     for i, f in enumerate(forms_, start=1):
         if not f.is_bound:
             continue

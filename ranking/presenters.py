@@ -233,7 +233,7 @@ class Setting:
 def compare(settings: list[Setting]) -> dict[str, Any]:
     """Rankings of 2+ settings side by side and Spearman / Kendall between every two of them."""
     series: dict[str, pd.Series] = {}
-    columns = []
+    columns: list[dict[str, Any]] = []
     for i, s in enumerate(settings, start=1):
         label = s.label if s.label not in series else f"{s.label} #{i}"
         report = report_build(study=s.study, filters=s.filters)

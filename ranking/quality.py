@@ -7,6 +7,7 @@ import pandas as pd
 from django.db.models import Count, Q
 
 from annotation.models import Item, ParseStatus, Rating, Response, Score, Study
+from evaluation.selectors import unparsed_judge_outputs
 
 COLUMNS = ["issue", "criterion", "n", "treatment"]
 OUT_OF_RANGE = "score outside the rubric's range"
@@ -15,7 +16,10 @@ UNPARSED = "unparsed judge output"
 TREATMENT = {
     OUT_OF_RANGE: "kept as given and flagged (Score.out_of_range); included in every statistic",
     EMPTY: "kept and rated as given (length 0); included in every statistic",
-    UNPARSED: "raw text kept (Rating.raw_output); no score or choice, left out of the statistics",
+    UNPARSED: (
+        "raw text kept (the imported rating's or the judge call's raw output); no score or "
+        "choice, left out of the statistics"
+    ),
 }
 
 
@@ -44,11 +48,13 @@ def _empty_answers(study: Study) -> int:
 
 def data_quality(study: Study) -> pd.DataFrame:
     """One row per issue (and per criterion for out-of-range scores), zero counts included."""
-    unparsed = Rating.objects.filter(item__study=study, parse_status=ParseStatus.UNPARSED)
+    # Imported outputs that could not be read are ratings; live judge runs keep theirs as calls.
+    unparsed = Rating.objects.filter(item__study=study, parse_status=ParseStatus.UNPARSED).count()
+    unparsed += len(unparsed_judge_outputs(study))
     rows = [
         *_out_of_range(study),
         {"issue": EMPTY, "criterion": "", "n": _empty_answers(study)},
-        {"issue": UNPARSED, "criterion": "", "n": unparsed.count()},
+        {"issue": UNPARSED, "criterion": "", "n": unparsed},
     ]
     for row in rows:
         row["treatment"] = TREATMENT[row["issue"]]

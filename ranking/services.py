@@ -12,19 +12,28 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
+from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 
+from annotation import quality as annotator_quality
 from annotation.models import Study
 from ranking import selectors
 from ranking.quality import data_quality
 from ranking.stats.report import REPORT_KEYS, build_report
 
 CACHE_SECONDS = 60 * 60
+# The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
+STALE_SECONDS = CACHE_SECONDS
+# Studies with fewer ratings compute their report in the request (well under a second).
+STALE_MIN_RATINGS = 20_000
+# At most one background refresh per study and filters in this many seconds.
+REFRESH_SECONDS = 60
 # Bump when the report's layout changes so that old snapshots are not served.
-CACHE_VERSION = 3
+CACHE_VERSION = 4  # bump when the report gains or changes tables (v4: PPI++, quality, stale)
 
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
@@ -53,6 +62,9 @@ TABLE_ORDER: tuple[str, ...] = (
     "position_bias",
     "annotator_diagnostics",
     "data_quality",
+    "exclusions",
+    "annotator_reliability",
+    "gold_by_pool",
     "judge_agreement",
     "judge_confusion",
     "accuracy_variants",
@@ -117,8 +129,15 @@ class ReportFilters:
             options=tuple(sorted(options.items())),
         )
 
-    def is_empty(self) -> bool:
-        return self == ReportFilters()
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ReportFilters:
+        """The filters back from ``as_dict`` (how a background refresh receives them)."""
+        d = dict(d)
+        options = d.pop("options", None) or {}
+        for key in ("start", "end"):
+            if d.get(key):
+                d[key] = dt.datetime.fromisoformat(d[key])
+        return cls.build(**d, **options)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -168,6 +187,14 @@ class StudyReport:
     tables: dict[str, Any]
     cached: bool = False
     cache_key: str | None = None
+    # An older snapshot, served while a background refresh computes the current one.
+    stale: bool = False
+
+    @property
+    def as_of(self) -> dt.datetime | None:
+        """When the served tables were computed."""
+        value = self.meta.get("computed_at")
+        return dt.datetime.fromisoformat(value) if value else None
 
     def table(self, name: str) -> pd.DataFrame:
         """A table of the report, or an empty frame when the statistics did not produce it."""
@@ -177,7 +204,7 @@ class StudyReport:
     @property
     def meta(self) -> dict[str, Any]:
         value = self.tables.get("meta")
-        return value if isinstance(value, Mapping) else {}
+        return value if isinstance(value, dict) else {}
 
 
 def report_build(
@@ -185,29 +212,92 @@ def report_build(
     study: Study,
     filters: ReportFilters | None = None,
     use_cache: bool = True,
+    stale_ok: bool = False,
 ) -> StudyReport:
     """The full report of ``study`` under ``filters``, from the cache when the ratings are unchanged.
 
+    ``stale_ok`` (the report page): when the ratings changed since the last snapshot of a large
+    study (``settings.REPORT_STALE_MIN_RATINGS`` or more), that snapshot is served at once,
+    marked ``stale``, and a background refresh computes the current one (docs/reports.md).
     Full marks per criterion come from the study's rubric (the LLMEval-2 total score needs them;
     inferring them from the data would under-count a criterion nobody rated at the top).
     """
     filters = filters or ReportFilters()
-    key = None
-    if use_cache:
-        count, stamp = selectors.study_rating_stamp(study)
-        key = report_cache_key(study.pk, filters, count, stamp)
-
-    def compute() -> dict[str, Any]:
-        frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
-        kwargs = filters.build_kwargs()
-        kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
-        kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
-        tables = build_report(frames.star_df, frames.pair_df, **kwargs)
-        tables["data_quality"] = data_quality(study)  # flagged values and how they are treated
-        return tables
-
-    tables, cached = snapshot(key, compute)
+    if not use_cache:
+        tables = _compute(study, filters)
+        return StudyReport(study=study, filters=filters, tables=tables)
+    count, stamp = selectors.study_rating_stamp(study)
+    stamp += "|x" + annotator_quality.exclusions_stamp(study)  # an exclusion changes it
+    key = report_cache_key(study.pk, filters, count, stamp)
+    latest = _latest_key(study.pk, filters)
+    if stale_ok and count >= stale_min_ratings():
+        old = _stale_snapshot(latest, key)
+        if old is not None:
+            report_refresh_soon(study_id=study.pk, filters=filters)
+            return StudyReport(study, filters, old, cached=True, cache_key=key, stale=True)
+    tables, cached = snapshot(key, lambda: _compute(study, filters))
+    if not cached:
+        cache.set(latest, key, STALE_SECONDS)
     return StudyReport(study=study, filters=filters, tables=tables, cached=cached, cache_key=key)
+
+
+def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
+    frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
+    frames, quality_tables = annotator_quality.report_quality(study, frames)
+    kwargs = filters.build_kwargs()
+    kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
+    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
+    computed_at = timezone.now()
+    tables = build_report(frames.star_df, frames.pair_df, **kwargs)
+    tables["data_quality"] = data_quality(study)  # flagged values and how they are treated
+    tables.update(quality_tables)  # exclusions, reliability, gold accuracy (docs/quality.md)
+    tables["meta"]["computed_at"] = computed_at.isoformat()
+    return tables
+
+
+def stale_min_ratings() -> int:
+    return int(getattr(settings, "REPORT_STALE_MIN_RATINGS", STALE_MIN_RATINGS))
+
+
+def _latest_key(study_pk: int, filters: ReportFilters) -> str:
+    """Where the key of the newest snapshot of (study, filters) is kept."""
+    return f"ranking:report:v{CACHE_VERSION}:{study_pk}:{filters.cache_token()}:latest"
+
+
+def _stale_snapshot(latest: str, key: str) -> dict[str, Any] | None:
+    """The newest stored snapshot when it is not the current one (None when there is none, or
+    when the current one is stored: then it is served as usual)."""
+    old_key = cache.get(latest)
+    if old_key is None or old_key == key:
+        return None
+    if cache.get(key) is not None:
+        return None
+    return cache.get(old_key)
+
+
+def report_refresh_soon(*, study_id: int, filters: ReportFilters | None = None) -> bool:
+    """Ask the task queue for a fresh snapshot of the study's report (default filters unless
+    given), at most once per ``settings.REPORT_REFRESH_SECONDS`` per study and filters. Cheap
+    (one cache ``add``), so ratings can call it on every submit. True when a job was queued."""
+    from ranking.tasks import report_refresh as job  # the job calls back into this module
+
+    filters = filters or ReportFilters()
+    seconds = int(getattr(settings, "REPORT_REFRESH_SECONDS", REFRESH_SECONDS))
+    guard = f"ranking:report-refresh:{study_id}:{filters.cache_token()}"
+    if not cache.add(guard, True, seconds):
+        return False
+    job.enqueue(study_id, filters.as_dict())
+    return True
+
+
+def report_refresh(*, study_id: int, filters: Mapping[str, Any] | None = None) -> bool:
+    """Compute and store the current snapshot (the background job). False when the study is
+    gone."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return False
+    report_build(study=study, filters=ReportFilters.from_dict(filters or {}))
+    return True
 
 
 def snapshot(key: str | None, compute: Callable[[], dict[str, Any]]) -> tuple[dict, bool]:
@@ -244,6 +334,7 @@ def report_charts(report: StudyReport) -> dict[str, str | None]:
 
     if report.cache_key is None:
         return charts.report_charts(report.tables)
-    return cache.get_or_set(
+    charts_svg = cache.get_or_set(
         f"{report.cache_key}:charts", lambda: charts.report_charts(report.tables), CACHE_SECONDS
     )
+    return cast("dict[str, str | None]", charts_svg)  # what the default above returns

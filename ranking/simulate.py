@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -331,7 +332,7 @@ class _Sim:
         rng = self.rng
         n_rep = int(rng.binomial(n, self.repeat_rate)) if n >= 10 else 0
         n_rep = min(n_rep, n - 5)  # only items with five more after them can be repeated
-        rep_of = rng.choice(n - 5, size=n_rep, replace=False) if n_rep > 0 else []
+        rep_of: Iterable[int] = rng.choice(n - 5, size=n_rep, replace=False) if n_rep > 0 else []
         keys = [(float(p), "first", p) for p in range(n)]
         keys += [(float(rng.uniform(p + 5, n + 0.5)), "repeat", int(p)) for p in rep_of]
         return sorted(keys)
@@ -343,6 +344,7 @@ class _Sim:
         meta = {**_rater_profile(rater.pool, 0, self.seed), **(rater.meta or {})}
         order = rng.permutation(len(item_idxs))
         keys = self.sequence(len(order))
+        assert self.base is not None, "simulate_ratings sets the start time first"
         when = self.base + dt.timedelta(seconds=float(rng.uniform(0, 2 * 86400)))
         first_of_pos: dict[int, tuple] = {}
         for seq, (_key, what, p) in enumerate(keys, start=1):

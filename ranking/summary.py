@@ -48,7 +48,7 @@ def _kinds(*frames: pd.DataFrame) -> list[str]:
     for df in frames:
         if "rater_kind" in df.columns:
             present |= set(df["rater_kind"].astype(str))
-    kinds = [k for k in ("human", "judge") if k in present]
+    kinds: list[str] = [k for k in ("human", "judge") if k in present]
     return kinds or (["all"] if "all" in present else [])
 
 

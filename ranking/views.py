@@ -4,6 +4,8 @@ partial, which is the same view."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pandas as pd
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -11,6 +13,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from annotation.htmx import HtmxHttpRequest
 from annotation.limits import parse_id
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
 from ranking import charts, charts_sections, exports, presenters
@@ -46,6 +49,9 @@ TABLES = (
     "kappa",
     "position_bias",
     "annotator_diagnostics",
+    "exclusions",
+    "annotator_reliability",
+    "gold_by_pool",
 )
 
 
@@ -53,11 +59,12 @@ def _section_charts(report) -> dict[str, str | None]:
     """The per-section charts, cached next to the snapshot like the others."""
     if report.cache_key is None:
         return charts_sections.section_charts(report.tables)
-    return cache.get_or_set(
+    svgs = cache.get_or_set(
         f"{report.cache_key}:section-charts",
         lambda: charts_sections.section_charts(report.tables),
         CACHE_SECONDS,
     )
+    return cast("dict[str, str | None]", svgs)  # what the default above returns
 
 
 def _report_context(report) -> dict:
@@ -78,13 +85,13 @@ def _report_context(report) -> dict:
 
 @require_GET
 @organizer_required
-def report_page(request: HttpRequest, study_id: int) -> HttpResponse:
+def report_page(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     """The study's report; with htmx only the report body is re-rendered for new filters."""
     study = get_study_for_organizer(request.user, study_id)
     form, filters = _filters_from(request, study)
     context = {"study": study, "form": form, "query": request.GET.urlencode()}
     if filters is not None:
-        context.update(_report_context(report_build(study=study, filters=filters)))
+        context.update(_report_context(report_build(study=study, filters=filters, stale_ok=True)))
     # Bad filters are a 400 for plain requests; htmx swaps only 2xx responses, so it gets the
     # body with the errors as a 200.
     status = 200 if filters is not None or request.htmx else 400
@@ -142,7 +149,7 @@ def compare_settings(request: HttpRequest):
 
 @require_GET
 @organizer_required
-def compare_page(request: HttpRequest) -> HttpResponse:
+def compare_page(request: HtmxHttpRequest) -> HttpResponse:
     """Two or more studies, or one study under several filters, side by side."""
     forms_, settings, errors = compare_settings(request)
     context = {"forms": forms_, "errors": errors, "n_chosen": len(settings)}

@@ -16,21 +16,21 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def _organizer(username: str) -> User:
+    user = User.objects.create_user(username, password=f"{username}-pass-123")
+    user.groups.add(Group.objects.get_or_create(name=ORGANIZERS_GROUP)[0])
+    return user
+
+
 @pytest.fixture
 def organizer(db) -> User:
-    user = User.objects.create_user("alice", password="alice-pass-123")
-    group, _ = Group.objects.get_or_create(name=ORGANIZERS_GROUP)
-    user.groups.add(group)
-    return user
+    return _organizer("alice")
 
 
 @pytest.fixture
 def other_organizer(db) -> User:
     """An organizer who should have no access to Alice's studies."""
-    user = User.objects.create_user("bob", password="bob-pass-123")
-    group, _ = Group.objects.get_or_create(name=ORGANIZERS_GROUP)
-    user.groups.add(group)
-    return user
+    return _organizer("bob")
 
 
 @pytest.fixture
@@ -84,3 +84,37 @@ def star_rubric(db) -> Rubric:
 @pytest.fixture
 def pairwise_rubric(db) -> Rubric:
     return Rubric.objects.get(key="pairwise")
+
+
+# The database-free tests (pure statistics, parsers, tools) give the same result on any database:
+# bin/test's second run, on PostgreSQL, sets TESTS_DATABASE_ONLY=1 and runs only the tests that
+# reach the database: the django_db mark, a fixture that needs it, a live server, or a module that
+# starts processes or reads the database settings itself (servers, workers, COPY).
+_DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
+_DB_WORDS = ("DATABASE", "subprocess", "Popen", "psycopg", "connection", "gunicorn", "bin/")
+_module_reaches_db: dict[str, bool] = {}
+
+
+def _reaches_db(item) -> bool:
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    if _DB_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    path = str(item.path)
+    if path not in _module_reaches_db:
+        text = item.path.read_text(encoding="utf-8")
+        _module_reaches_db[path] = any(word in text for word in _DB_WORDS)
+    return _module_reaches_db[path]
+
+
+def pytest_collection_modifyitems(config, items):
+    import os
+
+    if os.environ.get("TESTS_DATABASE_ONLY") != "1":
+        return
+    keep, skip = [], []
+    for item in items:
+        (keep if _reaches_db(item) else skip).append(item)
+    if skip:
+        config.hook.pytest_deselected(items=skip)
+        items[:] = keep

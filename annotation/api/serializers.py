@@ -103,6 +103,8 @@ class RubricOut(serializers.ModelSerializer):
 DESIGN_FIELDS = [
     "ratings_per_item",
     "repeat_rate",
+    "assignment_mode",
+    "check_rate",
     "hint_policy",
     "reservation_timeout",
     "admit_onsite",
@@ -176,6 +178,8 @@ class StudyCreateIn(serializers.Serializer):
         required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
     )
     repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
+    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
     hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
     reservation_timeout = serializers.IntegerField(
         required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
@@ -213,6 +217,8 @@ class StudyUpdateIn(serializers.Serializer):
         required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
     )
     repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
+    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
     hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
     reservation_timeout = serializers.IntegerField(
         required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT

@@ -4,6 +4,7 @@ admin all call `dataset_import`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -95,7 +96,7 @@ def _parser(fmt: str, paths: list[Path], options: dict[str, Any], progress_enabl
 def dataset_import(
     *,
     format: str,
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     user=None,
     dry_run: bool = False,
     progress: bool = True,
@@ -121,10 +122,10 @@ def dataset_import(
         raise ImportRefused(
             f"the {format} format takes no {', '.join('--' + k.replace('_', '-') for k in extra)}"
         )
-    paths = [Path(p) for p in paths]
-    if not paths:
+    files = [Path(p) for p in paths]
+    if not files:
         raise ImportRefused("no files given")
-    for p in paths:
+    for p in files:
         if not p.exists():
             raise ImportRefused(f"{p}: no such file")
         if p.is_dir() and format != "chinese-alpaca-eval":
@@ -132,11 +133,11 @@ def dataset_import(
     options = {k: v for k, v in given.items() if k in spec.options}
 
     def parse(repairs: RepairLog):
-        return _parser(format, paths, options, progress)(repairs)
+        return _parser(format, files, options, progress)(repairs)
 
     return run_import(
         format=format,
-        paths=paths,
+        paths=files,
         parse=parse,
         user=user,
         dry_run=dry_run,

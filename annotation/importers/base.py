@@ -8,7 +8,7 @@ way for every format. This module keeps the names the formats import from one pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from django.db import transaction
@@ -35,7 +35,7 @@ class _DryRun(Exception):
 def run_import(
     *,
     format: str,
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     parse: Callable[[RepairLog], Bundle],
     user=None,
     dry_run: bool = False,

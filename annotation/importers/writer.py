@@ -7,11 +7,16 @@ LLM, study + response(s), item + rater + first/repeat). It must run inside a tra
 
 from __future__ import annotations
 
+import gc
+import os
+import random
 from dataclasses import dataclass, field
 
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
+from psycopg.types.json import Jsonb
 
+from annotation import pgcopy
 from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult
@@ -28,6 +33,7 @@ from annotation.models import (
     Rubric,
     Study,
 )
+from annotation.models._ids import SHUFFLE_MAX
 from annotation.recording import NewRating, ratings_record_bulk
 
 BATCH = 2000
@@ -57,7 +63,10 @@ def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
     bar = Bar(total=len(objs), desc=f"writing {desc}", enabled=enabled)
     for start in range(0, len(objs), BATCH):
         batch = objs[start : start + BATCH]
-        out.extend(model.objects.bulk_create(batch))
+        if pgcopy.available():
+            out.extend(pgcopy.copy_objects(model, batch))
+        else:
+            out.extend(model.objects.bulk_create(batch))
         bar.update(len(batch))
     bar.close()
     return out
@@ -65,12 +74,12 @@ def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
 
 def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
     """A choice relative to (first, second) as shown in the file -> canonical A/B."""
-    if choice in ("tie", "both_bad", ""):
+    if choice == "":
         return choice
-    if choice == "first":
-        return PairChoice.A if first_is_a else PairChoice.B
-    if choice == "second":
-        return PairChoice.B if first_is_a else PairChoice.A
+    if choice in ("first", "second", "tie", "both_bad"):
+        # The first response of the file's pair reads as if it had been shown on the left.
+        shown = {"first": "left", "second": "right"}.get(choice, choice)
+        return PairChoice.from_shown(shown, left_is_a=first_is_a)
     raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
 
 
@@ -268,6 +277,33 @@ def _item_keys(ctx: _Ctx) -> dict[tuple, int]:
     }
 
 
+def _create_items(ctx: _Ctx, new: dict[tuple, int]) -> dict[tuple, int]:
+    """Store the new items (key (study, a, b) -> question id); returns key -> item id. On
+    PostgreSQL with COPY, elsewhere with bulk_create."""
+    if not pgcopy.available():
+        objs = {
+            key: Item(study_id=key[0], question_id=q, response_a_id=key[1], response_b_id=key[2])
+            for key, q in new.items()
+        }
+        created = _batched_create(Item, list(objs.values()), enabled=ctx.progress, desc="items")
+        if any(item.pk is None for item in created):  # backends that return no ids
+            return _item_keys(ctx)
+        return {key: item.pk for key, item in objs.items()}
+    # A random position per item, as the field's default gives one, from a generator seeded
+    # by the OS (one system call per item would cost more than the item's COPY).
+    rng = random.Random(os.urandom(16))
+    no_check = Jsonb({})
+    ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
+    pgcopy.copy_rows(
+        Item._meta.db_table,
+        ("id", "study_id", "question_id", "response_a_id", "response_b_id", "n_ratings",
+         "n_reserved", "shuffle", "check_kind", "check_answer"),
+        ((ids[key], key[0], q, key[1], key[2], 0, 0, rng.randrange(SHUFFLE_MAX), "", no_check)
+         for key, q in new.items()),
+    )  # fmt: skip
+    return ids
+
+
 def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
     study, item id and whether the file's first model is the item's response A."""
@@ -282,16 +318,10 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
             a, b = min(first, second), max(first, second)
         key = (study.id, a, b)
         if key not in keys and key not in new_items:
-            new_items[key] = Item(
-                study=study, question_id=ctx.q_ids[spec.question], response_a_id=a, response_b_id=b
-            )
+            new_items[key] = ctx.q_ids[spec.question]
         plan.append((spec, study, key, first == a))
-    created = _batched_create(Item, list(new_items.values()), enabled=ctx.progress, desc="items")
-    ctx.count("items", added=len(created), skipped=len({p[2] for p in plan}) - len(created))
-    if any(item.pk is None for item in created):  # backends that return no ids
-        keys = _item_keys(ctx)
-    else:
-        keys.update({key: item.pk for key, item in new_items.items()})
+    keys.update(_create_items(ctx, new_items))
+    ctx.count("items", added=len(new_items), skipped=len({p[2] for p in plan}) - len(new_items))
     return [(spec, study, keys[key], first_is_a) for spec, study, key, first_is_a in plan]
 
 
@@ -411,10 +441,18 @@ def write_bundle(
         return
     _raters(ctx)
     _studies(ctx)
-    rows = _ratings(ctx, _items(ctx))
-    bar = Bar(total=len(rows), desc="writing ratings", enabled=progress_enabled)
-    counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
-    bar.close()
+    # A million-rating import allocates millions of small objects that all live to the end: the
+    # cyclic garbage collector would walk them again and again and find nothing to free.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = _ratings(ctx, _items(ctx))
+        bar = Bar(total=len(rows), desc="writing ratings", enabled=progress_enabled)
+        counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
+        bar.close()
+    finally:
+        if collecting:
+            gc.enable()
     for name, n in counts.items():
         ctx.count(name, added=n)
     _refresh_counters(ctx)

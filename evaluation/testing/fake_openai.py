@@ -17,6 +17,11 @@ question's text), or for every request through the server settings:
     <<fake:outofrange>>   a 200 with scores of 99
     <<fake:truncated>>    a 200 cut short with finish_reason "length"
 
+Rate limits (`rpm_limit`, `tpm_limit` per `limit_window` seconds, default 60, like OpenAI's per
+minute): every answer announces them in `x-ratelimit-limit-*`, `x-ratelimit-remaining-*` and
+`x-ratelimit-reset-*` headers; a request past either limit gets 429 with the same headers. Tokens
+count as OpenAI estimates them: prompt characters / 4 plus max_tokens.
+
 `json_supported=False` makes the server refuse `response_format` with a 400, like servers that
 have no JSON mode. Control and statistics over HTTP: GET /_fake/stats, POST /_fake/pause,
 /_fake/resume, /_fake/reset, /_fake/config (JSON body: latency, json_supported).
@@ -39,7 +44,12 @@ import socket
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from evaluation.testing.fake_limits import RateLimits
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 MARKER = re.compile(r"<<fake:([a-z0-9-]+)(?::([0-9.]+))?>>")
 
@@ -66,7 +76,7 @@ def star_criteria(prompt: str) -> list[tuple[str, int, int]]:
     for i, line in enumerate(lines):
         if not line.endswith(":") or line.startswith("-"):
             continue
-        stars = []
+        stars: list[int] = []
         for nxt in lines[i + 1 : i + 15]:
             if not nxt.strip():
                 if stars:
@@ -131,16 +141,29 @@ def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tu
     return good, "stop"
 
 
-class FakeOpenAI:
-    def __init__(self, *, latency: float = 0.0, json_supported: bool = True, model_names=None):
+class FakeOpenAI(RateLimits):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        json_supported: bool = True,
+        model_names=None,
+        rpm_limit: int | None = None,
+        tpm_limit: int | None = None,
+        limit_window: float = 60.0,
+    ):
         self.latency = latency
         self.json_supported = json_supported
+        self.rpm_limit, self.tpm_limit, self.limit_window = rpm_limit, tpm_limit, limit_window
         # GET /v1/models lists these; None answers 404, like servers without a model list.
         self.models: list[str] | None = list(model_names or ["gpt-4-0613", "fake-judge"])
         self._lock = threading.Lock()
+        from evaluation.testing.fake_batch import FakeBatches
+
+        self.batch = FakeBatches(self)
         self.reset()
         self.paused = False
-        self._runner = None
+        self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.port: int | None = None
@@ -153,6 +176,38 @@ class FakeOpenAI:
             self.log: list[dict[str, Any]] = []
             self.in_flight = 0
             self.max_in_flight = 0
+            self.window_start = 0.0
+            self.window_requests = 0
+            self.window_tokens = 0
+        self.batch.reset()
+
+    def log_paid(
+        self,
+        *,
+        request_hash: str,
+        purpose: str,
+        tokens_in: int,
+        tokens_out: int,
+        batch: bool = False,
+    ) -> None:
+        """A paid answer given outside /v1/chat/completions (a Batch API line)."""
+        now = time.time()
+        with self._lock:
+            self.log.append(
+                {
+                    "t": now,
+                    "body_hash": request_hash,
+                    "request_hash": request_hash,
+                    "purpose": purpose,
+                    "status": 200,
+                    "paid": True,
+                    "aborted": False,
+                    "tokens_in": tokens_in,
+                    "tokens_out": tokens_out,
+                    "done_t": now,
+                    "batch": batch,
+                }
+            )
 
     def paid(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -192,6 +247,7 @@ class FakeOpenAI:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
+        self.batch.routes(app.router)
         app.router.add_get("/_fake/stats", self._stats_view)
         app.router.add_post("/_fake/{action}", self._control)
         return app
@@ -228,6 +284,9 @@ class FakeOpenAI:
         elif action == "config":
             cfg = json.loads(await request.read() or b"{}")
             self.latency = float(cfg.get("latency", self.latency))
+            self.rpm_limit = cfg.get("rpm_limit", self.rpm_limit)
+            self.tpm_limit = cfg.get("tpm_limit", self.tpm_limit)
+            self.limit_window = float(cfg.get("limit_window", self.limit_window))
             self.json_supported = bool(cfg.get("json_supported", self.json_supported))
         else:
             return self._json(404, {})
@@ -277,6 +336,18 @@ class FakeOpenAI:
             with self._lock:
                 self.in_flight -= 1
 
+    def _too_many(self, markers: dict[str, str | None]):
+        """The 429 a <<fake:429:N>> marker asks for, with its Retry-After."""
+        wait = markers.get("retry-after") or "1"
+        value = wait
+        if "retry-date" in markers:
+            value = email.utils.formatdate(time.time() + float(wait), usegmt=True)
+        return self._json(
+            429,
+            {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
+            {"retry-after": value},
+        )
+
     async def _answer(self, req, messages, markers, attempt, entry):
         json_mode = (req.get("response_format") or {}).get("type") == "json_object"
         if json_mode and not self.json_supported:
@@ -291,24 +362,29 @@ class FakeOpenAI:
                     }
                 },
             )
+        admitted, limit_headers = self._admit(req, _prompt_text(messages))
+        if not admitted:
+            entry["status"] = 429
+            return self._json(
+                429,
+                {"error": {"message": "Rate limit reached", "type": "requests"}},
+                limit_headers,
+            )
         if "hang" in markers and attempt <= int(float(markers["hang"] or 1)):
             entry["status"] = "hang"
             await self._hold(120.0)
         await self._hold(self.latency)
         if "429" in markers and attempt <= int(float(markers["429"] or 1)):
-            wait = markers.get("retry-after") or "1"
-            value = wait
-            if "retry-date" in markers:
-                value = email.utils.formatdate(time.time() + float(wait), usegmt=True)
             entry["status"] = 429
-            return self._json(
-                429,
-                {"error": {"message": "Rate limit reached", "type": "rate_limit"}},
-                {"retry-after": value},
-            )
+            return self._too_many(markers)
         if "fail" in markers or ("500" in markers and attempt <= int(float(markers["500"] or 1))):
             entry["status"] = 500
             return self._json(500, {"error": {"message": "The server had an error"}})
+        return self._completion(req, messages, markers, attempt, entry, limit_headers)
+
+    def _completion(self, req, messages, markers, attempt, entry, limit_headers):
+        """The 200 answer: a chat completion, clean or as the markers ask."""
+        json_mode = (req.get("response_format") or {}).get("type") == "json_object"
         kind = next(
             (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
         )
@@ -336,7 +412,10 @@ class FakeOpenAI:
         entry.update(
             status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
         )
-        return self._json(200, data)
+        if limit_headers:
+            with self._lock:
+                limit_headers = self._limit_headers(time.time())
+        return self._json(200, data, limit_headers or None)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -351,19 +430,20 @@ class FakeOpenAI:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         self.port = sock.getsockname()[1]
-        self._loop = asyncio.new_event_loop()
+        loop = self._loop = asyncio.new_event_loop()
         started = threading.Event()
 
         async def serve() -> None:
-            self._runner = web.AppRunner(self._app(), handler_cancellation=True, access_log=None)
-            await self._runner.setup()
-            await web.SockSite(self._runner, sock, backlog=2048).start()
+            runner = web.AppRunner(self._app(), handler_cancellation=True, access_log=None)
+            self._runner = runner
+            await runner.setup()
+            await web.SockSite(runner, sock, backlog=2048).start()
             started.set()
 
         def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(serve())
-            self._loop.run_forever()
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(serve())
+            loop.run_forever()
 
         self._thread = threading.Thread(target=run, daemon=True, name="fake-openai")
         self._thread.start()
@@ -372,12 +452,14 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
-        if self._thread is None:
+        loop, runner = self._loop, self._runner
+        if self._thread is None or loop is None:
             return
-        fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
-        with contextlib.suppress(Exception):  # stopping a test server
-            fut.result(timeout=5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        if runner is not None:  # None only when the server failed to start
+            fut = asyncio.run_coroutine_threadsafe(runner.cleanup(), loop)
+            with contextlib.suppress(Exception):  # stopping a test server
+                fut.result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
         self._thread.join(timeout=5)
         self._thread = None
 
@@ -387,8 +469,17 @@ def main() -> None:  # pragma: no cover - used by the benchmark as a separate pr
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--no-json", action="store_true", help="refuse response_format")
+    parser.add_argument("--rpm", type=int, default=None, help="requests per window, then 429")
+    parser.add_argument("--tpm", type=int, default=None, help="tokens per window, then 429")
+    parser.add_argument("--window", type=float, default=60.0, help="rate limit window, seconds")
     args = parser.parse_args()
-    server = FakeOpenAI(latency=args.latency, json_supported=not args.no_json).start(args.port)
+    server = FakeOpenAI(
+        latency=args.latency,
+        json_supported=not args.no_json,
+        rpm_limit=args.rpm,
+        tpm_limit=args.tpm,
+        limit_window=args.window,
+    ).start(args.port)
     print(f"PORT {server.port}", flush=True)
     try:
         while True:

@@ -6,7 +6,9 @@ Entry point: :func:`ranking.stats.report.build_report`. The input frames' column
 
 from __future__ import annotations
 
-from .report import REPORT_KEYS, build_report, report_to_jsonable
+import importlib
+from typing import Any
+
 from .schema import (
     PAIR_COLUMNS,
     STAR_COLUMNS,
@@ -15,6 +17,18 @@ from .schema import (
     empty_pair_df,
     empty_star_df,
 )
+
+# The report's names are loaded on first use (PEP 562), not when the package is imported: the
+# report's modules import their siblings through this package (`from . import elo`), so importing
+# the report here would make the package and the report import each other.
+_REPORT_NAMES = frozenset({"REPORT_KEYS", "build_report", "report_to_jsonable"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REPORT_NAMES:
+        return getattr(importlib.import_module(f"{__name__}.report"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "PAIR_COLUMNS",

@@ -13,6 +13,8 @@ Definitions and the choices made where the paper is silent are in docs/statistic
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
@@ -440,7 +442,9 @@ _KAPPA_COLS = {
 }
 
 
-def _groups_with_all_pool(f: pd.DataFrame):
+def _groups_with_all_pool(
+    f: pd.DataFrame,
+) -> Iterator[tuple[tuple[str, str, str], pd.DataFrame]]:
     """Yield ((mode, pool, criterion), frame) per pool and for all pools together ("all")."""
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True):
         yield (mode, "all", crit), g

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -119,7 +120,7 @@ _DISC_COLS = {
 
 def _spread_rows(
     scores: pd.DataFrame, mode: str, kind: str, dimension: str, col: str
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     rows = []
     for value, g in scores.groupby(col, sort=True):
         g = g.dropna(subset=["score"])
@@ -150,7 +151,7 @@ def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     Star: model means per criterion; per task type the model's mean over all its stars of that
     task type (criteria pooled). Pairwise: the Points score per task type.
     """
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     sdf = star_df[star_df["score"].notna()]
     for kind, g in [("all", sdf), *sdf.groupby("rater_kind", sort=True)] if len(sdf) else []:
         by_c = g.groupby(["criterion", "model"])["score"].mean().rename("score").reset_index()
@@ -332,7 +333,7 @@ def position_bias(
     return pd.DataFrame(rows, columns=list(_POS_COLS))
 
 
-def _pos_row(group_by: str, grp: str, g: pd.DataFrame, bo: pd.DataFrame) -> tuple:
+def _pos_row(group_by: str, grp: str, g: pd.DataFrame, bo: pd.DataFrame) -> tuple[Any, ...]:
     n = len(g)
     left, right = int(g["left"].sum()), int(g["right"].sum())
     dec = left + right
@@ -372,6 +373,36 @@ _DIAG_COLS = {
 }
 
 
+def _pair_diagnostics(base: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Add the pairwise columns to the per-rater ``base``: left share of decisive choices and its
+    exact binomial p, tie and both-bad shares and their ratio to the rater's pool."""
+    cols = ("left_of_decisive", "left_bias_p", "tie_share", "both_bad_share")
+    if not len(pair_df):
+        for c in (*cols, "tie_ratio_to_pool", "both_bad_ratio_to_pool"):
+            base[c] = np.nan
+        return base
+    sd = _sides(pair_df)
+    g = sd.groupby("rater_id")[["left", "right", "tie", "both_bad"]].sum()
+    n = sd.groupby("rater_id").size()
+    dec = g["left"] + g["right"]
+    base["left_of_decisive"] = (g["left"] / dec.where(dec > 0)).reindex(base.index)
+    # Exact binomial p per rater, vectorised: two-sided p = min(1, 2 * min tail).
+    k, m = g["left"].to_numpy(), dec.to_numpy()
+    with np.errstate(all="ignore"):
+        tail = np.minimum(stats.binom.cdf(k, m, 0.5), stats.binom.sf(k - 1, m, 0.5))
+    pval = pd.Series(np.where(m > 0, np.minimum(1.0, 2.0 * tail), np.nan), index=g.index)
+    base["left_bias_p"] = pval.reindex(base.index)
+    base["tie_share"] = (g["tie"] / n).reindex(base.index)
+    base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
+    pools = sd["pool"].astype(str)
+    pool_tie = sd["tie"].groupby(pools).mean().replace(0, np.nan)
+    pool_bb = sd["both_bad"].groupby(pools).mean().replace(0, np.nan)
+    base_pool = base["pool"].astype(str)
+    base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
+    base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(float)
+    return base
+
+
 def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per rater: counts, left/right bias (binomial p), tie and both-bad shares and their ratio to
     the pool's share (overuse > 1), median seconds per rating, mean stars given."""
@@ -399,33 +430,7 @@ def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.Da
         median_duration_s=("duration_s", "median"),
     )
     base["n_pairwise"] = base["n_ratings"] - base["n_star"]
-    if len(pair_df):
-        sd = _sides(pair_df)
-        g = sd.groupby("rater_id")[["left", "right", "tie", "both_bad"]].sum()
-        n = sd.groupby("rater_id").size()
-        dec = g["left"] + g["right"]
-        base["left_of_decisive"] = (g["left"] / dec.where(dec > 0)).reindex(base.index)
-        # Exact binomial p per rater, vectorised: two-sided p = min(1, 2 * min tail).
-        k, m = g["left"].to_numpy(), dec.to_numpy()
-        with np.errstate(all="ignore"):
-            tail = np.minimum(stats.binom.cdf(k, m, 0.5), stats.binom.sf(k - 1, m, 0.5))
-        pval = pd.Series(np.where(m > 0, np.minimum(1.0, 2.0 * tail), np.nan), index=g.index)
-        base["left_bias_p"] = pval.reindex(base.index)
-        base["tie_share"] = (g["tie"] / n).reindex(base.index)
-        base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
-        pools = sd["pool"].astype(str)
-        pool_tie = sd["tie"].groupby(pools).mean().replace(0, np.nan)
-        pool_bb = sd["both_bad"].groupby(pools).mean().replace(0, np.nan)
-        base_pool = base["pool"].astype(str)
-        base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
-        base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(
-            float
-        )
-    else:
-        for c in ("left_of_decisive", "left_bias_p", "tie_share", "both_bad_share"):
-            base[c] = np.nan
-        base["tie_ratio_to_pool"] = np.nan
-        base["both_bad_ratio_to_pool"] = np.nan
+    base = _pair_diagnostics(base, pair_df)
     if len(star_df):
         base["star_mean"] = star_df.groupby("rater_id")["score"].mean().reindex(base.index)
     else:

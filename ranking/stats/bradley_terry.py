@@ -16,6 +16,7 @@ finite when a model won or lost every game; with thousands of games it moves not
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 ELO_SCALE = 400.0 / np.log(10.0)
@@ -71,7 +72,8 @@ def fit(
     logp = np.log(p)
     logp = np.where(active, logp, np.nan)
     if n_models and single:
-        return logp[0]
+        strengths: npt.NDArray[np.float64] = logp[0]
+        return strengths
     return logp
 
 

@@ -12,14 +12,19 @@ B moves by the opposite amount. K = 32, start 1500.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 try:  # numba is optional: it only makes the same loop faster.
-    import numba
+    import numba as numba  # re-exported for kappa_kernel
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is absent
-    numba = None
+    # mypy cannot type an optional import (python/mypy#1297): the name is None without numba.
+    numba = None  # type: ignore[assignment]
     HAVE_NUMBA = False
 
 LN10_400 = np.log(10.0) / 400.0
@@ -147,6 +152,11 @@ def pack_matches(a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int) -> 
     return code.astype(np.int32 if n_models * n_models * 3 < 2**31 else np.int64)
 
 
+# The compiled kernels, or None (history: the plain loop) without numba.
+_Kernel = Callable[..., npt.NDArray[Any]]
+_elo_chains: _Kernel | None
+_elo_history: _Kernel
+_elo_shuffled: _Kernel | None
 if HAVE_NUMBA:
     _elo_chains = numba.njit(cache=True, nogil=True)(_elo_chains_py)
     _elo_history = numba.njit(cache=True, nogil=True)(_elo_history_py)
@@ -209,7 +219,7 @@ def elo_chains(
         use_numba = HAVE_NUMBA
     if order.shape[1] == 0 or n_models == 0:
         return np.full((order.shape[0], n_models), float(start))
-    if use_numba and HAVE_NUMBA:
+    if use_numba and _elo_chains is not None:
         return _elo_chains(a, b, s, order, n_models, float(k), float(start))
     return _elo_chains_numpy(a, b, s, order, n_models, float(k), float(start))
 
@@ -225,7 +235,8 @@ def elo_ratings(
 ) -> np.ndarray:
     """Elo ratings after playing the matches in the given order (time order)."""
     order = np.arange(len(a), dtype=np.int64)[None, :]
-    return elo_chains(a, b, s, order, n_models, k=k, start=start)[0]
+    ratings: npt.NDArray[np.float64] = elo_chains(a, b, s, order, n_models, k=k, start=start)[0]
+    return ratings
 
 
 def shuffle_orders(n_matches: int, n_shuffles: int, rng: np.random.Generator) -> np.ndarray:
@@ -253,7 +264,7 @@ def elo_shuffles(
     """
     if use_numba is None:
         use_numba = HAVE_NUMBA
-    if use_numba and HAVE_NUMBA and len(a) and n_models and n_shuffles:
+    if use_numba and _elo_shuffled is not None and len(a) and n_models and n_shuffles:
         seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
         packed = pack_matches(a, b, s, n_models)
         return _elo_shuffled(packed, int(n_shuffles), int(n_models), float(k), float(start), seeds)

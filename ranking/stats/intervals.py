@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import numpy.typing as npt
 
 N_BOOTSTRAP = 1000
 
@@ -86,14 +87,18 @@ def _delta(level: str, cats: np.ndarray, n_c: np.ndarray) -> np.ndarray:
     if level == "nominal":
         return 1.0 - np.eye(k)
     if level == "interval":
-        return np.subtract.outer(cats, cats) ** 2
+        squared: npt.NDArray[np.float64] = np.subtract.outer(cats, cats) ** 2
+        return squared
     if level == "ordinal":
         cum = np.cumsum(n_c, axis=-1)
         idx = np.arange(k)
         lo, hi = np.minimum.outer(idx, idx), np.maximum.outer(idx, idx)
         below = np.where(lo > 0, cum[..., np.maximum(lo - 1, 0)], 0.0)
         between = cum[..., hi] - below
-        return (between - (n_c[..., :, None] + n_c[..., None, :]) / 2.0) ** 2
+        ordinal: npt.NDArray[np.float64] = (
+            between - (n_c[..., :, None] + n_c[..., None, :]) / 2.0
+        ) ** 2
+        return ordinal
     raise ValueError(f"unknown level {level!r}")
 
 

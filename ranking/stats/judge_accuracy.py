@@ -20,6 +20,7 @@ S - x, Q - x^2, n - 1, so every variant is a vectorised pass over the judgements
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -55,7 +56,8 @@ def unit_codes(f: pd.DataFrame) -> np.ndarray:
     mode = pd.factorize(f["mode"])[0].astype(np.int64)
     item = pd.factorize(f["item_id"])[0].astype(np.int64)
     key = (item * (int(crit.max()) + 1) + crit) * (int(mode.max()) + 1) + mode if len(f) else item
-    return pd.factorize(key)[0]
+    codes: npt.NDArray[np.int64] = pd.factorize(key)[0]
+    return codes
 
 
 def _unit_sums(
@@ -80,7 +82,8 @@ def within_sigma(
             var = var * n / np.maximum(n - ddof, 1)
         sigma = np.sqrt(var)
     diff = np.abs(x - mean)
-    return np.where(sigma <= 1e-9, diff <= 1e-9, diff < sigma)
+    within: npt.NDArray[np.bool_] = np.where(sigma <= 1e-9, diff <= 1e-9, diff < sigma)
+    return within
 
 
 def _reference(

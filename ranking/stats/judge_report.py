@@ -31,6 +31,8 @@ adding a table never moves another table's intervals.
 from __future__ import annotations
 
 import zlib
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -41,6 +43,9 @@ from .length_control import length_controlled, length_preference
 from .majority import majority_agreement
 from .ranking_agreement import ranking_agreement
 from .schema import empty_frame
+
+if TYPE_CHECKING:  # report imports this module
+    from .report import Laps
 
 JUDGE_KEYS: tuple[str, ...] = (
     "judge_agreement",
@@ -148,18 +153,23 @@ def judge_section(
     ddof: int = 0,
     n_bootstrap: int = 1000,
     seed: int = 0,
-    laps=None,
+    laps: Laps | None = None,
+    pool: Executor | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the judge-vs-human section (see the module docstring). ``laps`` (a
-    ``report.Laps``) records the seconds per table."""
+    ``report.Laps``) records the seconds per table. With a ``pool`` the per-pair kappa
+    bootstrap (a compiled kernel that releases the GIL) runs on another thread meanwhile; each
+    table draws from its own seeded stream, so the figures do not depend on the order."""
     lap = laps.lap if laps is not None else (lambda name: None)
     out: dict[str, pd.DataFrame] = {}
+    pairs_kw = {"min_common": min_common, "n_boot": n_bootstrap}
+    pairs_rng = table_rng(seed, "kappa_pairs")
+    pairs = pool.submit(cohen_pairs, j, rng=pairs_rng, **pairs_kw) if pool is not None else None
     out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
     lap("judge_agreement")
-    out["kappa_pairs"] = cohen_pairs(
-        j, min_common=min_common, n_boot=n_bootstrap, rng=table_rng(seed, "kappa_pairs")
-    )
-    lap("kappa_pairs")
+    if pairs is None:
+        out["kappa_pairs"] = cohen_pairs(j, rng=pairs_rng, **pairs_kw)
+        lap("kappa_pairs")
     out["chance_agreement"] = chance_agreement(
         j, n_boot=n_bootstrap, rng=table_rng(seed, "chance_agreement")
     )
@@ -175,4 +185,7 @@ def judge_section(
     costs = judge_costs(judge_runs)
     out["judge_bias"] = judge_bias(pair, out["length_controlled"], position, costs)
     lap("length_and_bias")
+    if pairs is not None:
+        out["kappa_pairs"] = pairs.result()
+        lap("kappa_pairs_wait")
     return out

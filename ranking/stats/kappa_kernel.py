@@ -11,6 +11,8 @@ bootstraps of the same tables; their random streams differ.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .elo import HAVE_NUMBA, numba
@@ -20,7 +22,8 @@ def _percentile_sorted(v: np.ndarray, m: int, q: float) -> float:
     pos = q * (m - 1)
     lo = int(np.floor(pos))
     hi = min(lo + 1, m - 1)
-    return v[lo] + (pos - lo) * (v[hi] - v[lo])
+    value: float = v[lo] + (pos - lo) * (v[hi] - v[lo])
+    return value
 
 
 def _binomial(n: int, q: float) -> int:
@@ -61,7 +64,7 @@ def _binomial_chain(cnt: np.ndarray, idx: np.ndarray, probs: np.ndarray, n: int)
 
 def _cohen_boot_py(
     flat: np.ndarray, k: int, n_boot: int, seed: int, lo: np.ndarray, hi: np.ndarray
-):
+) -> None:
     np.random.seed(seed)
     vals = np.empty(n_boot)
     cnt = np.zeros(k * k)
@@ -107,6 +110,8 @@ def _cohen_boot_py(
         hi[p] = _percentile_sorted(good, m, 0.975)
 
 
+# The compiled bootstrap, or None without numba.
+_cohen_boot: Callable[[np.ndarray, int, int, int, np.ndarray, np.ndarray], None] | None
 if HAVE_NUMBA:
     _percentile_sorted = numba.njit(cache=True, nogil=True)(_percentile_sorted)
     _binomial = numba.njit(cache=True, nogil=True)(_binomial)

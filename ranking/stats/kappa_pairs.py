@@ -8,7 +8,10 @@ Only first ratings count.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
@@ -80,7 +83,9 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return pairs // n_r, pairs % n_r, cells, np.asarray(names)
 
 
-def _pair_intervals(tables: np.ndarray, n: np.ndarray, n_boot: int, min_items: int, rng):
+def _pair_intervals(
+    tables: np.ndarray, n: np.ndarray, n_boot: int, min_items: int, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Bootstrap intervals for the pairs with at least ``min_items`` common items (NaN else)."""
     lo, hi = np.full(len(n), np.nan), np.full(len(n), np.nan)
     big = n >= min_items
@@ -98,7 +103,7 @@ def cohen_pairs(
     min_common: int = 5,
     interval_min_items: int = PAIR_INTERVAL_MIN_ITEMS,
     n_boot: int = iv.N_BOOTSTRAP,
-    rng=None,
+    rng: np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
     in common, per (mode, criterion)."""
@@ -143,13 +148,15 @@ def _counts(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return counts[counts.sum(axis=1) >= 2], np.asarray(cats, dtype=float)
 
 
-def _chance_rows(mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int, rng):
+def _chance_rows(
+    mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int, rng: np.random.Generator
+) -> list[tuple[Any, ...]]:
     counts, cats = _counts(g)
     if not len(counts):
         return []
     uniq, freq = iv.patterns(counts)
     levels = ("nominal",) if mode == "pairwise" else ("ordinal", "interval")
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for stat, level in [("fleiss_kappa", ""), *((f"alpha_{lv}", lv) for lv in levels)]:
         kind = "fleiss" if stat == "fleiss_kappa" else "alpha"
         est, lo, hi = iv.with_interval(
@@ -159,13 +166,15 @@ def _chance_rows(mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int
     return rows
 
 
-def chance_agreement(j: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng=None) -> pd.DataFrame:
+def chance_agreement(
+    j: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng: np.random.Generator | None = None
+) -> pd.DataFrame:
     """Fleiss' kappa and Krippendorff's alpha (nominal for pairwise; ordinal and interval for
     stars) with bootstrap intervals, per (mode, raters, criterion). ``raters``: "all" (humans
     and judges), "humans", or one pool."""
     f = _first(j)
     rng = rng if rng is not None else np.random.default_rng(0)
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
         kind = g["rater_kind"].astype(str)
         subsets = [("all", g), ("humans", g[kind == "human"])]

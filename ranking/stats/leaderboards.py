@@ -81,7 +81,17 @@ def _time_ordered(pair_df: pd.DataFrame) -> pd.DataFrame:
     return pair_df.take(np.lexsort((pair_df["rating_id"].to_numpy(), at.array.asi8)))
 
 
-def _stability(kind, models, final, rank, pts, played, sh, sh_rank, n_shuffles) -> pd.DataFrame:
+def _stability(
+    kind: str,
+    models: list[str],
+    final: np.ndarray,
+    rank: np.ndarray,
+    pts: dict[str, np.ndarray],
+    played: np.ndarray,
+    sh: np.ndarray,
+    sh_rank: np.ndarray,
+    n_shuffles: int,
+) -> pd.DataFrame:
     p_rank = pd.Series(pts["score"]).where(played).rank(ascending=False, method="min")
     with np.errstate(all="ignore"):
         return pd.DataFrame(
@@ -104,7 +114,15 @@ def _stability(kind, models, final, rank, pts, played, sh, sh_rank, n_shuffles) 
         )[played]
 
 
-def _long(kind: str, step: str, first: int, models, values, ranks, played) -> pd.DataFrame:
+def _long(
+    kind: str,
+    step: str,
+    first: int,
+    models: list[str],
+    values: np.ndarray,
+    ranks: np.ndarray,
+    played: np.ndarray,
+) -> pd.DataFrame:
     """A (rounds or shuffles) x models matrix as one row per (step, model) that played."""
     m = len(models)
     si, mi = np.divmod(np.arange(values.size), m)
@@ -119,7 +137,14 @@ def _long(kind: str, step: str, first: int, models, values, ranks, played) -> pd
     )[np.tile(played, values.shape[0])]
 
 
-def _variance(kind, flags, n_matches, n_shuffles, sh, played) -> dict[str, Any]:
+def _variance(
+    kind: str,
+    flags: pd.DataFrame,
+    n_matches: int,
+    n_shuffles: int,
+    sh: np.ndarray,
+    played: np.ndarray,
+) -> dict[str, Any]:
     # The paper's analytic variance needs the raters' accuracy p: pooled pairwise accuracy of
     # the raters whose matches these are.
     fk = flags[(flags["mode"] == "pairwise")] if len(flags) else flags
@@ -139,7 +164,16 @@ def _variance(kind, flags, n_matches, n_shuffles, sh, played) -> dict[str, Any]:
     }
 
 
-def _elo_kind(kind, g, flags, *, both_bad, n_shuffles, trajectory_rounds, rng) -> dict | None:
+def _elo_kind(
+    kind: str,
+    g: pd.DataFrame,
+    flags: pd.DataFrame,
+    *,
+    both_bad: str,
+    n_shuffles: int,
+    trajectory_rounds: int,
+    rng: np.random.Generator,
+) -> dict[str, Any] | None:
     """Every Elo table's rows for one rater kind (None when it has no matches)."""
     a, b, s, models = match_arrays(g, both_bad=both_bad)  # g is in time order
     m = len(models)
@@ -180,7 +214,7 @@ def elo_tables(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind."""
-    parts: dict[str, list] = {"lead": [], "stab": [], "shuf": [], "traj": []}
+    parts: dict[str, list[pd.DataFrame]] = {"lead": [], "stab": [], "shuf": [], "traj": []}
     var: dict[str, Any] = {}
     # Sorted once: each kind's group keeps the time order (groupby keeps the rows' order).
     for kind, g in _kind_groups(_time_ordered(pair_df)):

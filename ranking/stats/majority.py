@@ -24,6 +24,8 @@ Rows: ``group_by`` "judge" (one row per judge), "pool" (the humans of a pool, po
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -107,7 +109,9 @@ def _group_keys(g: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
     ]
 
 
-def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[tuple]]:
+def _rows_for(
+    mode: str, crit: str, g: pd.DataFrame
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     code, names = label_codes(g, mode)
     k = len(names)
     human = str_values(g["rater_kind"]) == "human"
@@ -161,8 +165,8 @@ def _rows_for(mode: str, crit: str, g: pd.DataFrame) -> tuple[list[tuple], list[
 def majority_agreement(j: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(agreement table, confusion table) over first ratings; see the module docstring."""
     f = j[j["is_first"]] if len(j) else j
-    rows: list[tuple] = []
-    conf: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
+    conf: list[tuple[Any, ...]] = []
     if len(f) and (f["rater_kind"].astype(str) == "human").any():
         for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
             r, c = _rows_for(str(mode), str(crit), g)

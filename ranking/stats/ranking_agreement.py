@@ -14,8 +14,10 @@ study has several judges, of each judge.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
@@ -49,7 +51,8 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     """Average ranks along the last axis (ties share their mean rank)."""
     from scipy.stats import rankdata
 
-    return rankdata(x, axis=-1)
+    ranks: npt.NDArray[np.float64] = rankdata(x, axis=-1)
+    return ranks
 
 
 def rank_corr_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,14 +71,18 @@ def rank_corr_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.where(bad, np.nan, rho), np.where(bad, np.nan, tau)
 
 
-def _row(mode, ranking, judge, hx, jx, n_q) -> tuple:
+def _row(
+    mode: str, ranking: str, judge: str, hx: np.ndarray, jx: np.ndarray, n_q: int
+) -> tuple[Any, ...]:
     rho, tau = rank_corr_rows(hx, jx)
     rlo, rhi = iv.percentile_interval(rho[1:]) if len(rho) > 1 else (np.nan, np.nan)
     tlo, thi = iv.percentile_interval(tau[1:]) if len(tau) > 1 else (np.nan, np.nan)
     return (mode, ranking, judge, hx.shape[1], n_q, rho[0], rlo, rhi, tau[0], tlo, thi)
 
 
-def _star_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models, crits) -> tuple:
+def _star_sums(
+    df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str], crits: list[str]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     m = pd.Categorical(str_values(df["model"]), categories=models).codes
     c = pd.Categorical(str_values(df["criterion"]), categories=crits).codes
     cell = (q * len(models) + m) * len(crits) + c
@@ -105,12 +112,16 @@ def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
 
 
 def ranking_agreement(
-    star_df: pd.DataFrame, pair_df: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng=None
+    star_df: pd.DataFrame,
+    pair_df: pd.DataFrame,
+    *,
+    n_boot: int = iv.N_BOOTSTRAP,
+    rng: np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Spearman / Kendall between the human and each judge ranking, with question-bootstrap
     intervals (star means and Points)."""
     rng = rng if rng is not None else np.random.default_rng(0)
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     star = star_df[star_df["score"].notna()]
     if len(star):
         q, qs = pd.factorize(star["question_id"])
@@ -134,7 +145,9 @@ def ranking_agreement(
     )
 
 
-def _points_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str]) -> tuple:
+def _points_sums(
+    df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     # Every row is kept (the caller dropped self-matches), so ``q`` stays aligned with a, b, s.
     a, b, s, _ = match_arrays(df, models=models)
     qq = q
@@ -147,7 +160,9 @@ def _points_sums(df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str]) -
     return pts.reshape(n_q, m), games.reshape(n_q, m).astype(float)
 
 
-def _pair_rows(pair_df: pd.DataFrame, n_boot: int, rng) -> list[tuple]:
+def _pair_rows(
+    pair_df: pd.DataFrame, n_boot: int, rng: np.random.Generator
+) -> list[tuple[Any, ...]]:
     # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned.
     df = pair_df[str_values(pair_df["model_a"]) != str_values(pair_df["model_b"])]
     q, qs = pd.factorize(df["question_id"])
@@ -159,7 +174,7 @@ def _pair_rows(pair_df: pd.DataFrame, n_boot: int, rng) -> list[tuple]:
     hp, hg = _points_sums(df[human], q[human], len(qs), models)
     with np.errstate(all="ignore"):
         hx = (w @ hp) / (w @ hg)
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for name, mask in _judge_groups(df):
         if not mask.any():
             continue

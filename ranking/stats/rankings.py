@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -91,7 +92,8 @@ def infer_criterion_max(star_df: pd.DataFrame) -> dict[str, float]:
     """Highest score seen per criterion (used when the rubric's star range is not given)."""
     if star_df.empty:
         return {}
-    return star_df.groupby("criterion")["score"].max().astype(float).to_dict()
+    highest: dict[str, float] = star_df.groupby("criterion")["score"].max().astype(float).to_dict()
+    return highest
 
 
 _TOTAL_COLS = {
@@ -168,8 +170,13 @@ def labels(values: pd.Series) -> list[str]:
 def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     """Integer codes of ``values`` in ``categories`` (-1 when absent); cheap for categoricals."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        return values.cat.set_categories(categories).cat.codes.to_numpy(dtype=np.int64)
-    return values.astype(pd.CategoricalDtype(categories)).cat.codes.to_numpy(dtype=np.int64)
+        codes: npt.NDArray[np.int64] = values.cat.set_categories(categories).cat.codes.to_numpy(
+            dtype=np.int64
+        )
+        return codes
+    dtype = pd.CategoricalDtype(categories)
+    coded: npt.NDArray[np.int64] = values.astype(dtype).cat.codes.to_numpy(dtype=np.int64)
+    return coded
 
 
 def _choice_score(choice: pd.Series) -> np.ndarray:
@@ -177,7 +184,8 @@ def _choice_score(choice: pd.Series) -> np.ndarray:
         lut = np.array([CHOICE_SCORE_A.get(str(c), np.nan) for c in choice.cat.categories])
         codes = choice.cat.codes.to_numpy()
         return np.where(codes >= 0, lut[codes], np.nan)
-    return choice.map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    scores: npt.NDArray[np.float64] = choice.map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    return scores
 
 
 def points_arrays(

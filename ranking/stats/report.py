@@ -45,6 +45,7 @@ position_bias               (group_by in {rater_kind, pool, rater_id}, group): l
 annotator_diagnostics       (rater_id): counts, left bias, tie / both-bad overuse, median seconds,
                             mean stars, accuracy and consistency per mode
 judge_* and the rest        the judge-vs-human section: see ``ranking.stats.judge_report``
+ppi, ppi_curve              judge-assisted (PPI++) estimates: see ``ranking.stats.ppi_section``
 ==========================  =====================================================================
 
 ``report_to_jsonable`` turns the dict into JSON-ready dicts and lists (tables become lists of
@@ -54,7 +55,8 @@ records; NaN, NA and infinities become None; timestamps ISO 8601 strings).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -85,6 +87,7 @@ from .filters import filter_frame, raters_below
 from .jsonable import jsonable, report_to_jsonable
 from .judge_report import JUDGE_KEYS, judge_section
 from .leaderboards import BT_TIES, bt_table, elo_tables, rankings_for_correlation
+from .ppi_section import PPI_KEYS, ppi_section
 from .rankings import (
     correlation_table,
     infer_criterion_max,
@@ -124,6 +127,7 @@ REPORT_KEYS: tuple[str, ...] = (
     "position_bias",
     "annotator_diagnostics",
     *JUDGE_KEYS,
+    *PPI_KEYS,
 )
 
 
@@ -167,6 +171,29 @@ class ReportOptions:
         return d
 
 
+# Worker threads of one report: the leaderboards and the per-pair kappa bootstrap. 0 runs
+# everything in the calling thread, in the same order (the figures are the same either way).
+REPORT_THREADS = 2
+
+
+class _Inline(Executor):
+    """An executor that runs each job at once in the calling thread (REPORT_THREADS = 0)."""
+
+    def submit[**P, T](self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed to the caller by result(), as a thread would
+            future.set_exception(exc)
+        return future
+
+
+def _pool() -> Executor:
+    if REPORT_THREADS <= 0:
+        return _Inline()
+    return ThreadPoolExecutor(max_workers=REPORT_THREADS, thread_name_prefix="report")
+
+
 class Laps:
     """Seconds spent per section, for ``meta["timings"]`` and the speed benchmark."""
 
@@ -180,8 +207,10 @@ class Laps:
         self._last = now
 
 
-def _filtered(star_df, pair_df, o: ReportOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
-    filt = {
+def _filtered(
+    star_df: pd.DataFrame, pair_df: pd.DataFrame, o: ReportOptions
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    filt: dict[str, Any] = {
         "pools": o.pools,
         "rater_kinds": o.rater_kinds,
         "task_types": o.task_types,
@@ -192,7 +221,9 @@ def _filtered(star_df, pair_df, o: ReportOptions) -> tuple[pd.DataFrame, pd.Data
     return star, filter_frame(coerce_pair(pair_df), **filt)
 
 
-def _quality_section(star, pair, o: ReportOptions) -> tuple[dict[str, Any], set[str]]:
+def _quality_section(
+    star: pd.DataFrame, pair: pd.DataFrame, o: ReportOptions
+) -> tuple[dict[str, Any], set[str]]:
     """Accuracy and consistency, measured before the thresholds leave raters out."""
     j = judgements(star, pair)
     flags = accuracy_flags(j, ddof=o.ddof)
@@ -217,7 +248,14 @@ def _quality_section(star, pair, o: ReportOptions) -> tuple[dict[str, Any], set[
     return tables, excluded
 
 
-def _leaderboard_section(star, pair, flags, o: ReportOptions, crit_max, rng) -> dict[str, Any]:
+def _leaderboard_section(
+    star: pd.DataFrame,
+    pair: pd.DataFrame,
+    flags: pd.DataFrame,
+    o: ReportOptions,
+    crit_max: Mapping[str, float],
+    rng: np.random.Generator,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "leaderboard_star": star_means(star, include_repeats=o.include_repeats),
         "leaderboard_total": total_score(star, crit_max, include_repeats=o.include_repeats),
@@ -243,7 +281,9 @@ def _leaderboard_section(star, pair, flags, o: ReportOptions, crit_max, rng) -> 
     return out
 
 
-def _bias_section(star, pair, j, flags, o: ReportOptions) -> dict[str, Any]:
+def _bias_section(
+    star: pd.DataFrame, pair: pd.DataFrame, j: pd.DataFrame, flags: pd.DataFrame, o: ReportOptions
+) -> dict[str, Any]:
     pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
     out: dict[str, Any] = {
         "length_bias": length_bias(pair_r, o.length_thresholds),
@@ -256,7 +296,9 @@ def _bias_section(star, pair, j, flags, o: ReportOptions) -> dict[str, Any]:
     return out
 
 
-def _diagnostics(star, pair, quality: Mapping[str, Any]) -> pd.DataFrame:
+def _diagnostics(
+    star: pd.DataFrame, pair: pd.DataFrame, quality: Mapping[str, Any]
+) -> pd.DataFrame:
     diag = annotator_diagnostics(star, pair)
     for name in ("accuracy", "consistency"):
         table = quality[f"{name}_by_rater"]
@@ -267,7 +309,21 @@ def _diagnostics(star, pair, quality: Mapping[str, Any]) -> pd.DataFrame:
     return diag
 
 
-def _meta(star, pair, o: ReportOptions, excluded, crit_max, max_source, t0) -> dict[str, Any]:
+def _timed[T](fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """(fn(*args), seconds it took): the time of a section run on a worker thread."""
+    t = time.perf_counter()
+    return fn(*args), round(time.perf_counter() - t, 3)
+
+
+def _meta(
+    star: pd.DataFrame,
+    pair: pd.DataFrame,
+    o: ReportOptions,
+    excluded: set[str],
+    crit_max: Mapping[str, float],
+    max_source: str,
+    t0: float,
+) -> dict[str, Any]:
     return {
         "n_star_rows": int(len(star)),
         "n_star_ratings": int(star["rating_id"].nunique()),
@@ -283,6 +339,24 @@ def _meta(star, pair, o: ReportOptions, excluded, crit_max, max_source, t0) -> d
         "numba": elo_mod.HAVE_NUMBA,
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def _without_excluded(
+    star: pd.DataFrame,
+    pair: pd.DataFrame,
+    quality: dict[str, Any],
+    excluded: set[str],
+    o: ReportOptions,
+) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
+    """The frames, judgements and accuracy flags without the raters below the thresholds (the
+    quality section's own judgements and flags when nobody is left out)."""
+    j, flags = quality.pop("_j"), quality.pop("_flags")
+    if excluded:
+        star = filter_frame(star, exclude_raters=excluded)
+        pair = filter_frame(pair, exclude_raters=excluded)
+        j = judgements(star, pair)
+        flags = accuracy_flags(j, ddof=o.ddof)
+    return star, pair, j, flags
 
 
 def build_report(
@@ -303,36 +377,41 @@ def build_report(
     rng = np.random.default_rng(o.seed)
     star, pair = _filtered(star_df, pair_df, o)
     quality, excluded = _quality_section(star, pair, o)
-    j, flags = quality.pop("_j"), quality.pop("_flags")
-    if excluded:
-        star = filter_frame(star, exclude_raters=excluded)
-        pair = filter_frame(pair, exclude_raters=excluded)
-        j = judgements(star, pair)
-        flags = accuracy_flags(j, ddof=o.ddof)
+    star, pair, j, flags = _without_excluded(star, pair, quality, excluded, o)
     crit_max = o.criterion_max if o.criterion_max is not None else infer_criterion_max(star)
     max_source = "given" if o.criterion_max is not None else "observed maximum per criterion"
     report: dict[str, Any] = dict(quality)
     laps.lap("quality")
-    report.update(_leaderboard_section(star, pair, flags, o, crit_max, rng))
-    laps.lap("leaderboards")
-    report.update(_bias_section(star, pair, j, flags, o))
-    report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
-    laps.lap("bias_and_agreement")
-    pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
-    report.update(
-        judge_section(
-            star,
-            pair_r,
-            j,
-            position=report["position_bias"],
-            judge_runs=o.judge_runs,
-            min_common=o.min_ratings,
-            ddof=o.ddof,
-            n_bootstrap=o.n_bootstrap,
-            seed=o.seed,
-            laps=laps,
+    # The leaderboards (Elo shuffles, Bradley-Terry bootstrap) and the per-pair kappa bootstrap
+    # are compiled or numpy loops that release the GIL: they run on worker threads while this
+    # thread does the pandas tables. Each uses its own random stream, as it would in sequence.
+    with _pool() as pool:
+        boards = pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
+        report.update(_bias_section(star, pair, j, flags, o))
+        report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
+        laps.lap("bias_and_agreement")
+        pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
+        report.update(
+            judge_section(
+                star,
+                pair_r,
+                j,
+                position=report["position_bias"],
+                judge_runs=o.judge_runs,
+                min_common=o.min_ratings,
+                ddof=o.ddof,
+                n_bootstrap=o.n_bootstrap,
+                seed=o.seed,
+                laps=laps,
+                pool=pool,
+            )
         )
-    )
+        tables, seconds = boards.result()
+        report.update(tables)
+        laps.lap("leaderboards_wait")
+        laps.seconds["leaderboards (worker thread)"] = seconds
+    report.update(ppi_section(star, pair, seed=o.seed))  # judge-assisted estimates (PPI++)
+    laps.lap("ppi")
     report["meta"] = _meta(star, pair, o, excluded, crit_max, max_source, t0)
     report["meta"]["timings"] = laps.seconds
     return {k: report[k] for k in REPORT_KEYS}

@@ -9,6 +9,7 @@ columns) behaves exactly like a frame built by the synthetic generator.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 STAR_COLUMNS: tuple[str, ...] = (
@@ -213,11 +214,6 @@ def empty_pair_df() -> pd.DataFrame:
     )
 
 
-def pair_score_a(choice: pd.Series) -> np.ndarray:
-    """Score of each pairwise choice from response A's side (A 1, tie 0.5, both_bad 0.5, B 0)."""
-    return choice.map(CHOICE_SCORE_A).to_numpy(dtype=float)
-
-
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
     """An empty result table with the given column -> dtype mapping."""
     return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in columns.items()})
@@ -228,5 +224,7 @@ def str_values(values: pd.Series) -> np.ndarray:
     not per row), which matters on 1M-row frames."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         cats = np.array([str(c) for c in values.cat.categories] + [""], dtype=object)
-        return cats[values.cat.codes.to_numpy()]
-    return values.astype(str).to_numpy(dtype=object)
+        strings: npt.NDArray[np.object_] = cats[values.cat.codes.to_numpy()]
+        return strings
+    as_str: npt.NDArray[np.object_] = values.astype(str).to_numpy(dtype=object)
+    return as_str

@@ -210,6 +210,11 @@
     }
     box.textContent = text;
   }
+  // A refused rating comes back as 422 with the item and its messages: swap it in like a success
+  // (htmx leaves error statuses unswapped), so the annotator sees what to fix.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    if (e.detail.xhr.status === 422) { e.detail.shouldSwap = true; e.detail.isError = false; }
+  });
   document.addEventListener("htmx:responseError", function (e) {
     // A short plain message from the server (e.g. "Too many requests") is shown as it is.
     var xhr = e.detail.xhr, text = xhr.responseText || "";

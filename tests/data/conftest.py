@@ -9,36 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from annotation.importers import dataset_import
-from annotation.models import (
-    LLM,
-    Assignment,
-    Dataset,
-    Item,
-    Question,
-    Rater,
-    Rating,
-    Response,
-    Score,
-    Study,
-)
 
-FIXTURES = Path(settings.BASE_DIR) / "fixtures"
-L2 = FIXTURES / "llmeval-2"
-SHARED = Path(settings.BASE_DIR).parent / "shared" / "data"
+# Test modules import these from here.
+from tests.factories import FIXTURES, L2, SHARED, l2_files, table_counts
 
-
-def table_counts() -> dict[str, int]:
-    return {
-        m.__name__: m.objects.count()
-        for m in (Dataset, Question, LLM, Response, Study, Item, Rater, Assignment, Rating, Score)
-    }
-
-
-def l2_files(folder: str) -> list[Path]:
-    return sorted((L2 / folder).glob("*_data.json"))
+__all__ = ["FIXTURES", "L2", "SHARED", "l2_files", "table_counts"]
 
 
 @pytest.fixture

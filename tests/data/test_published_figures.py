@@ -274,3 +274,29 @@ def test_llmeval1_gpt4_star_ranking_reproduces_table_2(llmeval1, other, rho, tau
     assert r["n_models"] == 12
     assert math.floor(r["spearman_rho"] * 1000) / 1000 == pytest.approx(rho)
     assert math.floor(r["kendall_tau_b"] * 1000) / 1000 == pytest.approx(tau)
+
+
+def _readme_totals() -> dict[str, tuple[float, int, float, int, float, int]]:
+    """README.md's LLMEval-2 table: model -> (published human, rank, ours, rank, GPT-4, rank)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = text.split("<!-- llmeval2-totals -->")[1].split("<!-- /llmeval2-totals -->")[0]
+    out = {}
+    for line in table.strip().splitlines()[2:]:
+        model, *cells = (c.strip() for c in line.strip("|").split("|"))
+        nums = [part.strip("()") for cell in cells for part in cell.split()]
+        out[model] = tuple(float(n) if "." in n else int(n) for n in nums)
+    return out
+
+
+def test_the_project_readme_totals_are_what_the_import_and_report_give(llmeval2):
+    rows = _readme_totals()
+    assert list(rows) == list(README)
+    human, judge = _totals(llmeval2, "human"), _totals(llmeval2, "judge")
+    for model, (published, _, ours, ours_rank, gpt4, gpt4_rank) in rows.items():
+        assert published == README[model][0] and gpt4 == README[model][1], model
+        assert f"{human.loc[model, 'total']:.2f}" == f"{ours:.2f}", model
+        assert int(human.loc[model, "rank"]) == ours_rank, model
+        assert f"{judge.loc[model, 'total']:.2f}" == f"{gpt4:.2f}", model
+        assert int(judge.loc[model, "rank"]) == gpt4_rank, model

@@ -149,3 +149,35 @@ def test_ratings_record_bulk_refuses_a_repeat_whose_origin_is_missing(star_items
     with pytest.raises(ValueError, match="origin"):
         ratings_record_bulk(rows=[repeat])
     assert not Assignment.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("model", "columns"),
+    [
+        (Assignment, "ASSIGNMENT_COLUMNS"),
+        (Rating, "RATING_COLUMNS"),
+        (Score, "SCORE_COLUMNS"),
+    ],
+)
+def test_the_copy_path_writes_every_column_the_database_cannot_fill_itself(model, columns):
+    """PostgreSQL's COPY path names its columns; a new NOT NULL field without a database default
+    must be added there too, or imports on PostgreSQL would fail."""
+    import annotation.recording as recording
+
+    named = set(getattr(recording, columns))
+    needed = {
+        f.column
+        for f in model._meta.concrete_fields
+        if not f.null and not f.has_db_default() and not (f.primary_key and model is Score)
+    }
+    assert needed <= named, needed - named
+
+
+def test_the_copy_path_gives_each_assignment_a_random_version_4_uuid():
+    import uuid
+
+    from annotation.recording import _uuids
+
+    ids = [uuid.UUID(u) for u in _uuids(500)]
+    assert len(set(ids)) == 500
+    assert {u.version for u in ids} == {4} and {u.variant for u in ids} == {uuid.RFC_4122}

@@ -222,6 +222,23 @@ def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organ
     assert Rating.objects.count() == 1
 
 
+def test_a_refused_rating_is_swapped_in_with_its_message_and_nothing_is_stored(carol, organizer):
+    page = carol
+    study = make_study(owner=organizer, mode="pairwise", n_questions=2)
+    page.goto(f"/s/{study.public_id}/next/")
+    expect(page.locator("#annotate[data-ready]")).to_be_visible()
+    item_url = page.url
+    # A tampered form (as a hostile client would send): the server answers 422 with the item.
+    page.keyboard.press("4")
+    page.evaluate(
+        "() => { document.querySelector('input[name=choice]:checked').value = 'sideways'; }"
+    )
+    page.keyboard.press("Enter")
+    # The server's own message, swapped in (not the generic "request failed" notice).
+    expect(page.locator("#annotate")).to_contain_text("Choose one of:")
+    assert page.url == item_url and not Rating.objects.exists()
+
+
 # -- 5. Chinese Markdown and lang ----------------------------------------------------------
 
 

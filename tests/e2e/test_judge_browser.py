@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.tasks.backends.dummy import DummyBackend
 from playwright.sync_api import expect
 
 # The judge fixtures: the test server, the operator's rules (autouse), a study factory.
@@ -22,18 +23,25 @@ from tests.evaluation.conftest import (  # noqa: F401
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def queue(monkeypatch):
-    """Jobs handed to the task queue, run by the test when it says so. The live server shares the
-    test's database connection (in-memory SQLite); a queue thread with a connection of its own
-    would fight it for table locks, so the test thread runs the job while the page polls."""
-    from evaluation.tasks import judge_run_execute
+class HeldBackend(DummyBackend):
+    """Django's DummyBackend (jobs recorded, not run) with one list of run ids for every thread:
+    the live server serves from a thread of its own, with backends of its own."""
 
-    jobs: list[int] = []
-    monkeypatch.setattr(
-        judge_run_execute, "enqueue", lambda run_id, **kw: jobs.append(run_id) or f"job-{run_id}"
-    )
-    return jobs
+    held: list[int] = []
+
+    def _store_result(self, result):
+        super()._store_result(result)
+        self.held.append(result.args[0])
+
+
+@pytest.fixture
+def queue(settings):
+    """Jobs handed to the task backend, run by the test when it says so. The live server shares
+    the test's database connection (in-memory SQLite); a worker with a connection of its own
+    would fight it for table locks, so the test thread runs the job while the page polls."""
+    settings.TASKS = {"default": {"BACKEND": f"{__name__}.HeldBackend"}}
+    HeldBackend.held.clear()
+    return HeldBackend.held
 
 
 def run_queued_jobs(jobs: list[int]) -> None:

@@ -66,6 +66,21 @@ def test_incomplete_scores_are_refused_with_a_clear_message(annotator_client, st
     assert not Rating.objects.exists()
 
 
+def test_an_htmx_submit_that_is_refused_is_a_422_fragment_with_the_message(
+    annotator_client, star_study
+):
+    a = serve(annotator_client, star_study)
+    data = {**star_post(a), "c_accuracy": "٣"}
+    url = reverse("annotate:assignment", args=[a.public_id])
+    response = annotator_client.post(url, data, **HX)
+    # A client error, not a 200: annotate.js swaps a 422 in so the annotator sees the message.
+    assert response.status_code == 422
+    assert b"<html" not in response.content and b'role="alert"' in response.content
+    response = annotator_client.post(url, {**star_post(a), "active_ms": "1e309"}, **HX)
+    assert response.status_code == 422
+    assert not Rating.objects.exists()
+
+
 def test_htmx_submit_swaps_in_the_next_item_fragment(annotator_client, star_study):
     a = serve(annotator_client, star_study)
     response = annotator_client.post(
@@ -209,7 +224,7 @@ def test_public_sign_up_needs_consent_and_is_rate_limited(client, db, organizer,
     assert rater.nickname == "Lin" and rater.consented_at is not None
     a = serve(client, study)
     assert a.rater == rater
-    from annotation import views_annotator
+    from annotation.views import annotator as views_annotator
 
     codes = []
     for i in range(views_annotator.PUBLIC_SIGNUPS_PER_HOUR + 1):
@@ -221,7 +236,7 @@ def test_public_sign_up_needs_consent_and_is_rate_limited(client, db, organizer,
 def test_public_raters_are_throttled_per_minute(client, db, organizer, monkeypatch):
     from django.core.cache import cache
 
-    from annotation import views_annotator
+    from annotation.views import annotator as views_annotator
 
     cache.clear()
     monkeypatch.setattr(views_annotator, "PUBLIC_REQUESTS_PER_MINUTE", 3)
@@ -366,7 +381,7 @@ def test_an_account_without_a_rater_gets_no_annotator_list(client, outsider):
 
 
 def test_invitation_link_sets_a_password_once(client, db, organizer):
-    from annotation.views_organizer import onsite_annotator_create
+    from annotation.views.organizer import onsite_annotator_create
 
     rater, invite = onsite_annotator_create(username="dan", password="", invited_by=organizer)
     assert not rater.user.has_usable_password()

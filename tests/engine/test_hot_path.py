@@ -12,7 +12,7 @@ from django.db import connection
 
 from annotation import engine
 from annotation.models import Assignment, Item, Rating, Study
-from annotation.views_annotator import _EXPOSURE, _EXPOSURE_LIGHT
+from annotation.views.annotator import _EXPOSURE, _EXPOSURE_LIGHT
 
 from .conftest import crowd_enter, make_rater, make_study
 

@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from annotation.models import LLM, Dataset, Question, Response, Rubric
-from annotation.services import study_create
+from annotation.models import Study
 from evaluation.services import judge_config_create
 from evaluation.testing.fake_openai import FakeOpenAI
+from tests.factories import make_dataset
+from tests.factories import make_study as _make_study
 
 KEY_ENV = "LLMEVAL_TEST_JUDGE_KEY"
 
@@ -22,6 +23,21 @@ def _judge_rules(settings):
     settings.JUDGE_API_KEY_ENVS = ["OPENAI_API_KEY", KEY_ENV]
     settings.JUDGE_ALLOWED_HOSTS = ["127.0.0.1"]
     settings.JUDGE_ALLOW_PUBLIC_HOSTS = True
+
+
+@pytest.fixture
+def immediate_tasks(settings):
+    """Jobs run in the caller (TASK_BACKEND=immediate: Django's ImmediateBackend)."""
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture
+def held_tasks(settings):
+    """Jobs are recorded and not run (Django's DummyBackend); `.results` lists what was queued."""
+    from django.tasks import task_backends
+
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}}
+    return task_backends["default"]
 
 
 @pytest.fixture(scope="session")
@@ -39,50 +55,28 @@ def fake(_fake_server, monkeypatch):
     _fake_server.json_supported = True
     _fake_server.paused = False
     _fake_server.models = ["gpt-4-0613", "fake-judge"]
+    _fake_server.rpm_limit = _fake_server.tpm_limit = None
+    _fake_server.limit_window = 60.0
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     return _fake_server
 
 
-def make_dataset(
-    name: str,
-    questions: list[str],
-    *,
-    n_llms: int = 2,
-    kind: str = "subjective",
-    reference: str = "the reference",
-    answer_type: str = "",
-) -> Dataset:
-    dataset = Dataset.objects.create(name=name)
-    llms = [LLM.objects.get_or_create(name=f"llm-{i}")[0] for i in range(n_llms)]
-    for qi, text in enumerate(questions):
-        q = Question.objects.create(
-            dataset=dataset,
-            external_id=f"{name}-{qi}",
-            text=text,
-            kind=kind,
-            reference=reference,
-            answer_type=answer_type,
-            task_type="Physics",
-        )
-        for li, llm in enumerate(llms):
-            Response.objects.create(question=q, llm=llm, text=f"answer {li} to question {qi}")
-    return dataset
-
-
 @pytest.fixture
 def make_study(organizer):
-    counter = {"n": 0}
+    """A draft study, one question per text given (the texts carry the fake server's fault
+    markers), answered by n LLMs; dataset keywords: kind, reference, answer_type."""
 
     def factory(questions, *, mode="star", rubric="llmeval2", n_llms=2, owner=None, **kw):
-        counter["n"] += 1
-        ds_kw = {k: kw.pop(k) for k in ("kind", "reference", "answer_type") if k in kw}
-        ds = make_dataset(f"ds{counter['n']}", questions, n_llms=n_llms, **ds_kw)
-        return study_create(
-            name=f"study {counter['n']}",
-            dataset=ds,
-            mode=mode,
-            rubric=Rubric.objects.get(key=rubric),
+        ds_kw = {"reference": "the reference", "task_type": "Physics"}
+        ds_kw |= {k: kw.pop(k) for k in ("kind", "reference", "answer_type") if k in kw}
+        kw.setdefault("repeat_rate", Study._meta.get_field("repeat_rate").get_default())
+        dataset = make_dataset(n_llms=n_llms, questions=questions, **ds_kw)
+        return _make_study(
             owner=owner or organizer,
+            mode=mode,
+            rubric=rubric,
+            dataset=dataset,
+            status=Study.Status.DRAFT,
             **kw,
         )
 

@@ -44,71 +44,71 @@ def _count(db: Path, sql: str) -> int:
         return con.execute(sql).fetchone()[0]
 
 
+def _scenario(env: dict, server: FakeOpenAI) -> dict:
+    args = ["--migrate", "--items", "240", "--base-url", server.base_url, "--concurrency", "16"]
+    out = subprocess.run(
+        [sys.executable, "-m", "evaluation.testing.scenario", *args, "--key-env", KEY_ENV],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+RECORDED = "SELECT count(*) FROM evaluation_judgecall WHERE cached = 0 AND status = 'ok'"
+
+
+def _kill_midway(db: Path, env: dict, ids: dict, server: FakeOpenAI) -> int:
+    """Start the run, SIGKILL it with requests in flight once 80 calls are recorded; its id."""
+    cmd = [sys.executable, "manage.py", "judge", "--study", str(ids["study"])]
+    cmd += ["--judge", str(ids["judge"]), "--no-progress", "--repeat-rate", "0.05"]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait(lambda: db.exists() and _count(db, RECORDED) >= 80, 60, "80 recorded calls")
+    server.paused = True  # responses are held: requests stay in flight
+    _wait(lambda: _count(db, RECORDED) == len(server.paid()), 10, "writes to catch up")
+    in_flight = server.in_flight
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    server.paused = False
+    assert proc.returncode == -signal.SIGKILL
+    assert in_flight > 0  # it really was killed mid-run
+    run_id = _count(db, "SELECT max(id) FROM evaluation_judgerun")
+    running = f"SELECT count(*) FROM evaluation_judgerun WHERE id={run_id} AND status='running'"
+    assert _count(db, running) == 1
+    return run_id
+
+
+def _assert_each_planned_call_recorded_once(db: Path, run_id: int) -> None:
+    """Every planned call is recorded once: judged, or failed with a reason."""
+    planned = _count(db, f"SELECT n_planned FROM evaluation_judgerun WHERE id={run_id}")
+    assert _count(db, "SELECT count(*) FROM evaluation_judgecall") == planned
+    assert _count(db, f"SELECT n_done FROM evaluation_judgerun WHERE id={run_id}") == planned
+    twice = (
+        "SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
+        "GROUP BY item_id, purpose HAVING count(*) > 1)"
+    )
+    assert _count(db, twice) == 0
+    silent = "SELECT count(*) FROM evaluation_judgecall WHERE status='failed' AND error = ''"
+    assert _count(db, silent) == 0
+    unjudged = (
+        "SELECT count(*) FROM annotation_item i WHERE NOT EXISTS (SELECT 1 "
+        "FROM evaluation_judgecall c WHERE c.item_id = i.id AND c.purpose='primary')"
+    )
+    assert _count(db, unjudged) == 0
+
+
 def test_a_killed_run_resumes_to_completion_without_paying_twice(tmp_path):
     db = tmp_path / "crash.sqlite3"
     server = FakeOpenAI(latency=0.05).start()
     try:
         env = _env(db)
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evaluation.testing.scenario",
-                "--migrate",
-                "--items",
-                "240",
-                "--base-url",
-                server.base_url,
-                "--concurrency",
-                "16",
-                "--key-env",
-                KEY_ENV,
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        )
-        ids = json.loads(out.stdout.strip().splitlines()[-1])
-        cmd = [
-            sys.executable,
-            "manage.py",
-            "judge",
-            "--study",
-            str(ids["study"]),
-            "--judge",
-            str(ids["judge"]),
-            "--no-progress",
-            "--repeat-rate",
-            "0.05",
-        ]
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        recorded = "SELECT count(*) FROM evaluation_judgecall WHERE cached = 0 AND status = 'ok'"
-        _wait(lambda: db.exists() and _count(db, recorded) >= 80, 60, "80 recorded calls")
-        server.paused = True  # responses are held: requests stay in flight
-        _wait(lambda: _count(db, recorded) == len(server.paid()), 10, "writes to catch up")
-        in_flight = server.in_flight
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        server.paused = False
-        assert proc.returncode == -signal.SIGKILL
-        assert in_flight > 0  # it really was killed mid-run
-        run_id = _count(db, "SELECT max(id) FROM evaluation_judgerun")
-        assert (
-            _count(
-                db,
-                f"SELECT count(*) FROM evaluation_judgerun WHERE id={run_id} AND status='running'",
-            )
-            == 1
-        )
+        run_id = _kill_midway(db, env, _scenario(env, server), server)
         done_before = _count(db, "SELECT count(*) FROM evaluation_judgecall")
-        planned = _count(db, f"SELECT n_planned FROM evaluation_judgerun WHERE id={run_id}")
-        assert 0 < done_before < planned
-
         resumed = subprocess.run(
             [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
             cwd=ROOT,
@@ -119,36 +119,12 @@ def test_a_killed_run_resumes_to_completion_without_paying_twice(tmp_path):
         )
         assert resumed.returncode == 0, resumed.stderr
         assert f"Run {run_id} done" in resumed.stdout
-
-        # Every planned call is recorded once: judged, or failed with a reason.
-        assert _count(db, "SELECT count(*) FROM evaluation_judgecall") == planned
-        assert _count(db, f"SELECT n_done FROM evaluation_judgerun WHERE id={run_id}") == planned
-        assert (
-            _count(
-                db,
-                "SELECT count(*) FROM (SELECT item_id, purpose FROM evaluation_judgecall "
-                "GROUP BY item_id, purpose HAVING count(*) > 1)",
-            )
-            == 0
-        )
-        assert (
-            _count(
-                db, "SELECT count(*) FROM evaluation_judgecall WHERE status='failed' AND error = ''"
-            )
-            == 0
-        )
-        assert (
-            _count(
-                db,
-                "SELECT count(*) FROM annotation_item i WHERE NOT EXISTS (SELECT 1 "
-                "FROM evaluation_judgecall c WHERE c.item_id = i.id AND "
-                "c.purpose='primary')",
-            )
-            == 0
-        )
+        planned = _count(db, f"SELECT n_planned FROM evaluation_judgerun WHERE id={run_id}")
+        assert 0 < done_before < planned
+        _assert_each_planned_call_recorded_once(db, run_id)
         # No request was paid twice, across the crash.
         assert server.duplicates() == 0
-        assert len(server.paid()) == _count(db, recorded)
+        assert len(server.paid()) == _count(db, RECORDED)
         assert server.stats()["aborted"] >= 1
     finally:
         server.stop()

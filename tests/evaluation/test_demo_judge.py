@@ -8,7 +8,9 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -86,15 +88,56 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
         assert f"Judge: Demo judge (local test server) -> {url} (key in {DEMO_KEY})" in text
         models = httpx2.get(url + "/models", timeout=5).json()
         assert "fake-judge" in [m["id"] for m in models["data"]]
+        worker_pid = int(re.search(r"task worker for judge runs \(pid (\d+)", text).group(1))
+        assert _a_queued_run_is_finished_by_the_demos_worker(env, tmp_path / "demo.sqlite3")
     finally:
         os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         demo.wait(timeout=30)
+    for pid, what in ((fake_pid, "the judge test server"), (worker_pid, "the task worker")):
+        _assert_stopped(pid, what)
+
+
+def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
+    """A judge run queued from another process (as the organizer's page does) is picked up by the
+    worker bin/demo started, and finishes against the demo's judge server."""
+    env = {
+        **env,
+        DEMO_KEY: "demo-key-for-the-local-test-server",
+        "JUDGE_ALLOWED_HOSTS": "127.0.0.1",
+    }
+    env["JUDGE_API_KEY_ENVS"] = DEMO_KEY
+    command = [
+        "--study",
+        "Demo: ChineseAlpacaEval pairwise",
+        "--judge",
+        "Demo judge (local test server)",
+    ]
+    queued = subprocess.run(
+        [sys.executable, "manage.py", "judge", *command, "--limit", "2", "--repeat-rate", "0"]
+        + ["--enqueue"],
+        cwd=ROOT,
+        env={**env, "TASK_BACKEND": "database"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert queued.returncode == 0, queued.stderr
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db, timeout=10) as con:
+            row = con.execute("SELECT status, n_ok FROM evaluation_judgerun").fetchone()
+        if row == ("done", 2):
+            return True
+        time.sleep(0.3)
+    pytest.fail(f"the demo's worker did not finish the run: {row}")
+
+
+def _assert_stopped(pid: int, what: str) -> None:
     for _ in range(50):
         try:
-            os.kill(fake_pid, 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
-            break
+            return
         time.sleep(0.1)
-    else:
-        os.kill(fake_pid, signal.SIGKILL)
-        pytest.fail("the judge test server outlived the demo")
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"{what} outlived the demo")

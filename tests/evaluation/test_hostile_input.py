@@ -17,6 +17,7 @@ from .conftest import KEY_ENV
 HOSTILE = ["\x00", "a\x00b", "²", "٣٣", "9" * 5000, "-1", "NaN", "Infinity", "1e308", "", " ", "☃"]
 JUDGE_FIELDS = ["name", "model", "base_url", "api_key_env", "temperature", "max_tokens", "seed"]
 JUDGE_FIELDS += ["price_in_per_1k", "concurrency", "timeout_s", "max_attempts", "json_mode"]
+JUDGE_FIELDS += ["rpm_limit", "tpm_limit"]
 RUN_FIELDS = ["study", "judge", "repeat_rate", "limit", "seed", "budget", "both_orders"]
 
 

@@ -285,10 +285,11 @@ def test_bad_prices_are_refused_by_the_model_form_and_api(organizer_client, pric
     assert not JudgeConfig.objects.exists()
 
 
-def test_a_price_in_other_decimal_digits_is_read_as_those_digits(organizer_client):
-    # Decimal() reads any Unicode decimal digit: '٣' is 3, stored and shown as 3, never a 500.
+def test_a_price_in_other_decimal_digits_is_refused_not_silently_converted(organizer_client):
+    # Decimal() would read '٣' as 3: a number that spends money is typed in 0-9 or refused.
     r = _api_judge(organizer_client, price_in_per_1k="٣")
-    assert r.status_code == 201 and r.json()["price_in_per_1k"] == "3.000000"
+    assert r.status_code == 400 and "0-9" in str(r.json()["price_in_per_1k"])
+    assert not JudgeConfig.objects.exists()
 
 
 def test_a_price_of_1000_per_1k_is_the_most_allowed_and_the_database_refuses_more(make_judge):

@@ -207,9 +207,8 @@ def test_bad_budgets_are_refused_by_the_api_and_the_page(
 
 
 def test_the_api_dry_run_estimates_and_starts_nothing_then_starts_with_a_budget(
-    organizer_client, settings, make_study, make_judge, fake
+    organizer_client, immediate_tasks, make_study, make_judge, fake
 ):
-    settings.TASK_BACKEND = "immediate"
     study = make_study(["Q?"], n_llms=2)
     judge = make_judge()
     body = {"study": study.pk, "judge": judge.pk, "repeat_rate": 0}
@@ -240,7 +239,7 @@ def test_the_command_dry_run_prints_the_estimate_and_starts_nothing(make_study, 
 
 
 def test_resume_queues_a_failed_run_so_its_page_keeps_refreshing(
-    organizer_client, make_study, make_judge, fake, monkeypatch
+    organizer_client, make_study, make_judge, fake, monkeypatch, held_tasks
 ):
     study = make_study(["Q?"], n_llms=1)
     run = judge_run_create(study=study, judge=make_judge(), repeat_rate=0)
@@ -249,15 +248,14 @@ def test_resume_queues_a_failed_run_so_its_page_keeps_refreshing(
     page = organizer_client.get(reverse("judges:run", args=[run.pk])).content.decode()
     assert 'hx-trigger="every 2s"' not in page
     # Resume with the key still unset: refused with the reason, nothing queued.
-    queued = []
-    monkeypatch.setattr(launch.judge_run_execute, "enqueue", lambda *a, **k: queued.append(a))
     r = organizer_client.post(reverse("judges:run_resume", args=[run.pk]), follow=True)
-    assert "is not set" in r.content.decode() and queued == []
+    assert "is not set" in r.content.decode() and held_tasks.results == []
     monkeypatch.setenv(KEY_ENV, "sk-again")
     r = organizer_client.post(reverse("judges:run_resume", args=[run.pk]), follow=True)
     run.refresh_from_db()
     page = r.content.decode()
-    assert run.status == "queued" and queued == [(run.pk,)]
+    queued = [(r.task.module_path, r.args) for r in held_tasks.results]
+    assert run.status == "queued" and queued == [("evaluation.tasks.judge_run_execute", [run.pk])]
     assert 'hx-trigger="every 2s"' in page
     # The polled fragment carries the trigger while the run is active, and drops it when done.
     part = reverse("judges:run", args=[run.pk]) + "?part=progress"
@@ -294,9 +292,8 @@ def test_the_start_page_shows_the_key_status_and_the_estimate_before_starting(
 
 
 def test_the_largest_estimate_the_limits_allow_is_served_and_stored(
-    organizer_client, settings, make_study, make_judge, fake
+    organizer_client, immediate_tasks, make_study, make_judge, fake
 ):
-    settings.TASK_BACKEND = "immediate"
     with pytest.raises(ValidationError, match="max_tokens"):
         make_judge(name="too-long", max_tokens=1_000_001)
     judge = make_judge(

@@ -13,8 +13,9 @@ from annotation.models import Assignment, Item, Rating, Score
 from evaluation import selectors
 from evaluation.models import JudgeCall, JudgeRun
 from evaluation.parsers import parse
+from evaluation.recording import judge_run_reparse
 from evaluation.runner import execute_run, retry_after_seconds
-from evaluation.services import judge_run_cancel, judge_run_create, judge_run_reparse
+from evaluation.services import judge_run_cancel, judge_run_create
 from evaluation.testing.fake_openai import answer_for
 
 
@@ -99,7 +100,7 @@ def test_pairwise_choices_are_stored_canonically_with_the_order_presented(
 
 
 def test_the_order_is_seeded_so_a_new_plan_gives_the_same_orders(make_study, make_judge, fake):
-    from evaluation.services import judge_run_plan
+    from evaluation.planning import judge_run_plan
 
     study = make_study([f"Q{i}?" for i in range(6)], mode="pairwise", rubric="pairwise")
     judge = make_judge()
@@ -368,40 +369,6 @@ def test_cancel_stops_a_run_and_keeps_what_was_recorded(make_study, make_judge, 
     assert fake.log == []
 
 
-def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_calling_again(
-    make_study, make_judge, fake
-):
-    from evaluation.runner import Journal
-    from evaluation.services import Outcome, judge_run_plan
-
-    study = make_study(["A?", "B?"], n_llms=1)
-    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
-    job = judge_run_plan(run=run).pending[0]
-    # What a killed executor left behind: an answer it was paid for but never committed.
-    raw = answer_for(job.bodies[False]["messages"])
-    journal = Journal(run.pk, run.created_at.isoformat())
-    journal.append(
-        Outcome(
-            job=job,
-            json_mode=False,
-            status="ok",
-            raw=raw,
-            tokens_in=11,
-            tokens_out=7,
-            attempts=1,
-            started_at=None,
-            finished_at=None,
-        )
-    )
-    journal.close(remove=False)
-    run = execute_run(run.pk, backoff=0.01)
-    assert len(fake.paid()) == 1  # only the other item was asked for
-    recovered = run.calls.get(item_id=job.item_id)
-    assert (recovered.raw_output, recovered.tokens_in, recovered.tokens_out) == (raw, 11, 7)
-    assert not recovered.cached and recovered.parse_status == "ok" and recovered.rating is not None
-    assert run.n_done == 2 and not __import__("os").path.exists(journal.path)
-
-
 def test_an_alignbench_run_scores_the_dimensions_of_the_answer_type_and_overall(
     make_study, make_judge, fake
 ):
@@ -478,43 +445,3 @@ def test_retries_timeouts_and_failures_behave_the_same_on_every_transport(
     assert calls["Dead"].status == "failed" and "HTTP 500" in calls["Dead"].error
     assert calls["Cut"].finish_reason == "length" and calls["Cut"].parse_status == "failed"
     assert (calls["Slow"].tokens_in, calls["Slow"].tokens_out) != (0, 0)
-
-
-def test_recording_the_same_call_twice_keeps_one(make_study, make_judge, fake):
-    from evaluation.services import Outcome, judge_calls_record, judge_run_plan
-
-    study = make_study(["Q?"], n_llms=1)
-    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
-    job = judge_run_plan(run=run).pending[0]
-    raw = answer_for(job.bodies[False]["messages"])
-    outcome = Outcome(job=job, json_mode=False, status="ok", raw=raw, tokens_in=5, tokens_out=5)
-    judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
-    snapshot = judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
-    assert snapshot["n_done"] == 1 and run.calls.count() == 1
-    assert Rating.objects.filter(rater=run.judge.rater).count() == 1
-
-
-def test_a_database_failure_stops_calling_and_a_resume_recovers_what_was_paid(
-    make_study, make_judge, fake, monkeypatch
-):
-    from evaluation import services
-
-    fake.latency = 0.05
-    study = make_study([f"Q{i}?" for i in range(10)])  # 20 items
-    run = judge_run_create(study=study, judge=make_judge(concurrency=2), repeat_rate=0)
-    real = services.judge_calls_record
-
-    def broken(**kwargs):
-        if kwargs["outcomes"]:
-            raise RuntimeError("disk full")
-        return real(**kwargs)
-
-    monkeypatch.setattr(services, "judge_calls_record", broken)
-    failed = execute_run(run.pk, backoff=0.01)
-    assert failed.status == "failed" and "disk full" in failed.error
-    paid_before = len(fake.paid())
-    assert 0 < paid_before < 20  # it stopped calling once the writer died
-    monkeypatch.setattr(services, "judge_calls_record", real)
-    done = execute_run(run.pk, backoff=0.01)
-    assert done.status == "done" and done.n_done == 20 and done.n_ok == 20
-    assert len(fake.paid()) == 20 and fake.duplicates() == 0  # the journal had the paid ones

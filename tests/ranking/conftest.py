@@ -1,4 +1,4 @@
-"""Small rated studies built through the ORM, with known ratings: star (three human pools and a
+"""Small rated studies built with the shared factories (tests/factories.py), with known ratings: star (three human pools and a
 judge, repeats, a hidden hint) and pairwise (humans and a judge, both sides, a swapped repeat)."""
 
 from __future__ import annotations
@@ -9,16 +9,15 @@ from dataclasses import dataclass, field
 import pytest
 from django.core.cache import cache
 
-from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from annotation.models import Item, Rater, Rating, Study
 from annotation.services import study_create
 
+# Test modules import these factories from here.
+from tests.factories import make_raters, rate
+
+__all__ = ["T0", "Built", "make_raters", "rate"]
+
 T0 = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
-
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # The shared user fixtures set passwords; the default hasher costs ~0.3 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
@@ -35,52 +34,6 @@ class Built:
     raters: dict[str, Rater]
     items: list[Item]
     ratings: list[Rating] = field(default_factory=list)
-
-
-def rate(
-    study: Study,
-    item: Item,
-    rater: Rater,
-    *,
-    at: dt.datetime,
-    scores: dict[str, int] | None = None,
-    choice: str = "",
-    repeat_of: Assignment | None = None,
-    left_is_a: bool = True,
-    hint_shown: bool = False,
-    seconds: float = 30.0,
-) -> Rating:
-    assignment = Assignment.objects.create(
-        study=study,
-        item=item,
-        rater=rater,
-        status=Assignment.Status.SUBMITTED,
-        is_repeat=repeat_of is not None,
-        repeat_of=repeat_of,
-        left_is_a=left_is_a,
-        hint_shown=hint_shown,
-        served_at=at - dt.timedelta(seconds=seconds),
-        submitted_at=at,
-    )
-    rating = Rating.objects.create(
-        assignment=assignment, item=item, rater=rater, choice=choice, created_at=at, updated_at=at
-    )
-    for key, value in (scores or {}).items():
-        Score.objects.create(
-            rating=rating,
-            criterion=Criterion.objects.get(rubric=study.rubric, key=key),
-            value=value,
-        )
-    return rating
-
-
-def make_raters(prefix: str = "") -> dict[str, Rater]:
-    return {
-        "onsite": Rater.objects.create(kind="human", pool="onsite", name=f"{prefix}onsite-1"),
-        "crowd": Rater.objects.create(kind="human", pool="crowd", name=f"{prefix}crowd-1"),
-        "public": Rater.objects.create(kind="human", pool="public", name=f"{prefix}public-1"),
-        "judge": Rater.objects.create(kind="judge", pool="judge", name=f"{prefix}GPT-4"),
-    }
 
 
 # Star scores per rater, one row per model x, y, z: on the objective question Q1 (correctness 1-3,

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotation.models import Study
-from evaluation import launch, selectors, services
+from evaluation import launch, recording, selectors
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.runner import execute_run
 from evaluation.tasks import judge_run_execute
@@ -91,20 +91,25 @@ class Command(BaseCommand):
             help="With --resume: take over a run another executor seems to hold.",
         )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+        parser.add_argument(
+            "--batch",
+            action="store_true",
+            help="Go through the server's Batch API: half the price, results within a day.",
+        )
 
     def handle(self, *args, **opts):
         run = self._run(opts)
         if run is None:  # --dry-run: the estimate is printed, nothing started
             return
         if opts["reparse"]:
-            result = services.judge_run_reparse(run=run)
+            result = recording.judge_run_reparse(run=run)
             self.stdout.write(
                 f"Re-parsed run {run.pk}: {result['changed']} changed, {result['ok']} parsed, "
                 f"{result['parse_failed']} parse failures."
             )
             return
         if opts["enqueue"]:
-            job = judge_run_execute.enqueue(run.pk, force=opts["force"])
+            job = judge_run_execute.enqueue(run.pk, force=opts["force"]).id
             self.stdout.write(f"Run {run.pk} queued (job {job}).")
             return
         bar = None
@@ -169,6 +174,7 @@ class Command(BaseCommand):
             "repeat_rate": opts["repeat_rate"],
             "limit": opts["limit"],
             "seed": opts["seed"],
+            "mode": JudgeRun.Mode.BATCH if opts["batch"] else JudgeRun.Mode.LIVE,
         }
         try:
             if opts["dry_run"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evaluation import services
+from evaluation import recording
 from evaluation.models import JudgeRun
 
 
@@ -42,7 +42,7 @@ class Command(BaseCommand):
                 totals["skipped"] += 1
                 continue
             before_ok, before_failed = run.n_ok, run.n_parse_failed
-            result = services.judge_run_reparse(run=run)
+            result = recording.judge_run_reparse(run=run)
             totals["runs"] += 1
             totals["changed"] += result["changed"]
             self.stdout.write(

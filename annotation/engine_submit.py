@@ -1,0 +1,230 @@
+"""Recording an answer: validating it, taking the item's place under N, writing the rating, and
+editing a recent one. Hidden repeats and quality checks hold no place under N, so their
+submits touch no item counter."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.utils.translation import gettext as _
+
+from annotation import engine_sql, inputs
+from annotation.engine_base import RECENT_EDITS, AssignmentGone
+from annotation.models import (
+    Assignment,
+    Criterion,
+    Item,
+    PairChoice,
+    Question,
+    Rater,
+    Rating,
+    Rubric,
+    Score,
+)
+
+_sql = engine_sql.sql
+_db = engine_sql.db_value
+
+
+def criteria_for(rubric_id: int, question: Question) -> list[Criterion]:
+    rows = Criterion.objects.filter(rubric_id=rubric_id).order_by("order", "id")
+    return [c for c in rows if c.applies(question)]
+
+
+def _score_of(c: Criterion, raw: object) -> tuple[int | None, str | None]:
+    """(value, None) or (None, the error to show) for one criterion's raw input."""
+    label = c.label_en
+    if raw in (None, ""):
+        return None, _("Give a score for %(criterion)s.") % {"criterion": label}
+    # Plain ASCII digits only: int() would take '٣' and '1_0' and fail on '²' (inputs.py).
+    value = raw if type(raw) is int else inputs.small_int(raw)
+    if value is None:
+        return None, _("%(criterion)s: not a number.") % {"criterion": label}
+    if not c.min_score <= value <= c.max_score:
+        return None, _("%(criterion)s must be between %(lo)d and %(hi)d stars.") % {
+            "criterion": label,
+            "lo": c.min_score,
+            "hi": c.max_score,
+        }
+    return value, None
+
+
+def clean_scores(assignment: Assignment, scores: dict[str, object] | None) -> dict[Criterion, int]:
+    if Assignment.item.is_cached(assignment):
+        question = assignment.item.question
+    else:
+        question = Item.objects.select_related("question").get(pk=assignment.item_id).question
+    criteria = criteria_for(assignment.study.rubric_id, question)
+    scores = scores or {}
+    errors: list[str] = []
+    values: dict[Criterion, int] = {}
+    for c in criteria:
+        value, error = _score_of(c, scores.get(c.key))
+        if error is not None:
+            errors.append(error)
+        elif value is not None:
+            values[c] = value
+    unknown = set(scores) - {c.key for c in criteria}
+    if unknown:
+        shown = [k[:40] for k in sorted(unknown)[:5]]
+        errors.append(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(shown)})
+    if errors:
+        raise ValidationError(errors)
+    return values
+
+
+def canonical_choice(display_choice: str, *, left_is_a: bool) -> str:
+    try:
+        return PairChoice.from_shown(display_choice, left_is_a=left_is_a)
+    except ValueError:
+        raise ValidationError(
+            _("Choose one of: left better, tie, both bad, right better.")
+        ) from None
+
+
+def display_choice(choice: str, *, left_is_a: bool) -> str:
+    if choice in PairChoice.values:
+        return PairChoice(choice).shown(left_is_a=left_is_a)
+    return choice
+
+
+def _is_recent(assignment: Assignment) -> bool:
+    later = Assignment.objects.filter(
+        study_id=assignment.study_id,
+        rater_id=assignment.rater_id,
+        status=Assignment.Status.SUBMITTED,
+        seq__gt=assignment.seq,
+    ).count()
+    return later < RECENT_EDITS
+
+
+# Lock the exposure and read its state fresh (a double click waits here for the first); whether
+# its item is a quality check comes along without locking the item.
+_LOCK_EXPOSURE = (
+    "SELECT status, item_id, is_repeat, left_is_a, seq, active_ms, "
+    "(SELECT check_kind FROM annotation_item WHERE id = item_id) "
+    "FROM annotation_assignment WHERE id = %s AND rater_id = %s"
+)
+
+
+def submit(
+    *,
+    assignment: Assignment,
+    rater: Rater,
+    scores: dict[str, object] | None,
+    choice: str | None,
+    active_ms: int | None,
+    now: datetime,
+) -> tuple[Rating, bool]:
+    """The rating, and whether the assignment had been submitted before (an edit or a repeat
+    of the same request). The caller holds the rater's lock."""
+    row = _sql(_LOCK_EXPOSURE + engine_sql.for_update(), [assignment.pk, rater.pk])
+    if not row:
+        raise Assignment.DoesNotExist
+    a = assignment
+    a.status, a.item_id, a.is_repeat, a.left_is_a, a.seq, a.active_ms, check_kind = row[0]
+    canonical, values = "", {}
+    if a.study.mode == Rubric.Mode.PAIRWISE:
+        canonical = canonical_choice(choice or "", left_is_a=a.left_is_a)
+    else:
+        values = clean_scores(a, scores)
+    if active_ms is not None:
+        active_ms = max(0, min(int(active_ms), 24 * 3600 * 1000))
+
+    if a.status == Assignment.Status.SUBMITTED:
+        return _edit(a, canonical=canonical, values=values, active_ms=active_ms, now=now), True
+    if a.status == Assignment.Status.SKIPPED:
+        raise AssignmentGone("skipped")
+    if not a.is_repeat and not check_kind:
+        _take_place(a)
+    rating = _rating_create(
+        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now
+    )
+    return rating, False
+
+
+def _take_place(a: Assignment) -> None:
+    """Turn the exposure's reservation into a rating under N, or (expired) take a place if the
+    item still has room for it."""
+    if a.status == Assignment.Status.SERVED:
+        _sql(
+            "UPDATE annotation_item SET n_reserved = n_reserved - 1, "
+            "n_ratings = n_ratings + 1 WHERE id = %s",
+            [a.item_id],
+        )
+        return
+    taken = _sql(
+        "UPDATE annotation_item SET n_ratings = n_ratings + 1 "
+        "WHERE id = %s AND n_ratings + n_reserved < %s RETURNING id",
+        [a.item_id, a.study.ratings_per_item],
+    )
+    if not taken:
+        raise AssignmentGone("expired")
+
+
+def _rating_create(
+    a: Assignment,
+    rater: Rater,
+    *,
+    canonical: str,
+    values: dict[Criterion, int],
+    active_ms: int | None,
+    now: datetime,
+) -> Rating:
+    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path)."""
+    a.status = Assignment.Status.SUBMITTED
+    a.submitted_at = now
+    a.active_ms = active_ms
+    _sql(
+        "UPDATE annotation_assignment SET status = %s, submitted_at = %s, active_ms = %s "
+        "WHERE id = %s",
+        [a.status, _db(Assignment, "submitted_at", now), active_ms, a.pk],
+    )
+    rating = Rating(
+        assignment=a,
+        item_id=a.item_id,
+        rater=rater,
+        choice=canonical,
+        comment="",
+        created_at=now,
+        updated_at=now,
+    )
+    rating.pk = _sql(
+        "INSERT INTO annotation_rating (assignment_id, item_id, rater_id, choice, comment, "
+        "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        [a.pk, a.item_id, rater.pk, canonical, "", _db(Rating, "created_at", now),
+         _db(Rating, "updated_at", now)],
+    )[0][0]  # fmt: skip
+    rating._state.adding = False
+    rating._state.db = connection.alias
+    if values:
+        Score.objects.bulk_create(
+            [Score(rating=rating, criterion=c, value=v) for c, v in values.items()]
+        )
+    return rating
+
+
+def _edit(
+    a: Assignment,
+    *,
+    canonical: str,
+    values: dict[Criterion, int],
+    active_ms: int | None,
+    now: datetime,
+) -> Rating:
+    """A second submit of a submitted assignment changes its one rating; counters stay put."""
+    if not _is_recent(a):
+        raise ValidationError(_("This rating is too old to change."))
+    rating = Rating.objects.get(assignment=a)
+    rating.choice = canonical
+    rating.updated_at = now
+    rating.save(update_fields=["choice", "updated_at"])
+    for criterion, value in values.items():
+        Score.objects.update_or_create(
+            rating=rating, criterion=criterion, defaults={"value": value}
+        )
+    if active_ms:
+        Assignment.objects.filter(pk=a.pk).update(active_ms=(a.active_ms or 0) + active_ms)
+    return rating

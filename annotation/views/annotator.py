@@ -1,0 +1,493 @@
+"""Annotator pages: entry (onsite login, crowd link, public sign-up), the star and pairwise
+screens, skip / previous, the end page.
+
+Double-blind: annotators reach studies by Study.public_id and exposures by Assignment.public_id
+(a UUID); pages show question, answers and (per exposure) the reference, never model names,
+response ids or anyone else's ratings or counts. Every view resolves the rater from the session
+or the account and 404s on an assignment that is not theirs.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model, login
+from django.contrib.auth.forms import SetPasswordForm
+from django.contrib.auth.tokens import default_token_generator
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone, translation
+from django.utils.encoding import force_str
+from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotation import engine, inputs, leases
+from annotation.drafts import draft_pop, draft_refuse
+from annotation.htmx import leave
+from annotation.joined import JoinedRead, Part
+from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
+from annotation.net import client_ip
+
+SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
+SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
+PUBLIC_SIGNUPS_PER_HOUR = 20
+PUBLIC_REQUESTS_PER_MINUTE = 120
+
+
+# -- Who is asking ---------------------------------------------------------------------------
+
+
+def _study(public_id: str) -> Study:
+    # Drafts do not exist for annotators; paused and closed studies say so on their pages.
+    # Anything that cannot be a public id (a NUL byte, a megabyte) is not a study either.
+    if not inputs.is_public_id(public_id):
+        raise Http404
+    return get_object_or_404(
+        Study.objects.select_related("rubric").exclude(status=Study.Status.DRAFT),
+        public_id=public_id,
+    )
+
+
+def _rater_for(request: HttpRequest, study: Study) -> Rater | None:
+    rater_id = request.session.get(SESSION_RATERS, {}).get(study.public_id)
+    if rater_id:
+        rater = Rater.objects.filter(pk=rater_id, kind=Rater.Kind.HUMAN).first()
+        if rater is not None:
+            return rater
+    if request.user.is_authenticated:
+        return Rater.objects.filter(user=request.user, pool=Rater.Pool.ONSITE).first()
+    return None
+
+
+def _remember(request: HttpRequest, study: Study, rater: Rater) -> None:
+    raters = dict(request.session.get(SESSION_RATERS, {}))
+    raters[study.public_id] = rater.pk
+    request.session[SESSION_RATERS] = raters
+
+
+def _throttled(rater: Rater) -> bool:
+    """Public raters get a per-minute request budget; accounts and crowd workers are vetted."""
+    if rater.pool != Rater.Pool.PUBLIC:
+        return False
+    key = f"annot-thr:{rater.pk}:{int(time.time() // 60)}"
+    cache.add(key, 0, 120)
+    try:
+        return cache.incr(key) > PUBLIC_REQUESTS_PER_MINUTE
+    except ValueError:
+        return False
+
+
+def _too_many() -> HttpResponse:
+    return HttpResponse(_("Too many requests: slow down a little."), status=429)
+
+
+def _message(request, study, title: str, text: str, *, status: int) -> HttpResponse:
+    return render(
+        request,
+        "annotation/message.html",
+        {"study": study, "title": title, "text": text},
+        status=status,
+    )
+
+
+def _address_busy(request, study: Study) -> HttpResponse:
+    minutes = max(1, round(study.reservation_timeout / 60))
+    return _message(
+        request,
+        study,
+        _("Too many open items from your network"),
+        _(
+            "Other people on your network hold as many items of this study as one address may. "
+            "Try again in %(minutes)d minutes."
+        )
+        % {"minutes": minutes},
+        status=429,
+    )
+
+
+def client_tag(request: HttpRequest) -> str:
+    return leases.client_tag(client_ip(request))
+
+
+def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
+    if study.admit_onsite and not request.user.is_authenticated:
+        return redirect(f"{reverse('login')}?{urlencode({'next': request.get_full_path()})}")
+    return redirect("annotate:study", study_pid=study.public_id)
+
+
+# The annotator page's read: an assignment with its rater, study, rubric, item, question and
+# answers, compiled once (see annotation/joined.py). POSTs need only the rater and the study.
+_EXPOSURE_PARTS = [
+    Part("a", Assignment),
+    Part("r", Rater, "a.rater"),
+    Part("s", Study, "a.study"),
+]
+_EXPOSURE_LIGHT = JoinedRead(
+    _EXPOSURE_PARTS, "a.public_id = %s", [Assignment._meta.get_field("public_id")]
+)
+_EXPOSURE = JoinedRead(
+    [
+        *_EXPOSURE_PARTS,
+        Part("ru", Rubric, "s.rubric"),
+        Part("i", Item, "a.item"),
+        Part("q", Question, "i.question"),
+        Part("ra", Response, "i.response_a"),
+        Part("rb", Response, "i.response_b", outer=True),
+    ],
+    "a.public_id = %s",
+    [Assignment._meta.get_field("public_id")],
+)
+
+
+def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
+    a = (_EXPOSURE if for_display else _EXPOSURE_LIGHT).get(assignment_pid)
+    if a is None:
+        raise Http404
+    return a
+
+
+def _own_assignment(
+    request: HttpRequest, assignment_pid, *, for_display: bool = True
+) -> tuple[Assignment, Rater]:
+    a = _load_assignment(assignment_pid, for_display=for_display)
+    # The rater comes with the assignment; the visitor must be that rater: the one this session
+    # joined the study as (crowd, public), or else the logged-in onsite annotator.
+    rater = a.rater
+    session_rater = request.session.get(SESSION_RATERS, {}).get(a.study.public_id)
+    if session_rater:
+        mine = session_rater == rater.pk
+    else:
+        mine = (
+            request.user.is_authenticated
+            and rater.user_id == request.user.pk
+            and rater.pool == Rater.Pool.ONSITE
+        )
+    # Someone else's assignment, or no rater at all: it does not exist for this visitor.
+    if not mine or rater.kind != Rater.Kind.HUMAN or a.study.status == Study.Status.DRAFT:
+        raise Http404
+    return a, rater
+
+
+# -- Rendering ------------------------------------------------------------------------------
+
+
+def _criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
+    zh = translation.get_language() == "zh-hans"
+    rows = []
+    for c in a.study.rubric.criteria_for(a.item.question):
+        descs = list(c.descriptions or [])
+        stars = []
+        for i, value in enumerate(c.stars):
+            d = descs[i] if i < len(descs) else {}
+            stars.append({"value": value, "desc": (d.get("zh") if zh else d.get("en")) or ""})
+        rows.append(
+            {
+                "key": c.key,
+                "label": (c.label_zh if zh else c.label_en) or c.label_en,
+                "stars": stars,
+                "selected": values.get(c.key),
+            }
+        )
+    return rows
+
+
+def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> dict:
+    item = a.item
+    rating = getattr(a, "rating", None) if a.status == Assignment.Status.SUBMITTED else None
+    values: dict[str, int] = {}
+    choice = ""
+    if rating is not None:
+        values = rating.scores_dict()
+        choice = engine.display_choice(rating.choice, left_is_a=a.left_is_a)
+    if posted is not None:
+        values = {
+            k[2:]: n
+            for k, v in posted.items()
+            if k.startswith("c_") and (n := inputs.small_int(v)) is not None
+        }
+        choice = posted.get("choice", choice)
+    if a.study.mode == Rubric.Mode.PAIRWISE:
+        left, right = (
+            (item.response_a, item.response_b)
+            if a.left_is_a
+            else (item.response_b, item.response_a)
+        )
+        answers = {"left": left.text, "right": right.text}
+    else:
+        answers = {"single": item.response_a.text}
+    return {
+        "study": a.study,
+        "assignment": a,
+        # Reversed once here rather than twice each in the template.
+        "urls": {
+            name: reverse(f"annotate:{view}", args=[a.public_id])
+            for name, view in (
+                ("rate", "assignment"),
+                ("skip", "skip"),
+                ("previous", "previous"),
+                ("lease", "lease"),
+            )
+        },
+        "question": item.question.text,
+        "reference": item.question.reference if a.hint_shown else "",
+        "answers": answers,
+        "criteria": _criteria_rows(a, values) if a.study.mode == Rubric.Mode.STAR else [],
+        "choices": [
+            ("left", _("Left is better")),
+            ("tie", _("Tie")),
+            ("both_bad", _("Both are bad")),
+            ("right", _("Right is better")),
+        ],
+        "choice": choice,
+        "editing": a.status == Assignment.Status.SUBMITTED,
+        "errors": errors or [],
+        "progress": engine.rater_progress(study=a.study, rater=rater),
+    }
+
+
+def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
+    template = "annotation/annotate.html"
+    if request.htmx:
+        template += "#item"
+    response = render(request, template, _item_context(a, rater, **kw), status=status)
+    if request.htmx:
+        response["HX-Push-Url"] = reverse("annotate:assignment", args=[a.public_id])
+    return response
+
+
+def _show(request, a: Assignment, rater: Rater) -> HttpResponse:
+    """Go to an assignment: the fragment for htmx, a redirect otherwise."""
+    if request.htmx:
+        return _render_item(request, a, rater)
+    return redirect("annotate:assignment", assignment_pid=a.public_id)
+
+
+def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
+    try:
+        a = engine.assignment_next(study=study, rater=rater, client_tag=client_tag(request))
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return leave(request, reverse("annotate:study", args=[study.public_id]))
+    except leases.AddressBusy:
+        return _address_busy(request, study)
+    return _show_next(request, study, rater, a)
+
+
+def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
+    """The answer once the next exposure is decided: it, or the end page."""
+    if a is None:
+        return leave(request, reverse("annotate:done", args=[study.public_id]))
+    if not request.htmx:
+        return redirect("annotate:assignment", assignment_pid=a.public_id)
+    return _render_item(request, _load_assignment(a.public_id), rater)
+
+
+# -- Views -----------------------------------------------------------------------------------
+
+
+@require_GET
+def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """The study's landing page: instructions, how to join, a start button."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    admitted = rater is not None and study.admits(rater.pool)
+    progress = engine.rater_progress(study=study, rater=rater) if admitted else None
+    return render(
+        request,
+        "annotation/start.html",
+        {"study": study, "rater": rater, "admitted": admitted, "progress": progress},
+    )
+
+
+@require_GET
+def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    if _throttled(rater):
+        return _too_many()
+    if study.status != Study.Status.LIVE or not study.admits(rater.pool):
+        return redirect("annotate:study", study_pid=study.public_id)
+    if rater.pool == Rater.Pool.CROWD and not has_consented(rater, study):
+        # Nothing is reserved before the worker has read the instructions and agreed.
+        return redirect("annotate:crowd", study_pid=study.public_id)
+    return _serve_next(request, study, rater)
+
+
+def has_consented(rater: Rater, study: Study) -> bool:
+    return study.public_id in (rater.meta or {}).get("consent", {})
+
+
+def _renew_lease(a: Assignment, rater: Rater) -> None:
+    """A page view is activity: it renews the rater's open lease in the study (the item on the
+    page, or the one left open while they look at an earlier rating). A lease served moments ago
+    needs nothing, which keeps the hot path (serve, then show) at one statement less."""
+    now = timezone.now()
+    lease = a.study.reservation_timeout
+    fresh = a.status == Assignment.Status.SERVED and a.expires_at is not None
+    if fresh and (a.expires_at - now).total_seconds() > lease / 2:
+        return
+    leases.renew(study=a.study, rater=rater, now=now)
+
+
+def _bad_active_ms(request, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid)
+    msg = _("The active time must be a whole number of milliseconds.")
+    return _render_item(
+        request, a, rater, posted=request.POST, errors=[msg], status=422 if request.htmx else 400
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
+    """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
+    # A POST needs the study only; the answers are loaded when the form has to be shown again.
+    a, rater = _own_assignment(request, assignment_pid, for_display=request.method == "GET")
+    if _throttled(rater):
+        return _too_many()
+    if request.method == "GET":
+        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+            return redirect("annotate:next", study_pid=a.study.public_id)
+        _renew_lease(a, rater)
+        draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
+        return _render_item(request, a, rater, posted=draft)
+    post = request.POST
+    if a.study.status != Study.Status.LIVE:
+        return draft_refuse(request, assignment=a, post=post)
+    active = post.get("active_ms", "")
+    active_ms = inputs.small_int(active)
+    if active and active_ms is None:
+        return _bad_active_ms(request, assignment_pid)
+    # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
+    try:
+        _rating, following = engine.assignment_submit_and_next(
+            assignment=a,
+            rater=rater,
+            scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
+            choice=post.get("choice"),
+            active_ms=active_ms,
+            client_tag=client_tag(request),
+        )
+    except ValidationError as e:
+        a, rater = _own_assignment(request, assignment_pid)
+        return _render_item(
+            request,
+            a,
+            rater,
+            posted=post,
+            errors=e.messages,
+            status=422 if request.htmx else 400,
+        )
+    except engine.AssignmentGone:
+        messages.info(request, _("That item was handed on to someone else; here is a new one."))
+        return _serve_next(request, a.study, rater)
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return draft_refuse(request, assignment=a, post=post)
+    except leases.AddressBusy:
+        return _address_busy(request, a.study)
+    return _show_next(request, a.study, rater, following)
+
+
+@require_POST
+def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid, for_display=False)
+    if _throttled(rater):
+        return _too_many()
+    try:
+        with transaction.atomic():
+            engine.assignment_skip(assignment=a, rater=rater)
+            return _serve_next(request, a.study, rater)
+    except (engine.StudyUnavailable, engine.NotAdmitted):
+        return _message(
+            request,
+            a.study,
+            _("This study is not running"),
+            _("Nothing was changed: the study is paused or closed."),
+            status=409,
+        )
+
+
+@require_POST
+def assignment_lease(request: HttpRequest, assignment_pid) -> HttpResponse:
+    """The item page's heartbeat: the annotator is still there, keep their lease. 204 when it
+    was renewed, 409 when the item is no longer theirs to hold (submitted, skipped, given away)."""
+    a, rater = _own_assignment(request, assignment_pid, for_display=False)
+    if _throttled(rater):
+        return _too_many()
+    if a.status != Assignment.Status.SERVED or a.study.status != Study.Status.LIVE:
+        return HttpResponse(status=409)
+    leases.renew(study=a.study, rater=rater, now=timezone.now())
+    return HttpResponse(status=204)
+
+
+@require_GET
+def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
+    a, rater = _own_assignment(request, assignment_pid)
+    _renew_lease(a, rater)
+    previous = engine.assignment_previous(study=a.study, rater=rater, before=a)
+    if previous is None:
+        messages.info(request, _("There is no earlier rating you can change."))
+        if request.htmx:
+            return _render_item(request, a, rater)
+        return redirect("annotate:assignment", assignment_pid=a.public_id)
+    return _show(request, _load_assignment(previous.public_id), rater)
+
+
+@require_GET
+def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """From the end page: back to the rater's latest rating."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    previous = engine.assignment_previous(study=study, rater=rater)
+    if previous is None:
+        return redirect("annotate:study", study_pid=study.public_id)
+    return redirect("annotate:assignment", assignment_pid=previous.public_id)
+
+
+@require_http_methods(["GET", "POST"])
+def invite_accept(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
+    """An onsite annotator invited by an organizer sets a password and is logged in."""
+    user_model = get_user_model()
+    try:
+        user = user_model.objects.get(pk=force_str(urlsafe_base64_decode(uidb64)))
+    except (ValueError, TypeError, OverflowError, user_model.DoesNotExist):
+        user = None
+    if user is None or not default_token_generator.check_token(user, token):
+        return render(
+            request, "annotation/message.html",
+            {"title": _("Invitation not valid"),
+             "text": _("This invitation link was used already or is wrong. Ask the organizer.")},
+            status=404,
+        )  # fmt: skip
+    form = SetPasswordForm(user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        next_url = request.GET.get("next", "")
+        if next_url and url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
+            return redirect(next_url)
+        return redirect("annotate:my_studies")
+    return render(request, "annotation/invite.html", {"form": form, "invited": user})
+
+
+@require_GET
+def my_studies(request: HttpRequest) -> HttpResponse:
+    """An onsite annotator's list of live studies open to accounts."""
+    rater = None
+    if request.user.is_authenticated:
+        rater = Rater.objects.filter(user=request.user, pool=Rater.Pool.ONSITE).first()
+    if rater is None:
+        if not request.user.is_authenticated:
+            return redirect(f"{reverse('login')}?{urlencode({'next': request.path})}")
+        raise Http404
+    studies = Study.objects.filter(status=Study.Status.LIVE, admit_onsite=True)
+    return render(request, "annotation/my_studies.html", {"studies": studies, "rater": rater})

@@ -1,0 +1,210 @@
+"""How crowd and public annotators arrive and how everyone leaves a study.
+
+- Crowd entry (Prolific, MTurk): the ids are checked (printable, at most 200 characters), the
+  worker sees the study's instructions and a consent box first; nothing is reserved until they
+  agree. A worker who already agreed goes straight to their open or next item; one who arrives
+  when the study has nothing left for them goes straight to the end page.
+- Public sign-up: a nickname and consent, rate-limited per client address.
+- The end page says where the rater stands (annotation/outcome.py) and shows a crowd code only
+  when it was earned: the completion code, or the study's no-more-work code.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotation import inputs, outcome
+from annotation.forms import JoinForm
+from annotation.models import Rater, Study
+from annotation.net import client_ip
+from annotation.views.annotator import (
+    PUBLIC_SIGNUPS_PER_HOUR,
+    SESSION_MTURK,
+    _message,
+    _no_rater,
+    _rater_for,
+    _remember,
+    _serve_next,
+    _study,
+    _too_many,
+    has_consented,
+)
+
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+# Query parameter -> where it is kept, per platform.
+PROLIFIC_META = {"STUDY_ID": "study_id", "SESSION_ID": "session_id"}
+MTURK_META = {"hitId": "hit_id", "assignmentId": "assignment_id"}
+
+
+def _crowd_identity(query) -> tuple[str, str, dict[str, str]]:
+    """(platform, worker id, meta) from the entry URL; ValueError when an id is unusable."""
+    if query.get("PROLIFIC_PID"):
+        platform, worker, names = "prolific", query["PROLIFIC_PID"], PROLIFIC_META
+    elif query.get("workerId"):
+        platform, worker, names = "mturk", query["workerId"], MTURK_META
+    else:
+        raise LookupError
+    meta = {key: inputs.external_id(query.get(param, "")) for param, key in names.items()}
+    if platform == "mturk":
+        meta["submit_to"] = inputs.external_id(query.get("turkSubmitTo", ""))
+    return platform, inputs.external_id(worker, required=True), meta
+
+
+def _has_ids(query) -> bool:
+    return bool(query.get("PROLIFIC_PID") or query.get("workerId"))
+
+
+def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
+    try:
+        platform, worker, meta = _crowd_identity(request.GET)
+    except LookupError:
+        return _message(
+            request,
+            study,
+            _("Missing worker id"),
+            _("Open this study from the link on your crowd-sourcing platform."),
+            status=400,
+        )
+    except ValueError:
+        return _message(
+            request,
+            study,
+            _("Invalid worker id"),
+            _("The ids in this link are not valid. Open the study again from your platform."),
+            status=400,
+        )
+    if platform == "mturk":
+        mturk = dict(request.session.get(SESSION_MTURK, {}))
+        mturk[study.public_id] = {
+            "assignmentId": meta["assignment_id"],
+            "turkSubmitTo": meta.pop("submit_to"),
+        }
+        request.session[SESSION_MTURK] = mturk
+    rater, created = Rater.objects.get_or_create(
+        kind=Rater.Kind.HUMAN,
+        pool=Rater.Pool.CROWD,
+        platform=platform,
+        external_id=worker,
+        defaults={"meta": meta},
+    )
+    if not created and meta != {k: rater.meta.get(k) for k in meta}:
+        rater.meta = {**rater.meta, **meta}
+        rater.save(update_fields=["meta"])
+    _remember(request, study, rater)
+    return rater
+
+
+@require_http_methods(["GET", "POST"])
+def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """Prolific: ?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=; MTurk: ?workerId=&assignmentId=&hitId=
+    &turkSubmitTo= (a preview while assignmentId is ASSIGNMENT_ID_NOT_AVAILABLE). GET shows the
+    instructions and the consent box; POST (the box ticked) records consent and serves."""
+    study = _study(study_pid)
+    if not study.admit_crowd:
+        raise Http404
+    if request.method == "POST":
+        return _crowd_consent(request, study)
+    if request.GET.get("assignmentId") == MTURK_PREVIEW:
+        return render(request, "annotation/crowd_preview.html", {"study": study})
+    rater = _rater_for(request, study)
+    if rater is None or rater.pool != Rater.Pool.CROWD or _has_ids(request.GET):
+        # A new arrival, or a link with ids (which always win over the session).
+        rater = _crowd_rater(request, study)
+        if isinstance(rater, HttpResponse):
+            return rater
+    if study.status == Study.Status.PAUSED:
+        return redirect("annotate:study", study_pid=study.public_id)
+    if has_consented(rater, study) and study.status == Study.Status.LIVE:
+        return _serve_next(request, study, rater)
+    if outcome.rater_outcome(study=study, rater=rater).state == outcome.NO_MORE_WORK:
+        return redirect("annotate:done", study_pid=study.public_id)
+    return render(request, "annotation/crowd_start.html", {"study": study})
+
+
+def _crowd_consent(request: HttpRequest, study: Study) -> HttpResponse:
+    rater = _rater_for(request, study)
+    if rater is None or rater.pool != Rater.Pool.CROWD:
+        return _message(
+            request,
+            study,
+            _("Missing worker id"),
+            _("Open this study from the link on your crowd-sourcing platform."),
+            status=400,
+        )
+    if request.POST.get("consent") != "yes":
+        context = {"study": study, "error": _("Tick the box to agree before you start.")}
+        return render(request, "annotation/crowd_start.html", context, status=400)
+    if not has_consented(rater, study):
+        consent = dict((rater.meta or {}).get("consent", {}))
+        consent[study.public_id] = timezone.now().isoformat()
+        rater.meta = {**(rater.meta or {}), "consent": consent}
+        rater.consented_at = rater.consented_at or timezone.now()
+        rater.save(update_fields=["meta", "consented_at"])
+    if study.status != Study.Status.LIVE:
+        return redirect("annotate:study", study_pid=study.public_id)
+    return _serve_next(request, study, rater)
+
+
+@require_http_methods(["GET", "POST"])
+def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """Light sign-up for the public: a nickname and consent, rate-limited per address."""
+    study = _study(study_pid)
+    if not study.admit_public:
+        raise Http404
+    rater = _rater_for(request, study)
+    if rater is not None and rater.pool == Rater.Pool.PUBLIC:
+        return redirect("annotate:next", study_pid=study.public_id)
+    form = JoinForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if form.cleaned_data.get("website"):
+            raise Http404
+        key = f"annot-join:{client_ip(request)}:{int(time.time() // 3600)}"
+        cache.add(key, 0, 3700)
+        if cache.incr(key) > PUBLIC_SIGNUPS_PER_HOUR:
+            return _too_many()
+        rater = Rater.objects.create(
+            kind=Rater.Kind.HUMAN,
+            pool=Rater.Pool.PUBLIC,
+            nickname=form.cleaned_data["nickname"],
+            consented_at=timezone.now(),
+        )
+        _remember(request, study, rater)
+        return redirect("annotate:next", study_pid=study.public_id)
+    status = 400 if request.method == "POST" else 200  # a refused sign-up is the client's error
+    return render(request, "annotation/join.html", {"study": study, "form": form}, status=status)
+
+
+def _safe_mturk_submit(turk_submit_to: str) -> str:
+    base = (turk_submit_to or "").rstrip("/")
+    return base if base in MTURK_HOSTS else MTURK_HOSTS[0]
+
+
+@require_GET
+def study_done(request: HttpRequest, study_pid: str) -> HttpResponse:
+    """The end page. Opening it directly earns nothing: it shows a code only by the rule in
+    annotation/outcome.py, and otherwise what is left to do."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    result = outcome.rater_outcome(study=study, rater=rater)
+    context = {"study": study, "rater": rater, "outcome": result, "completion_code": result.code}
+    if result.code:
+        if rater.platform == "prolific" and study.completion_url:
+            context["completion_url"] = study.completion_url
+        mturk = request.session.get(SESSION_MTURK, {}).get(study.public_id)
+        if rater.platform == "mturk" and mturk:
+            context["mturk_action"] = (
+                _safe_mturk_submit(mturk.get("turkSubmitTo", "")) + "/mturk/externalSubmit"
+            )
+            context["mturk_assignment_id"] = mturk.get("assignmentId", "")
+    context["open_item"] = result.state == outcome.ITEM_OPEN
+    return render(request, "annotation/done.html", context)

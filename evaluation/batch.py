@@ -1,0 +1,209 @@
+"""Judge runs through OpenAI's Batch API: half the price, results within a day.
+
+A round: plan what the run has not recorded yet, write one JSONL line per request (custom_id
+"purpose:item"), upload it (/v1/files), create the batch (/v1/batches), poll it, download the
+output and error files and record every line through the same recorder as live runs. Lines that
+failed are recorded as failed calls with the server's reason (reported, as a live call that gave
+up); lines a batch never answered (it expired or was cancelled) stay unrecorded, and the next
+round sends only those, up to the judge's max_attempts rounds.
+
+Idempotent and resumable: the batch id is saved on the run, and a batch is tagged with the run
+and a digest of its lines, so a worker that restarts (even between creating the batch and saving
+its id) finds the batch again instead of paying for a second one; recording is keyed by (run,
+item, purpose), so polling twice records once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+from typing import Final
+
+import httpx2
+import openai
+from django.conf import settings
+from django.utils import timezone
+
+from evaluation import planning, recording, safety
+from evaluation.models import JudgeCall, JudgeRun
+from evaluation.planning import Job
+from evaluation.recording import Outcome
+
+ENDPOINT: Final = "/v1/chat/completions"
+OPEN = ("validating", "in_progress", "finalizing", "cancelling")
+HEARTBEAT = 5.0  # well inside services.STALE_AFTER
+
+
+def poll_every() -> float:
+    return float(os.environ.get("JUDGE_BATCH_POLL", getattr(settings, "JUDGE_BATCH_POLL", 60.0)))
+
+
+def client_for(params: dict, api_key: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=params["base_url"],
+        api_key=api_key,
+        max_retries=3,
+        timeout=float(params.get("timeout_s") or 120.0),
+        http_client=httpx2.Client(follow_redirects=False),
+    )
+
+
+def offered(*, base_url: str, api_key: str) -> bool:
+    """Whether the server has the Batch API (it lists batches)."""
+    client = client_for({"base_url": base_url, "timeout_s": 10}, api_key)
+    try:
+        client.batches.list(limit=1)
+    except (openai.APIStatusError, openai.APIConnectionError):
+        return False
+    return True
+
+
+def _custom_id(job: Job) -> str:
+    return f"{job.purpose}:{job.item_id}"
+
+
+def _lines(jobs: list[Job], json_first: bool) -> tuple[bytes, dict[str, Job]]:
+    """The JSONL file of a round and its jobs by custom_id."""
+    by_id = {_custom_id(j): j for j in jobs}
+    rows = [
+        {
+            "custom_id": cid,
+            "method": "POST",
+            "url": ENDPOINT,
+            "body": job.bodies[json_first and True in job.bodies],
+        }
+        for cid, job in by_id.items()
+    ]
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    return text.encode("utf-8"), by_id
+
+
+def _tag(run: JudgeRun) -> str:
+    return f"{run.pk}@{run.created_at.isoformat()}"
+
+
+def _find(client: openai.OpenAI, run: JudgeRun, digest: str):
+    """A batch of this run and round created earlier (a worker died before saving its id)."""
+    for batch in client.batches.list(limit=100):
+        meta = batch.metadata or {}
+        if meta.get("llmeval_run") == _tag(run) and meta.get("lines") == digest:
+            return batch
+    return None
+
+
+def submit(client: openai.OpenAI, run: JudgeRun, jobs: list[Job], json_first: bool):
+    data, _by_id = _lines(jobs, json_first)
+    digest = hashlib.sha256(data).hexdigest()[:32]
+    batch = _find(client, run, digest)
+    if batch is None:
+        upload = client.files.create(file=("judge-run.jsonl", io.BytesIO(data)), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=upload.id,
+            endpoint=ENDPOINT,
+            completion_window="24h",
+            metadata={"llmeval_run": _tag(run), "lines": digest},
+        )
+    JudgeRun.objects.filter(pk=run.pk).update(batch_id=batch.id)
+    return batch
+
+
+def _outcome(job: Job, json_mode: bool, row: dict, now) -> Outcome:
+    response = row.get("response") or {}
+    body = response.get("body") or {}
+    if response.get("status_code") == 200 and isinstance(body.get("choices"), list):
+        choice = body["choices"][0] if body["choices"] else {}
+        usage = body.get("usage") or {}
+        return Outcome(
+            job=job,
+            json_mode=json_mode,
+            status=JudgeCall.Status.OK,
+            raw=(choice.get("message") or {}).get("content") or "",
+            finish_reason=choice.get("finish_reason") or "",
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+            attempts=1,
+            http_status=200,
+            started_at=now,
+            finished_at=now,
+        )
+    error = row.get("error") or (body.get("error") if isinstance(body, dict) else None) or {}
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    return Outcome(
+        job=job,
+        json_mode=json_mode,
+        status=JudgeCall.Status.FAILED,
+        attempts=1,
+        http_status=response.get("status_code"),
+        error=safety.short_error(f"batch line failed: {message or 'no reason given'}"),
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def results(client: openai.OpenAI, batch, jobs: list[Job], json_first: bool) -> list[Outcome]:
+    """The answered and failed lines of a finished batch, as outcomes of these jobs."""
+    _data, by_id = _lines(jobs, json_first)
+    now = timezone.now()
+    out: list[Outcome] = []
+    for file_id in (batch.output_file_id, batch.error_file_id):
+        if not file_id:
+            continue
+        for line in client.files.content(file_id).text.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            job = by_id.pop(str(row.get("custom_id")), None) if isinstance(row, dict) else None
+            if job is not None:
+                out.append(_outcome(job, json_first and True in job.bodies, row, now))
+    return out
+
+
+def wait(client: openai.OpenAI, run_id: int, batch_id: str, every: float, parser: str):
+    """Poll until the batch is over; the run's heartbeat goes out at least every HEARTBEAT
+    seconds meanwhile (so no other worker takes the run for dead). None: cancelled."""
+    while True:
+        batch = client.batches.retrieve(batch_id)
+        if batch.status not in OPEN:
+            return batch
+        end = time.monotonic() + every
+        while True:
+            snapshot = recording.judge_calls_record(run_id=run_id, parser=parser, outcomes=[])
+            if snapshot["cancel"]:
+                client.batches.cancel(batch_id)
+                return None
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, HEARTBEAT))
+
+
+def execute_batch_run(
+    run: JudgeRun, *, api_key: str, every: float | None = None
+) -> tuple[str, str]:
+    """Rounds of batches until every planned call is recorded. (status, error) for the run."""
+    client = client_for(run.params, api_key)
+    every = poll_every() if every is None else every
+    rounds = max(1, int(run.params.get("max_attempts") or 1))
+    for _ in range(rounds):
+        plan = planning.judge_run_plan(run=run)
+        JudgeRun.objects.filter(pk=run.pk).update(n_planned=plan.n_planned)
+        cached, jobs = recording.cached_outcomes(plan.pending, plan.json_first)
+        recording.judge_calls_record(run_id=run.pk, parser=plan.parser, outcomes=cached)
+        if not jobs:
+            return JudgeRun.Status.DONE, ""
+        batch_id = run.batch_id or submit(client, run, jobs, plan.json_first).id
+        batch = wait(client, run.pk, batch_id, every, plan.parser)
+        if batch is None:
+            return JudgeRun.Status.CANCELLED, ""
+        outcomes = results(client, batch, jobs, plan.json_first)
+        recording.judge_calls_record(run_id=run.pk, parser=plan.parser, outcomes=outcomes)
+        JudgeRun.objects.filter(pk=run.pk).update(batch_id="")
+        run.batch_id = ""
+    left = len(planning.judge_run_plan(run=run).pending)
+    if not left:
+        return JudgeRun.Status.DONE, ""
+    return JudgeRun.Status.FAILED, f"{left} calls not answered after {rounds} batches"

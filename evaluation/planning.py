@@ -1,0 +1,253 @@
+"""Planning a judge run: every (item, purpose) it needs minus what it already recorded, each
+with its request bodies (JSON mode and text mode) and their hashes. Deterministic (seeded per
+item), so a resumed run plans the same requests and the cache keys stay the same."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from annotation.models import Assignment, Item, Study
+from evaluation import parsers, prompts
+from evaluation.models import JudgeCall, JudgeRun
+
+
+def request_hash(base_url: str, body: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of the endpoint and the full request body."""
+    canonical = json.dumps(
+        {"base_url": base_url.rstrip("/"), **body},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Job:
+    """One (item, purpose) of a run with its request, in JSON mode and in text mode."""
+
+    item_id: int
+    purpose: str
+    left_is_a: bool
+    hint_shown: bool
+    seq: int
+    bodies: dict[bool, dict[str, Any]]
+    hashes: dict[bool, str]
+    specs: list[parsers.Spec] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    run_id: int
+    params: dict[str, Any]
+    parser: str
+    n_planned: int
+    pending: list[Job]
+    json_first: bool
+
+
+def criteria_views(study: Study, question, cache: dict) -> list:
+    key = (question.kind, question.answer_type)
+    if key not in cache:
+        cache[key] = [prompts.CriterionView.of(c) for c in study.rubric.criteria_for(question)]
+    return cache[key]
+
+
+def specs_of(views) -> list[parsers.Spec]:
+    return [
+        parsers.Spec(key=c.key, labels=(c.label_en, c.label_zh), lo=c.min_score, hi=c.max_score)
+        for c in views
+    ]
+
+
+@dataclass
+class PlanContext:
+    """What every item of a run shares while it is planned."""
+
+    run: JudgeRun
+    json_first: bool
+    always_reference: bool
+    judged_elsewhere: set[int]
+    done: set[tuple[int, str]]
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def pairwise(self) -> bool:
+        return self.run.study.mode == "pairwise"
+
+
+def plan_context(run: JudgeRun) -> PlanContext:
+    """The run's template settings and what it (or this judge elsewhere) already recorded."""
+    template, params = run.template, run.params
+    # An unsaved run (the pre-flight's estimate) has recorded nothing yet.
+    recorded = JudgeCall.objects.filter(run=run) if run.pk else JudgeCall.objects.none()
+    judged_elsewhere = set(
+        Assignment.objects.filter(
+            study=run.study, rater=run.judge.rater, is_repeat=False
+        ).values_list("item_id", flat=True)
+    ) - set(recorded.filter(purpose=JudgeCall.Purpose.PRIMARY).values_list("item_id", flat=True))
+    return PlanContext(
+        run=run,
+        json_first=params.get("json_mode", "auto") != "off" and bool(template.json_instructions),
+        always_reference=prompts.uses_reference(template),
+        judged_elsewhere=judged_elsewhere,
+        done=set(recorded.values_list("item_id", "purpose")),
+    )
+
+
+def plan_head(ctx: PlanContext) -> Plan:
+    """The run's plan with no jobs yet (plan_chunks brings them)."""
+    run = ctx.run
+    return Plan(
+        run_id=run.pk,
+        params=run.params,
+        parser=run.template.parser,
+        n_planned=0,
+        pending=[],
+        json_first=ctx.json_first,
+    )
+
+
+def _bodies(ctx: PlanContext, render: dict[str, Any]) -> tuple[dict, dict]:
+    """The request in JSON mode (when the run asks for it) and in text mode, with their hashes."""
+    params, template = ctx.run.params, ctx.run.template
+    bodies, hashes = {}, {}
+    for json_mode in {ctx.json_first, False}:
+        body: dict[str, Any] = {
+            "model": params["model"],
+            "messages": prompts.render_messages(template, render, json_mode=json_mode),
+            "temperature": params["temperature"],
+            "max_tokens": params["max_tokens"],
+        }
+        if params.get("seed") is not None:
+            body["seed"] = params["seed"]
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        bodies[json_mode] = body
+        hashes[json_mode] = request_hash(params["base_url"], body)
+    return bodies, hashes
+
+
+def _render(ctx: PlanContext, item: Item, order: bool, hint: bool, views: list) -> dict:
+    hint_format = ctx.run.template.hint_format
+    if not ctx.pairwise:
+        return prompts.render_context(
+            question=item.question,
+            criteria=views,
+            answer=item.response_a.text,
+            hint_shown=hint,
+            hint_format=hint_format,
+        )
+    first, second = item.response_a, item.response_b
+    assert second is not None, "a pairwise item has two answers"
+    if not order:
+        first, second = second, first
+    return prompts.render_context(
+        question=item.question,
+        criteria=[],
+        answer_1=first.text,
+        answer_2=second.text,
+        hint_shown=hint,
+        hint_format=hint_format,
+    )
+
+
+def plan_item(ctx: PlanContext, seq: int, item: Item) -> tuple[list[Job], int]:
+    """The item's jobs not yet recorded, and how many calls it needs in all."""
+    run = ctx.run
+    if item.id in ctx.judged_elsewhere:
+        return [], 0
+    rng = random.Random(f"{run.seed}:{item.id}")
+    left_is_a = (rng.random() < 0.5) if ctx.pairwise else True
+    repeat = rng.random() < run.repeat_rate
+    hint = run.study.draws_hint(rng) and bool(item.question.reference)
+    if ctx.always_reference:
+        hint = bool(item.question.reference)
+    views = [] if ctx.pairwise else criteria_views(run.study, item.question, ctx.cache)
+    wanted = [(JudgeCall.Purpose.PRIMARY, left_is_a)]
+    if ctx.pairwise and run.both_orders:
+        wanted.append((JudgeCall.Purpose.SWAP, not left_is_a))
+    if repeat:
+        wanted.append((JudgeCall.Purpose.REPEAT, left_is_a))
+    jobs = []
+    for purpose, order in wanted:
+        if (item.id, purpose) in ctx.done:
+            continue
+        bodies, hashes = _bodies(ctx, _render(ctx, item, order, hint, views))
+        jobs.append(
+            Job(
+                item_id=item.id,
+                purpose=purpose,
+                left_is_a=order,
+                hint_shown=hint,
+                seq=seq,
+                bodies=bodies,
+                hashes=hashes,
+                specs=specs_of(views),
+            )
+        )
+    return jobs, len(wanted)
+
+
+def plan_chunks(
+    ctx: PlanContext, *, size: int = 200, first: int | None = None
+) -> Iterator[tuple[list[Job], int]]:
+    """The run's jobs, `first` then `size` items at a time (keyset pages: no cursor held
+    between chunks), with the calls those items need in all. The runner starts calling after
+    the first chunk."""
+    run = ctx.run
+    items = (
+        # Judges never get hidden quality checks (they are for people).
+        Item.objects.filter(study=run.study, check_kind="")
+        .select_related("question", "response_a", "response_b")
+        .order_by("id")
+    )
+    left = run.limit or None
+    seq, last_id = 0, 0
+    while left is None or left > 0:
+        step = first if first and not seq else size
+        take = step if left is None else min(step, left)
+        page = list(items.filter(id__gt=last_id)[:take])
+        if not page:
+            return
+        jobs: list[Job] = []
+        n_planned = 0
+        for item in page:
+            seq += 1
+            item_jobs, n = plan_item(ctx, seq, item)
+            jobs += item_jobs
+            n_planned += n
+        last_id = page[-1].id
+        left = None if left is None else left - len(page)
+        yield jobs, n_planned
+
+
+def judge_run_plan(*, run: JudgeRun) -> Plan:
+    """The work of a run: every (item, purpose) it needs minus what it has already recorded.
+    Deterministic (seeded per item), so a resumed run plans the same requests."""
+    ctx = plan_context(run)
+    plan = plan_head(ctx)
+    for jobs, n_planned in plan_chunks(ctx, size=1000):
+        plan.pending += jobs
+        plan.n_planned += n_planned
+    return plan
+
+
+def cached_calls(hashes: list[str]) -> dict[str, JudgeCall]:
+    """Earlier answered calls with these request hashes (repeats never serve as a cache)."""
+    found: dict[str, JudgeCall] = {}
+    for i in range(0, len(hashes), 500):
+        for call in (
+            JudgeCall.objects.filter(
+                request_hash__in=hashes[i : i + 500], status=JudgeCall.Status.OK
+            )
+            .exclude(purpose=JudgeCall.Purpose.REPEAT)
+            .order_by("id")
+        ):
+            found.setdefault(call.request_hash, call)
+    return found

@@ -1,0 +1,114 @@
+"""Recording a run's answers: the journal of a killed executor, the same call recorded twice,
+and a database that fails while calls are in flight."""
+
+from __future__ import annotations
+
+import time
+
+from annotation.models import Rating
+from evaluation.runner import execute_run
+from evaluation.services import judge_run_create
+from evaluation.testing.fake_openai import answer_for
+
+
+def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_calling_again(
+    make_study, make_judge, fake
+):
+    from evaluation.planning import judge_run_plan
+    from evaluation.recording import Outcome
+    from evaluation.runner import Journal
+
+    study = make_study(["A?", "B?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
+    job = judge_run_plan(run=run).pending[0]
+    # What a killed executor left behind: an answer it was paid for but never committed.
+    raw = answer_for(job.bodies[False]["messages"])
+    journal = Journal(run.pk, run.created_at.isoformat())
+    journal.append(
+        Outcome(
+            job=job,
+            json_mode=False,
+            status="ok",
+            raw=raw,
+            tokens_in=11,
+            tokens_out=7,
+            attempts=1,
+            started_at=None,
+            finished_at=None,
+        )
+    )
+    journal.close(remove=False)
+    run = execute_run(run.pk, backoff=0.01)
+    assert len(fake.paid()) == 1  # only the other item was asked for
+    recovered = run.calls.get(item_id=job.item_id)
+    assert (recovered.raw_output, recovered.tokens_in, recovered.tokens_out) == (raw, 11, 7)
+    assert not recovered.cached and recovered.parse_status == "ok" and recovered.rating is not None
+    assert run.n_done == 2 and not __import__("os").path.exists(journal.path)
+
+
+def test_recording_the_same_call_twice_keeps_one(make_study, make_judge, fake):
+    from evaluation.planning import judge_run_plan
+    from evaluation.recording import Outcome, judge_calls_record
+
+    study = make_study(["Q?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
+    job = judge_run_plan(run=run).pending[0]
+    raw = answer_for(job.bodies[False]["messages"])
+    outcome = Outcome(job=job, json_mode=False, status="ok", raw=raw, tokens_in=5, tokens_out=5)
+    judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
+    snapshot = judge_calls_record(run_id=run.pk, parser="stars", outcomes=[outcome])
+    assert snapshot["n_done"] == 1 and run.calls.count() == 1
+    assert Rating.objects.filter(rater=run.judge.rater).count() == 1
+
+
+def test_a_database_failure_stops_calling_and_a_resume_recovers_what_was_paid(
+    make_study, make_judge, fake, monkeypatch
+):
+    from evaluation import recording
+
+    fake.latency = 0.05
+    study = make_study([f"Q{i}?" for i in range(10)])  # 20 items
+    run = judge_run_create(study=study, judge=make_judge(concurrency=2), repeat_rate=0)
+    real = recording.judge_calls_record
+
+    def broken(**kwargs):
+        if kwargs["outcomes"]:
+            raise RuntimeError("disk full")
+        return real(**kwargs)
+
+    monkeypatch.setattr(recording, "judge_calls_record", broken)
+    failed = execute_run(run.pk, backoff=0.01)
+    assert failed.status == "failed" and "disk full" in failed.error
+    paid_before = len(fake.paid())
+    assert 0 < paid_before < 20  # it stopped calling once the writer died
+    monkeypatch.setattr(recording, "judge_calls_record", real)
+    done = execute_run(run.pk, backoff=0.01)
+    assert done.status == "done" and done.n_done == 20 and done.n_ok == 20
+    assert len(fake.paid()) == 20 and fake.duplicates() == 0  # the journal had the paid ones
+
+
+def test_calls_start_before_the_planning_of_a_large_run_is_done(
+    make_study, make_judge, fake, monkeypatch
+):
+    from evaluation import planning
+
+    real = planning.plan_chunks
+    planned_at: list[float] = []
+
+    def timed(*args, **kwargs):
+        # Planning a large study takes a while: each chunk after the first takes 0.3 s here.
+        for chunk in real(*args, **kwargs):
+            if planned_at:
+                time.sleep(0.3)
+            planned_at.append(time.time())
+            yield chunk
+
+    monkeypatch.setattr(planning, "plan_chunks", timed)
+    fake.latency = 0.05
+    study = make_study([f"Q{i}?" for i in range(60)])  # 120 items: chunks of 16, 100 and 4
+    run = judge_run_create(study=study, judge=make_judge(concurrency=4), repeat_rate=0)
+    done = execute_run(run.pk, backoff=0.01)
+    assert done.status == "done" and done.n_done == done.n_planned == 120
+    first_request = min(r["t"] for r in fake.log)
+    assert len(planned_at) == 3 and first_request < planned_at[1] < planned_at[2]
+    assert fake.duplicates() == 0 and len(fake.paid()) == 120

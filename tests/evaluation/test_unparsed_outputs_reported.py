@@ -1,0 +1,135 @@
+"""A live judge output that could not be parsed is kept as a call, not as a rating; the report's
+data-quality table counts it and the generic export writes it as an unparsed rating, as it does
+for an imported one, so export -> import -> export still gives the same file."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from annotation.exports import export_write
+from annotation.importers import dataset_import
+from annotation.models import Rating, Study
+from evaluation.models import JudgeCall
+from evaluation.runner import execute_run
+from evaluation.selectors import unparsed_judge_outputs
+from evaluation.services import judge_run_create
+from ranking.quality import UNPARSED, data_quality
+
+RUBRIC = {"star": "llmeval2", "pairwise": "pairwise"}
+N_LLMS = {"star": 1, "pairwise": 2}
+
+
+def _run(study, judge):
+    run = judge_run_create(study=study, judge=judge, repeat_rate=0)
+    return execute_run(run.pk, backoff=0.01)
+
+
+def _export(study: Study, fmt: str = "jsonl") -> bytes:
+    buf = io.BytesIO()
+    export_write(study, what="generic", fmt=fmt, out=buf)
+    return buf.getvalue()
+
+
+def _unparsed_records(data: bytes) -> list[dict]:
+    records = [json.loads(line) for line in data.decode().splitlines()]
+    return [r for r in records if r.get("parse_status") == "unparsed"]
+
+
+def _n_unparsed(study) -> int:
+    return int(data_quality(study).set_index("issue").loc[UNPARSED, "n"])
+
+
+@pytest.mark.parametrize("mode", ["star", "pairwise"])
+def test_an_unparsed_live_output_is_counted_and_exported(make_study, make_judge, fake, mode):
+    study = make_study(
+        ["Fine?", "Garbage <<fake:malformed>> =cmd"],
+        mode=mode,
+        rubric=RUBRIC[mode],
+        n_llms=N_LLMS[mode],
+        repeat_rate=0,
+    )
+    judge = make_judge(name="live judge")
+    run = _run(study, judge)
+    failed = JudgeCall.objects.filter(run=run).get(parse_status=JudgeCall.Parse.FAILED)
+    assert failed.rating is None and failed.raw_output
+
+    assert _n_unparsed(study) == 1
+    records = _unparsed_records(_export(study))
+    assert len(records) == 1
+    rec = records[0]
+    assert rec["rater"] == "live judge" and rec["rater_kind"] == "judge"
+    assert rec["raw_output"] == failed.raw_output
+    assert rec["question_id"] == failed.item.question.external_id
+    assert rec["is_repeat"] is False and rec["active_ms"] == failed.latency_ms
+    if mode == "star":
+        assert rec["scores"] == {}
+    else:
+        assert rec["choice"] == ""
+
+
+def test_the_export_with_live_unparsed_outputs_round_trips(make_study, make_judge, fake, tmp_path):
+    study = make_study(["Fine?", "Garbage <<fake:malformed>>"], n_llms=1, repeat_rate=0)
+    _run(study, make_judge(name="live judge"))
+    first = _export(study)
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(first)
+    result = dataset_import(
+        format="jsonl",
+        paths=[path],
+        dataset="copy",
+        study="copy",
+        rubric="llmeval2",
+        progress=False,
+    )
+    copy = Study.objects.get(pk=result.study_ids[0])
+    # In the copy the output is an imported unparsed rating: counted once, exported the same.
+    assert Rating.objects.filter(item__study=copy, parse_status="unparsed").count() == 1
+    assert _n_unparsed(copy) == 1
+    assert _export(copy) == first
+
+
+def test_a_failure_repeated_in_a_second_run_counts_once(make_study, make_judge, fake):
+    study = make_study(["Fine?", "Garbage <<fake:malformed>>"], n_llms=1, repeat_rate=0)
+    judge = make_judge()
+    _run(study, judge)
+    _run(study, judge)
+    assert JudgeCall.objects.filter(run__study=study, parse_status="failed").count() == 2
+    assert len(unparsed_judge_outputs(study)) == 1
+    assert _n_unparsed(study) == 1
+
+
+def test_an_output_the_judge_has_a_rating_for_is_not_unparsed(make_study, make_judge, fake):
+    study = make_study(["Fine?", "Garbage <<fake:malformed>>"], n_llms=1, repeat_rate=0)
+    run = _run(study, make_judge())
+    failed = JudgeCall.objects.filter(run=run).get(parse_status=JudgeCall.Parse.FAILED)
+    good = JudgeCall.objects.filter(run=run).get(parse_status=JudgeCall.Parse.OK)
+    # As if a later run had read the failed item: the judge now has a first rating of it.
+    Rating.objects.filter(pk=good.rating_id).update(item=failed.item)
+    assert unparsed_judge_outputs(study) == []
+    assert _n_unparsed(study) == 0
+
+
+def test_swap_and_other_studies_outputs_are_not_counted(make_study, make_judge, fake):
+    study = make_study(
+        ["Garbage <<fake:malformed>>"], mode="pairwise", rubric="pairwise", repeat_rate=0
+    )
+    other = make_study(["Fine?"], mode="pairwise", rubric="pairwise", repeat_rate=0)
+    judge = make_judge()
+    run = judge_run_create(study=study, judge=judge, repeat_rate=0, both_orders=True)
+    run = execute_run(run.pk, backoff=0.01)
+    assert run.calls.filter(parse_status="failed", purpose="swap").exists()
+    assert len(unparsed_judge_outputs(study)) == 1
+    assert unparsed_judge_outputs(other) == [] and _n_unparsed(other) == 0
+
+
+def test_a_run_whose_outputs_all_fail_changes_the_report_stamp(make_study, make_judge, fake):
+    from ranking.selectors import study_rating_stamp
+
+    study = make_study(["Garbage <<fake:malformed>>"], n_llms=1, repeat_rate=0)
+    before = study_rating_stamp(study)
+    _run(study, make_judge())
+    assert Rating.objects.filter(item__study=study).count() == 0
+    assert study_rating_stamp(study) != before

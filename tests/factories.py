@@ -1,0 +1,178 @@
+"""Factories shared by every test package: datasets, studies, raters and finished ratings.
+
+Studies are made by `study_create` and finished ratings by `ratings_record_bulk`, the services the
+app itself uses, so a test builds its data the way an import or a judge run would. The conftest
+files turn these into fixtures; test modules may import them from here directly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from annotation.models import (
+    LLM,
+    Assignment,
+    Criterion,
+    Dataset,
+    Item,
+    Question,
+    Rater,
+    Rating,
+    Response,
+    Rubric,
+    Score,
+    Study,
+)
+from annotation.recording import NewRating, ratings_record_bulk
+from annotation.services import study_create, study_set_status
+
+FIXTURES = Path(settings.BASE_DIR) / "fixtures"
+L2 = FIXTURES / "llmeval-2"
+SHARED = Path(settings.BASE_DIR).parent / "shared" / "data"
+
+_names = itertools.count()
+
+
+def make_dataset(
+    n_questions: int = 4,
+    n_llms: int = 3,
+    *,
+    questions: list[str] | None = None,
+    text: str | None = None,
+    kind: str = "subjective",
+    reference: str | None = None,
+    answer_type: str = "",
+    task_type: str = "",
+) -> Dataset:
+    """A dataset of n questions (or one per text in `questions`), each answered by n LLMs named
+    secret-model-0, 1, ...; `text` replaces every answer's text, `reference` every reference."""
+    dataset = Dataset.objects.create(name=f"ds-{next(_names)}")
+    llms = [LLM.objects.get_or_create(name=f"secret-model-{j}")[0] for j in range(n_llms)]
+    texts = (
+        questions
+        if questions is not None
+        else [f"Question number {i}?" for i in range(n_questions)]
+    )
+    for i, question_text in enumerate(texts):
+        q = Question.objects.create(
+            dataset=dataset,
+            external_id=f"Q{i}",
+            text=question_text,
+            kind=kind,
+            reference=reference if reference is not None else f"Reference answer {i}",
+            answer_type=answer_type,
+            task_type=task_type,
+        )
+        for j, llm in enumerate(llms):
+            body = text if text is not None else f"Answer {i}-{j}: " + "words " * (j + 3)
+            Response.objects.create(question=q, llm=llm, external_id=f"resp-{i}-{j}", text=body)
+    return dataset
+
+
+def make_study(
+    *,
+    owner: User | None = None,
+    mode: str = "star",
+    rubric: str | None = None,
+    n_questions: int = 4,
+    n_llms: int = 3,
+    status: str = Study.Status.LIVE,
+    dataset: Dataset | None = None,
+    dataset_kw: dict[str, Any] | None = None,
+    text: str | None = None,
+    **design: Any,
+) -> Study:
+    """A study over a fresh dataset (or `dataset`), live by default, with no hidden repeats unless
+    `repeat_rate` says so; `rubric` is a rubric key (llmeval2 or pairwise by mode)."""
+    if dataset is None:
+        dataset = make_dataset(n_questions, n_llms, text=text, **(dataset_kw or {}))
+    key = rubric or ("llmeval2" if mode == "star" else "pairwise")
+    design.setdefault("repeat_rate", 0.0)
+    study = study_create(
+        name=f"study-{next(_names)}",
+        dataset=dataset,
+        mode=mode,
+        rubric=Rubric.objects.get(key=key),
+        owner=owner,
+        **design,
+    )
+    if status != Study.Status.DRAFT:
+        study_set_status(study=study, status=Study.Status.LIVE)
+        if status != Study.Status.LIVE:
+            study_set_status(study=study, status=status)
+    study.refresh_from_db()
+    return study
+
+
+def make_rater(pool: str = Rater.Pool.ONSITE, **kw: Any) -> Rater:
+    """A human rater; an onsite one gets a user account, a crowd one a Prolific worker id."""
+    n = next(_names)
+    if pool == Rater.Pool.ONSITE and "user" not in kw:
+        kw["user"] = User.objects.create_user(f"annotator{n}")
+    if pool == Rater.Pool.CROWD:
+        kw.setdefault("platform", "prolific")
+        kw.setdefault("external_id", f"worker{n}")
+    return Rater.objects.create(kind=Rater.Kind.HUMAN, pool=pool, **kw)
+
+
+def make_raters(prefix: str = "") -> dict[str, Rater]:
+    """One rater per pool: onsite, crowd, public (humans, no accounts) and a judge."""
+    return {
+        "onsite": Rater.objects.create(kind="human", pool="onsite", name=f"{prefix}onsite-1"),
+        "crowd": Rater.objects.create(kind="human", pool="crowd", name=f"{prefix}crowd-1"),
+        "public": Rater.objects.create(kind="human", pool="public", name=f"{prefix}public-1"),
+        "judge": Rater.objects.create(kind="judge", pool="judge", name=f"{prefix}GPT-4"),
+    }
+
+
+def rate(
+    study: Study,
+    item: Item,
+    rater: Rater,
+    *,
+    at: dt.datetime,
+    scores: dict[str, int] | None = None,
+    choice: str = "",
+    repeat_of: Assignment | None = None,
+    left_is_a: bool = True,
+    hint_shown: bool = False,
+    seconds: float = 30.0,
+) -> Rating:
+    """A finished rating submitted at `at`, `seconds` after it was served; scores by criterion
+    key. Recorded by ratings_record_bulk, as importers and judges record theirs."""
+    ids = dict(Criterion.objects.filter(rubric=study.rubric).values_list("key", "id"))
+    row = NewRating(
+        study_id=study.pk,
+        item_id=item.pk,
+        rater_id=rater.pk,
+        choice=choice,
+        scores={ids[key]: value for key, value in (scores or {}).items()},
+        left_is_a=left_is_a,
+        hint_shown=hint_shown,
+        is_repeat=repeat_of is not None,
+        repeat_of_id=repeat_of.pk if repeat_of is not None else None,
+        served_at=at - dt.timedelta(seconds=seconds),
+        submitted_at=at,
+    )
+    ratings_record_bulk(rows=[row])
+    assert row.rating is not None
+    return row.rating
+
+
+def table_counts() -> dict[str, int]:
+    """Rows per table, to show that a refused import or request wrote nothing."""
+    return {
+        m.__name__: m.objects.count()
+        for m in (Dataset, Question, LLM, Response, Study, Item, Rater, Assignment, Rating, Score)
+    }
+
+
+def l2_files(folder: str) -> list[Path]:
+    """The fixture LLMEval-2 subject files under fixtures/llmeval-2/<folder>."""
+    return sorted((L2 / folder).glob("*_data.json"))

@@ -1,0 +1,159 @@
+"""The report's judge-assisted section: item pairing, the three figures side by side, and a clear
+"not enough data" row (never an exception or a NaN in JSON) on thin studies."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ranking.stats import ppi
+from ranking.stats.ppi_section import (
+    MIN_ITEMS,
+    NOTE_BT,
+    NOTE_FEW,
+    NOTE_FLAT,
+    NOTE_NO_HUMAN,
+    NOTE_NO_JUDGE,
+    ppi_section,
+)
+from ranking.stats.report import build_report, report_to_jsonable
+from ranking.stats.schema import coerce_pair, coerce_star
+from ranking.stats.synthetic import generate
+from tests.stats.helpers import pair_frame, star_frame
+
+OPTIONS = {"n_shuffles": 0, "n_bootstrap": 0}
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    s = generate(
+        n_models=5, n_questions=80, n_pairs_per_question=8, n_onsite=8, n_crowd=20, n_public=20
+    )
+    return coerce_star(s.star_df), coerce_pair(s.pair_df)
+
+
+def _human_subset(star: pd.DataFrame, share: float, seed: int) -> pd.DataFrame:
+    """Keep the human ratings of a random ``share`` of the items (the judge keeps all)."""
+    items = np.unique(star["item_id"])
+    keep = np.random.default_rng(seed).choice(items, round(share * len(items)), replace=False)
+    human = star["rater_kind"].astype(str) == "human"
+    return star[~human | star["item_id"].isin(keep)]
+
+
+def test_every_item_rated_by_humans_gives_the_human_estimate(synthetic):
+    star, pair = synthetic
+    t = ppi_section(star, pair)["ppi"]
+    assert set(t["statistic"]) == {"star_mean", "win_rate", "bt_rating"}
+    assert set(t["judge"]) == {"judge-star", "judge-pair"}
+    overall = t[(t["statistic"] == "star_mean") & (t["criterion"] == "overall")]
+    assert len(overall) == 5 and (overall["n_judge_only_items"] == 0).all()
+    # No item for the judge alone: nothing to borrow, lambda is 0 and nothing is saved.
+    assert (t.loc[t["note"] == "", "lam"] == 0).all()
+    np.testing.assert_allclose(overall["ppi"], overall["human"])
+    np.testing.assert_allclose(overall["saved_items"], 0.0, atol=1e-9)
+
+
+def test_the_section_pairs_each_item_and_calls_the_estimator_on_item_means(synthetic):
+    star, pair = synthetic
+    star = _human_subset(star, 0.3, seed=1)
+    t = ppi_section(star, pair)["ppi"]
+    row = t[(t["criterion"] == "accuracy") & (t["model"] == "model-02")].iloc[0]
+    s = star[(star["criterion"] == "accuracy") & (star["model"] == "model-02")]
+    s = s[~s["is_repeat"]]
+    kind = s["rater_kind"].astype(str)
+    y = s[kind == "human"].groupby("item_id")["score"].mean()
+    f = s[kind == "judge"].groupby("item_id")["score"].mean()
+    lab = f.index.isin(y.index)
+    r = ppi.ppi_mean(y.reindex(f.index[lab]).to_numpy(), f[lab].to_numpy(), f[~lab].to_numpy())
+    assert row["n_human_items"] == lab.sum() and row["n_judge_only_items"] == (~lab).sum()
+    assert row["ppi"] == pytest.approx(float(r.estimate))
+    assert row["ppi_high"] - row["ppi_low"] == pytest.approx(2 * ppi.Z95 * float(r.se))
+    assert row["judge_only"] == pytest.approx(f.mean())
+    assert row["n_human_ratings"] == s[kind == "human"]["rating_id"].nunique() > lab.sum()
+
+
+def test_with_humans_on_half_the_items_the_combined_intervals_are_narrower(synthetic):
+    star, pair = synthetic
+    full = ppi_section(star, pair)["ppi"]
+    t = ppi_section(_human_subset(star, 0.5, seed=2), pair)["ppi"]
+    t = t[(t["statistic"] == "star_mean") & (t["note"] == "")]
+    ratio = (t["ppi_high"] - t["ppi_low"]) / (t["human_high"] - t["human_low"])
+    # Never (materially) wider; clearly narrower where the judge tracks people (overall stars).
+    assert (ratio <= 1.01).all()
+    overall = t["criterion"] == "overall"
+    assert (t.loc[overall, "lam"] > 0).all() and ratio[overall].median() < 0.9
+    assert (t.loc[overall, "saved_ratings"] > 0).all()
+    # The combined interval covers the full-human figure for most (model, criterion).
+    merged = t.merge(full, on=["statistic", "criterion", "model"], suffixes=("", "_full"))
+    covered = (merged["ppi_low"] <= merged["human_full"]) & (
+        merged["human_full"] <= merged["ppi_high"]
+    )
+    assert covered.mean() >= 0.85
+
+
+def test_the_width_curve_shrinks_with_the_budget_and_the_judge_helps(synthetic):
+    star, pair = synthetic
+    curve = ppi_section(_human_subset(star, 0.5, seed=3), pair)["ppi_curve"]
+    c = curve[curve["statistic"] == "star_mean"].sort_values("share")
+    assert c["n_human_items"].is_monotonic_increasing
+    assert c["width_human"].is_monotonic_decreasing
+    assert (c["width_ppi"] <= c["width_human"] + 1e-12).all()
+    assert c["n_human_ratings"].iloc[-1] > c["n_human_items"].iloc[-1]  # several humans per item
+
+
+def test_the_default_judge_is_the_one_with_the_most_ratings(synthetic):
+    star, pair = synthetic
+    t = ppi_section(star, pair)["ppi"]
+    n_star = star.loc[star["rater_id"] == "judge-star", "rating_id"].nunique()
+    n_pair = (pair["rater_id"] == "judge-pair").sum()
+    most = "judge-star" if n_star >= n_pair else "judge-pair"
+    assert set(t.loc[t["default_judge"], "judge"]) == {most}
+
+
+def _json_rows(star=None, pair=None) -> list[dict]:
+    report = build_report(star, pair, **OPTIONS)
+    body = report_to_jsonable(report)
+    json.dumps(body, allow_nan=False)  # no NaN or infinity anywhere in the export
+    return body["ppi"]
+
+
+def test_an_empty_study_gives_empty_tables():
+    assert _json_rows() == []
+    assert build_report(None, None, **OPTIONS)["ppi_curve"].empty
+
+
+def test_humans_without_a_judge_and_a_judge_without_humans_say_why():
+    humans = star_frame([("h1", i, "m", "accuracy", 1 + i % 3) for i in range(20)])
+    judge = star_frame([("gpt", i, "m", "accuracy", 2, False, "judge") for i in range(20)])
+    assert [r["note"] for r in _json_rows(humans)] == [NOTE_NO_JUDGE]
+    assert [r["note"] for r in _json_rows(judge)] == [NOTE_NO_HUMAN]
+
+
+def test_few_items_or_flat_human_ratings_give_no_interval():
+    few = star_frame(
+        [("h1", i, "m", "accuracy", 1 + i % 3) for i in range(MIN_ITEMS - 1)]
+        + [("gpt", i, "m", "accuracy", 2, False, "judge") for i in range(30)]
+    )
+    flat = star_frame(
+        [("h1", i, "m", "accuracy", 3) for i in range(15)]
+        + [("gpt", i, "m", "accuracy", 1 + i % 2, False, "judge") for i in range(30)]
+    )
+    for frame, note in ((few, NOTE_FEW.format(n=MIN_ITEMS)), (flat, NOTE_FLAT)):
+        rows = [r for r in _json_rows(frame) if r["criterion"] == "accuracy"]
+        assert len(rows) == 1 and rows[0]["note"] == note
+        assert rows[0]["ppi_low"] is None and rows[0]["saved_items"] is None
+        assert rows[0]["judge_only"] == pytest.approx(1.5 if note == NOTE_FLAT else 2.0)
+
+
+def test_bradley_terry_with_too_few_comparisons_says_so():
+    rows = [("h1", i, "m1", "m2", "A" if i % 2 else "B") for i in range(4)]
+    rows += [("gpt", i, "m1", "m2", "A", True, False, "judge") for i in range(4)]
+    out = _json_rows(pair=pair_frame(rows))
+    bt = [r for r in out if r["statistic"] == "bt_rating"]
+    assert [r["note"] for r in bt] == [NOTE_BT]
+    win = [r for r in out if r["statistic"] == "win_rate"]
+    assert {r["model"] for r in win} == {"m1", "m2"}
+    assert all(r["note"] == NOTE_FEW.format(n=MIN_ITEMS) for r in win)
