@@ -244,13 +244,20 @@ def _truth(study: Study, by_key: dict) -> dict[int, dict[str, float]]:
 
 
 def _plan(raters: list[Rater], pools, n_items: int, ratings_per_item: int, rng) -> dict:
-    """Who rates what: rater index -> item indices, ratings_per_item raters of each pool."""
+    """Who rates what: rater index -> item indices, ratings_per_item raters of each pool.
+
+    The load is balanced, as a real study's assignment is: each item goes to the k members
+    with the fewest items so far (ties broken at random), so every rater gets work whenever
+    there are as many item slots as raters."""
     plan: dict[int, list[int]] = defaultdict(list)
     for pool in pools:
         members = [i for i, r in enumerate(raters) if r.pool == pool]
         k = min(ratings_per_item, len(members))
+        load = dict.fromkeys(members, 0)
         for it_idx in range(n_items):
-            for m in rng.choice(members, size=k, replace=False):
+            order = rng.permutation(members)
+            for m in sorted(order, key=lambda m: load[int(m)])[:k]:
+                load[int(m)] += 1
                 plan[int(m)].append(it_idx)
     return plan
 
