@@ -5,17 +5,32 @@ primary keys reserved from the table's own sequence beforehand so the caller kno
 COPY checks the same constraints as INSERT (unique, check, foreign keys at commit), so a bulk
 writer that uses it behaves as one that uses `bulk_create`; it only skips building a model
 instance and an SQL string per row. SQLite has no COPY: callers ask `available()` first.
+
+Foreign keys in bulk: a foreign key is checked by a trigger, one index lookup per key per row,
+queued until COMMIT (Django's constraints are deferred); for a million ratings that is about
+seven million lookups. A COPY of at least BULK_CHECK_MIN rows, when the database user may set
+`session_replication_role` (a superuser, or GRANT SET ON PARAMETER), runs with the triggers off
+and then checks each foreign-key column at once: its distinct values are locked FOR KEY SHARE,
+as the trigger locks them, and must all exist, or IntegrityError. The caller names the columns
+that point at rows it wrote itself in the same transaction (`own`): nobody else can see, so
+nobody can delete, those rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Model
 
 # Rows per COPY command: large enough that the per-command cost vanishes, small enough that a
 # progress bar moves.
 COPY_BATCH = 50_000
+# From this many rows a COPY checks its foreign keys in bulk (when it may); fewer keep the
+# per-row triggers, whose cost is then smaller than the bulk check's few statements.
+BULK_CHECK_MIN = 5_000
 
 
 def available() -> bool:
@@ -29,26 +44,95 @@ def reserve_ids(table: str, n: int) -> list[int]:
     if n <= 0:
         return []
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            [table, n],
-        )
+        # The sequence is looked up once: pg_get_serial_sequence per row would double the cost.
+        cur.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        sequence = cur.fetchone()[0]
+        cur.execute("SELECT nextval(%s::regclass) FROM generate_series(1, %s)", [sequence, n])
         return [row[0] for row in cur.fetchall()]
 
 
-def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence]) -> int:
-    """COPY `rows` (tuples in the order of `columns`) into `table`; returns how many."""
-    n = 0
+def foreign_keys(model: type[Model]) -> dict[str, str]:
+    """Column -> referenced table, for every foreign key of `model`."""
+    return {
+        f.column: f.related_model._meta.db_table
+        for f in model._meta.concrete_fields
+        if f.is_relation and f.related_model is not None
+    }
+
+
+@contextmanager
+def _triggers_off(wanted: bool) -> Iterator[bool]:
+    """Row triggers (the foreign-key checks) off for the block when wanted and allowed; yields
+    whether they are off. Needs a transaction (the setting is LOCAL to it)."""
+    if not wanted or not connection.in_atomic_block:
+        yield False
+        return
+    with connection.cursor() as cur:
+        cur.execute("SELECT current_setting('session_replication_role')")
+        before = cur.fetchone()[0]
+        try:
+            with transaction.atomic():  # a savepoint: a refused SET leaves the import usable
+                cur.execute("SET LOCAL session_replication_role = replica")
+        except DatabaseError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            cur.execute("SELECT set_config('session_replication_role', %s, true)", [before])
+
+
+def lock_referenced(table: str, ids: Collection[Any], *, column: str) -> None:
+    """The bulk form of a foreign-key check: lock the rows of `table` with these ids FOR KEY
+    SHARE (no one may delete them before COMMIT) and refuse if any is missing."""
+    wanted = sorted(i for i in ids if i is not None)  # sorted: rows locked in one order
+    if not wanted:
+        return
+    with connection.cursor() as cur:
+        # The ids as one array literal: adapting a list of 100,000 ints costs seconds.
+        cur.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {connection.ops.quote_name(table)} "
+            "WHERE id = ANY(%s::bigint[]) FOR KEY SHARE) AS locked",
+            ["{" + ",".join(map(str, wanted)) + "}"],
+        )
+        found = cur.fetchone()[0]
+    if found != len(wanted):
+        raise IntegrityError(
+            f"{column}: {len(wanted) - found} of {len(wanted)} ids are not in {table}"
+        )
+
+
+def copy_rows(
+    model: type[Model],
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    own: Collection[str] = (),
+    expected: int = 0,
+) -> int:
+    """COPY `rows` (tuples in the order of `columns`) into the model's table; returns how many.
+    With `expected` >= BULK_CHECK_MIN rows, foreign keys are checked in bulk (module doc);
+    `own` names the columns that point at rows the caller wrote in this transaction."""
+    table = model._meta.db_table
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     sql = f"COPY {connection.ops.quote_name(table)} ({names}) FROM STDIN"
-    with connection.cursor() as cur, cur.copy(sql) as cp:
-        for row in rows:
-            cp.write_row(row)
-            n += 1
+    refs = {c: t for c, t in foreign_keys(model).items() if c in columns and c not in own}
+    n = 0
+    with _triggers_off(expected >= BULK_CHECK_MIN) as off:
+        seen: dict[str, set[Any]] = {c: set() for c in refs} if off else {}
+        at = [(columns.index(c), values) for c, values in seen.items()]
+        with connection.cursor() as cur, cur.copy(sql) as cp:
+            for row in rows:
+                cp.write_row(row)
+                for k, values in at:
+                    values.add(row[k])
+                n += 1
+        for column, values in seen.items():
+            lock_referenced(refs[column], values, column=f"{table}.{column}")
     return n
 
 
-def copy_objects(model, objs: Sequence) -> list:
+def copy_objects(model: type[Model], objs: Sequence[Model]) -> list[Model]:
     """Store unsaved model instances as bulk_create would (defaults and pre_save applied, ids
     set on the instances), with one COPY."""
     if not objs:
@@ -58,11 +142,12 @@ def copy_objects(model, objs: Sequence) -> list:
         obj.pk = pk
         obj._state.adding, obj._state.db = False, connection.alias
     copy_rows(
-        model._meta.db_table,
+        model,
         [model._meta.pk.column, *(f.column for f in fields)],
         (
             [obj.pk, *(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields)]
             for obj in objs
         ),
+        expected=len(objs),
     )
     return list(objs)

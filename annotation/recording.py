@@ -170,7 +170,7 @@ def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
         row.assignment_id, row.rating_id, row.recorded_at = aid, rid, now
     submitted = Assignment.Status.SUBMITTED.value
     pgcopy.copy_rows(
-        Assignment._meta.db_table,
+        Assignment,
         ASSIGNMENT_COLUMNS,
         (
             (r.assignment_id, pid, r.study_id, r.item_id, r.rater_id, r.seq, submitted,
@@ -178,24 +178,29 @@ def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
              r.served_at or r.submitted_at or now, r.submitted_at or now, r.active_ms, "")
             for r, pid in zip(rows, _uuids(len(rows)), strict=True)
         ),
+        expected=len(rows),
     )  # fmt: skip
     pgcopy.copy_rows(
-        Rating._meta.db_table,
+        Rating,
         RATING_COLUMNS,
         (
             (r.rating_id, r.assignment_id, r.item_id, r.rater_id, r.choice, r.comment,
              r.parse_status, r.raw_output, r.submitted_at or now, r.submitted_at or now)
             for r in rows
         ),
+        own=("assignment_id",),
+        expected=len(rows),
     )  # fmt: skip
     return pgcopy.copy_rows(
-        Score._meta.db_table,
+        Score,
         SCORE_COLUMNS,
         (
             (r.rating_id, cid, value, cid in r.out_of_range)
             for r in rows
             for cid, value in r.scores.items()
         ),
+        own=("rating_id",),
+        expected=len(rows),
     )
 
 

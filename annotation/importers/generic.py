@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ EXPOSURE = [
 RATING = ["question_id", "llm", *RATER, "scores", "criterion", "score", "out_of_range", *EXPOSURE]
 PAIRWISE = ["question_id", "llm_a", "llm_b", *RATER, "choice", "left", *EXPOSURE]
 FIELDS = {"question": QUESTION, "response": RESPONSE, "rating": RATING, "pairwise": PAIRWISE}
+KNOWN = {kind: frozenset([*names, "type"]) for kind, names in FIELDS.items()}
 CHOICES = {"a": "first", "b": "second", "tie": "tie", "both_bad": "both_bad"}
 TRUE = {"1", "true", "yes", "y", "t"}
 FALSE = {"0", "false", "no", "n", "f", ""}
@@ -55,32 +57,37 @@ MAX_ERRORS = 100  # per-line errors listed before the import gives up
 ACTIVE_MS_MAX = 2**31 - 1
 
 
-def _records(path: Path, fmt: str) -> list[tuple[str, dict]]:
-    if fmt == "jsonl":
-        out = []
-        for number, rec in read_jsonl(path):
-            if not isinstance(rec, dict):
-                raise ImportRefused(f"{path.name}, line {number}: expected an object")
-            out.append((f"line {number}", rec))
-        return out
+def _csv_records(path: Path) -> Iterator[tuple[str, dict]]:
+    """(line name, record) per CSV row, the empty cells left out; streamed (a million rows are
+    never all held as dicts)."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames or "type" not in reader.fieldnames:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or "type" not in header:
                 raise ImportRefused(f"{path.name}: the CSV header needs a 'type' column")
-            rows = []
+            width = len(header)
             for number, row in enumerate(reader, start=2):
-                if None in row:
+                if len(row) > width:
                     raise ImportRefused(f"{path.name}, line {number}: more cells than columns")
-                rows.append(
-                    (f"line {number}", {k: v for k, v in row.items() if v not in (None, "")})
-                )
-            return rows
+                if row:  # a blank line, as csv.DictReader skips it
+                    yield f"line {number}", {k: v for k, v in zip(header, row, strict=False) if v}
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ImportRefused(f"{path.name}: cannot read the CSV: {exc}") from exc
 
 
-@dataclass
+def _records(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
+    if fmt != "jsonl":
+        return _csv_records(path)
+    out = []
+    for number, rec in read_jsonl(path):
+        if not isinstance(rec, dict):
+            raise ImportRefused(f"{path.name}, line {number}: expected an object")
+        out.append((f"line {number}", rec))
+    return iter(out)
+
+
+@dataclass(slots=True)
 class _Record:
     """One record of a file with the helpers that read its fields."""
 
@@ -88,16 +95,15 @@ class _Record:
     path: Path
     rid: str
     repairs: RepairLog
-
-    @property
-    def where(self) -> str:
-        return f"{self.path.name}, {self.rid}"
+    where: str  # "file, line N" for messages
 
     def refuse(self, why: str) -> ImportRefused:
         return ImportRefused(f"{self.where}: {why}")
 
     def text(self, key: str, *, required: bool = False) -> str:
         value = self.rec.get(key)
+        if value.__class__ is str and value and "\x00" not in value:  # the common case, fast
+            return value
         if value in (None, ""):
             if required:
                 raise self.refuse(f"{key} is missing")
@@ -138,7 +144,20 @@ class _Record:
         return int(text)
 
 
-def _rater(r: _Record) -> RaterSpec:
+RATER_KEYS = ("rater", "rater_kind", "rater_pool", "rater_platform")
+
+
+def _rater(state: _State, r: _Record) -> RaterSpec:
+    """The record's rater; the same four cells give the same rater (checked once)."""
+    key = tuple(r.rec.get(k) for k in RATER_KEYS)
+    spec = state.rater_cells.get(key)
+    if spec is None:
+        spec = state.rater_cells[key] = _new_rater(r)
+        state.bundle.raters.setdefault(spec.name, spec)
+    return spec
+
+
+def _new_rater(r: _Record) -> RaterSpec:
     name = r.text("rater", required=True).strip()
     kind = r.text("rater_kind").strip() or "human"
     if kind not in ("human", "judge"):
@@ -180,6 +199,7 @@ class _State:
     rubric: str | None
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     star: dict[tuple, RatingSpec] = field(default_factory=dict)
+    rater_cells: dict[tuple, RaterSpec] = field(default_factory=dict)
 
     @property
     def star_key(self) -> str:
@@ -250,8 +270,7 @@ def _scores_of(r: _Record) -> tuple[dict, set[str]]:
 
 def _star(state: _State, r: _Record, qid: str) -> None:
     ranges = state.star_rubric(r)
-    rater = _rater(r)
-    state.bundle.raters.setdefault(rater.name, rater)
+    rater = _rater(state, r)
     llm = r.text("llm", required=True)
     exposure = _exposure(r, rater)
     key = (qid, llm, rater.name, exposure["repeat"])
@@ -286,8 +305,7 @@ def _star(state: _State, r: _Record, qid: str) -> None:
 def _pairwise(state: _State, r: _Record, qid: str) -> None:
     key = state.pair_key
     state.bundle.studies.setdefault(key, StudySpec(name=key, mode="pairwise", rubric="pairwise"))
-    rater = _rater(r)
-    state.bundle.raters.setdefault(rater.name, rater)
+    rater = _rater(state, r)
     a, b = r.text("llm_a", required=True), r.text("llm_b", required=True)
     if a == b:
         raise r.refuse("llm_a and llm_b are the same model")
@@ -318,8 +336,9 @@ def _one(state: _State, r: _Record) -> None:
     kind = str(r.rec.get("type") or "").strip()
     if kind not in TYPES:
         raise r.refuse(f"type must be one of {', '.join(TYPES)}, not {kind!r:.40}")
-    for key in sorted(set(r.rec) - set(FIELDS[kind]) - {"type"}):
-        r.repairs.add(f"ignored the unknown field {key!r} on a {kind} record", r.path, r.rid)
+    if not KNOWN[kind].issuperset(r.rec):
+        for key in sorted(set(r.rec) - KNOWN[kind]):
+            r.repairs.add(f"ignored the unknown field {key!r} on a {kind} record", r.path, r.rid)
     qid = r.text("question_id").strip()
     if not qid:
         raise r.refuse("question_id is missing")
@@ -343,12 +362,11 @@ def parse(
     state = _State(Bundle(dataset=dataset, dataset_source="import"), study, rubric)
     errors: list[str] = []
     for path in map(Path, paths):
-        records = _records(path, fmt)
-        for rid, rec in progress(
-            records, total=len(records), desc=path.name, enabled=progress_enabled
-        ):
+        name = path.name
+        records = progress(_records(path, fmt), total=None, desc=name, enabled=progress_enabled)
+        for rid, rec in records:
             try:
-                _one(state, _Record(rec, path, rid, repairs))
+                _one(state, _Record(rec, path, rid, repairs, f"{name}, {rid}"))
             except ImportRefused as exc:
                 if str(exc) in errors:  # a file-wide problem (e.g. an unknown rubric): once
                     continue

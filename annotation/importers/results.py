@@ -3,6 +3,7 @@ added or skipped."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,11 @@ class RepairLog:
         return sum(len(r.records) for r in self)
 
 
+def clock() -> tuple[float, float]:
+    """(wall, process CPU) seconds, for ImportResult.timed."""
+    return time.perf_counter(), time.process_time()
+
+
 ENTITIES = (
     "datasets",
     "questions",
@@ -79,6 +85,21 @@ class ImportResult:
     dataset_id: int | None = None
     study_ids: list[int] = field(default_factory=list)
     record_id: int | None = None
+    # Seconds per phase (parse, validate, write, commit): wall and this process's CPU.
+    seconds: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, phase: str, since: tuple[float, float]) -> tuple[float, float]:
+        """Add the wall and CPU time since `since` (from `clock()`) to `phase`; returns now."""
+        now = clock()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now[0] - since[0]
+        self.cpu_seconds[phase] = self.cpu_seconds.get(phase, 0.0) + now[1] - since[1]
+        return now
+
+    def timing_line(self) -> str:
+        return ", ".join(
+            f"{k} {v:.1f} s (CPU {self.cpu_seconds[k]:.1f} s)" for k, v in self.seconds.items()
+        )
 
     @property
     def total_added(self) -> int:

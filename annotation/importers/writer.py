@@ -7,19 +7,17 @@ LLM, study + response(s), item + rater + first/repeat). It must run inside a tra
 
 from __future__ import annotations
 
-import gc
 import os
 import random
 from dataclasses import dataclass, field
 
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
-from psycopg.types.json import Jsonb
 
 from annotation import pgcopy
 from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec
 from annotation.importers.reading import Bar
-from annotation.importers.results import ImportResult
+from annotation.importers.results import ImportResult, clock
 from annotation.models import (
     LLM,
     Assignment,
@@ -61,9 +59,11 @@ class _Ctx:
 def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
     out = []
     bar = Bar(total=len(objs), desc=f"writing {desc}", enabled=enabled)
-    for start in range(0, len(objs), BATCH):
-        batch = objs[start : start + BATCH]
-        if pgcopy.available():
+    copy = pgcopy.available()
+    size = pgcopy.COPY_BATCH if copy else BATCH
+    for start in range(0, len(objs), size):
+        batch = objs[start : start + size]
+        if copy:
             out.extend(pgcopy.copy_objects(model, batch))
         else:
             out.extend(model.objects.bulk_create(batch))
@@ -277,14 +277,18 @@ def _item_keys(ctx: _Ctx) -> dict[tuple, int]:
     }
 
 
-def _create_items(ctx: _Ctx, new: dict[tuple, int]) -> dict[tuple, int]:
-    """Store the new items (key (study, a, b) -> question id); returns key -> item id. On
-    PostgreSQL with COPY, elsewhere with bulk_create."""
+def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
+    """Store the new items (key (study, a, b) -> [question id, first ratings this import adds],
+    so their counters need no update afterwards); returns key -> item id. On PostgreSQL with
+    COPY, elsewhere with bulk_create."""
     if not pgcopy.available():
         objs = {
-            key: Item(study_id=key[0], question_id=q, response_a_id=key[1], response_b_id=key[2])
-            for key, q in new.items()
-        }
+            key: Item(
+                study_id=key[0], question_id=q, response_a_id=key[1], response_b_id=key[2],
+                n_ratings=n,
+            )
+            for key, (q, n) in new.items()
+        }  # fmt: skip
         created = _batched_create(Item, list(objs.values()), enabled=ctx.progress, desc="items")
         if any(item.pk is None for item in created):  # backends that return no ids
             return _item_keys(ctx)
@@ -292,14 +296,14 @@ def _create_items(ctx: _Ctx, new: dict[tuple, int]) -> dict[tuple, int]:
     # A random position per item, as the field's default gives one, from a generator seeded
     # by the OS (one system call per item would cost more than the item's COPY).
     rng = random.Random(os.urandom(16))
-    no_check = Jsonb({})
     ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
     pgcopy.copy_rows(
-        Item._meta.db_table,
+        Item,
         ("id", "study_id", "question_id", "response_a_id", "response_b_id", "n_ratings",
          "n_reserved", "shuffle", "check_kind", "check_answer"),
-        ((ids[key], key[0], q, key[1], key[2], 0, 0, rng.randrange(SHUFFLE_MAX), "", no_check)
-         for key, q in new.items()),
+        ((ids[key], key[0], q, key[1], key[2], n, 0, rng.randrange(SHUFFLE_MAX), "", "{}")
+         for key, (q, n) in new.items()),
+        expected=len(new),
     )  # fmt: skip
     return ids
 
@@ -309,16 +313,20 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     study, item id and whether the file's first model is the item's response A."""
     keys = _item_keys(ctx)
     plan, new_items = [], {}
+    pairwise = {name for name, s in ctx.studies.items() if s.mode == Rubric.Mode.PAIRWISE}
     for spec in ctx.bundle.ratings:
         study = ctx.studies[spec.study]
         first = _response_id(ctx, spec, spec.llm)
         a, b = first, None
-        if study.mode == Rubric.Mode.PAIRWISE:
+        if spec.study in pairwise:
             second = _response_id(ctx, spec, spec.other_llm)
-            a, b = min(first, second), max(first, second)
+            a, b = (first, second) if first < second else (second, first)
         key = (study.id, a, b)
-        if key not in keys and key not in new_items:
-            new_items[key] = ctx.q_ids[spec.question]
+        if key not in keys:
+            new = new_items.get(key)
+            if new is None:
+                new = new_items[key] = [ctx.q_ids[spec.question], 0]
+            new[1] += not spec.repeat
         plan.append((spec, study, key, first == a))
     keys.update(_create_items(ctx, new_items))
     ctx.count("items", added=len(new_items), skipped=len({p[2] for p in plan}) - len(new_items))
@@ -421,7 +429,9 @@ def _refresh_counters(ctx: _Ctx) -> None:
             .annotate(n=Count("id"))
             .values("n")
         )
-        Item.objects.filter(study=study).update(n_ratings=Coalesce(Subquery(first_count), 0))
+        # Only the items whose counter changes (new items were stored with theirs).
+        true_count = Coalesce(Subquery(first_count), 0)
+        Item.objects.filter(study=study).exclude(n_ratings=true_count).update(n_ratings=true_count)
         n_raters = Assignment.objects.filter(study=study).values("rater").distinct().count() or 1
         if n_raters > study.ratings_per_item:
             Study.objects.filter(pk=study.pk).update(ratings_per_item=n_raters)
@@ -431,28 +441,26 @@ def write_bundle(
     bundle: Bundle, result: ImportResult, *, owner=None, progress_enabled: bool = True
 ) -> None:
     """Add what is missing. Must run inside a transaction (run_import provides it)."""
+    t = clock()
     bundle.validate()
+    t = result.timed("validate", t)
     ctx = _Ctx(bundle=bundle, result=result, owner=owner, progress=progress_enabled)
     _dataset(ctx)
     _llms(ctx)
     _questions(ctx)
     _responses(ctx)
-    if not bundle.ratings:
-        return
+    if bundle.ratings:
+        _write_ratings(ctx)
+    result.timed("write", t)
+
+
+def _write_ratings(ctx: _Ctx) -> None:
     _raters(ctx)
     _studies(ctx)
-    # A million-rating import allocates millions of small objects that all live to the end: the
-    # cyclic garbage collector would walk them again and again and find nothing to free.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        rows = _ratings(ctx, _items(ctx))
-        bar = Bar(total=len(rows), desc="writing ratings", enabled=progress_enabled)
-        counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
-        bar.close()
-    finally:
-        if collecting:
-            gc.enable()
+    rows = _ratings(ctx, _items(ctx))
+    bar = Bar(total=len(rows), desc="writing ratings", enabled=ctx.progress)
+    counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
+    bar.close()
     for name, n in counts.items():
         ctx.count(name, added=n)
     _refresh_counters(ctx)

@@ -82,4 +82,4 @@ class Command(BaseCommand):
             raise CommandError(f"refused, nothing was written: {exc}") from exc
         for line in result.summary_lines():
             self.stdout.write(line)
-        self.stdout.write(f"done in {time.perf_counter() - t0:.1f} s")
+        self.stdout.write(f"done in {time.perf_counter() - t0:.1f} s ({result.timing_line()})")
