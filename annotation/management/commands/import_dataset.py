@@ -33,6 +33,9 @@ def _formats_help() -> str:
 
 class Command(BaseCommand):
     help = "Import questions, LLM answers and existing ratings from files of a known format."
+    # A data command: Django's system checks (they load every template) cost seconds at the
+    # start of each import; `manage.py check` and the server run them.
+    requires_system_checks: list[str] = []
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
