@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmeval1, llmeval2
-from annotation.importers.base import ImportRefused, ImportResult, RepairLog, run_import
+from annotation.importers.base import ImportRefused, ImportResult, Options, RepairLog, run_import
 
 
 @dataclass(frozen=True)
@@ -74,23 +74,15 @@ FORMATS: dict[str, Format] = {
 }
 
 
-def _parser(fmt: str, paths: list[Path], options: dict[str, Any], progress_enabled: bool):
-    opts = {k: v for k, v in options.items() if v not in (None, "")}
-    if fmt == "llmeval2":
-        return partial(
-            llmeval2.parse, paths, scores=False, progress_enabled=progress_enabled, **opts
-        )
-    if fmt == "llmeval2-scores":
-        return partial(
-            llmeval2.parse, paths, scores=True, progress_enabled=progress_enabled, **opts
-        )
-    if fmt == "llmeval1-scores":
-        return partial(llmeval1.parse, paths, progress_enabled=progress_enabled, **opts)
-    if fmt == "alignbench":
-        return partial(alignbench.parse, paths, progress_enabled=progress_enabled, **opts)
-    if fmt == "chinese-alpaca-eval":
-        return partial(chinese_alpaca_eval.parse, paths, progress_enabled=progress_enabled, **opts)
-    return partial(generic.parse, paths, fmt=fmt, progress_enabled=progress_enabled, **opts)
+PARSERS = {
+    "llmeval2": partial(llmeval2.parse, scores=False),
+    "llmeval2-scores": partial(llmeval2.parse, scores=True),
+    "llmeval1-scores": llmeval1.parse,
+    "alignbench": alignbench.parse,
+    "chinese-alpaca-eval": chinese_alpaca_eval.parse,
+    "jsonl": partial(generic.parse, fmt="jsonl"),
+    "csv": partial(generic.parse, fmt="csv"),
+}
 
 
 def dataset_import(
@@ -130,10 +122,11 @@ def dataset_import(
             raise ImportRefused(f"{p}: no such file")
         if p.is_dir() and format != "chinese-alpaca-eval":
             raise ImportRefused(f"{p}: a folder; give the files")
-    options = {k: v for k, v in given.items() if k in spec.options}
+    chosen = {k: v for k, v in given.items() if k in spec.options and v not in (None, "")}
+    opts = Options(**chosen, progress=progress)
 
     def parse(repairs: RepairLog):
-        return _parser(format, files, options, progress)(repairs)
+        return PARSERS[format](files, repairs, opts)
 
     return run_import(
         format=format,

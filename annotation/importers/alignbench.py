@@ -12,14 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from annotation.importers.base import (
-    Bundle,
-    ImportRefused,
-    QuestionSpec,
-    RepairLog,
-    as_text,
-    progress,
-)
+from annotation.importers import bundle as specs
+from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
 
 SUBCATEGORY_ANSWER_TYPE = {
     "常识知识": "事实与解释型回答",
@@ -118,7 +112,9 @@ def _meta(rec: dict, path: Path, rid: str) -> dict:
     return meta
 
 
-def _question(rec: Any, path: Path, number: int, repairs: RepairLog) -> tuple[QuestionSpec, str]:
+def _question(
+    rec: Any, path: Path, number: int, repairs: RepairLog
+) -> tuple[specs.QuestionSpec, str]:
     """One checked record as a question, and its name for messages."""
     rid = f"line {number}"
     if not isinstance(rec, dict):
@@ -147,7 +143,7 @@ def _question(rec: Any, path: Path, number: int, repairs: RepairLog) -> tuple[Qu
         raise ImportRefused(
             f"{path.name}, {rid}: unknown subcategory {sub!r:.40} (no answer type for it)"
         )
-    spec = QuestionSpec(
+    spec = specs.QuestionSpec(
         external_id=qid,
         text=text("question"),
         task_type=text("category") if rec.get("category") else "",
@@ -159,32 +155,23 @@ def _question(rec: Any, path: Path, number: int, repairs: RepairLog) -> tuple[Qu
     return spec, f"{path.name}, {rid}"
 
 
-def parse(
-    paths: list[Path],
-    repairs: RepairLog,
-    *,
-    dataset: str | None = None,
-    progress_enabled: bool = True,
-    **_ignored,
-) -> Bundle:
+def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
     names = {dataset_name(Path(p)) for p in paths}
-    if dataset is None and len(names) > 1:
+    if opts.dataset is None and len(names) > 1:
         raise ImportRefused(
             "the files are different AlignBench releases (their question ids overlap); import "
             "them one at a time or name one dataset with --dataset"
         )
-    bundle = Bundle(
-        dataset=dataset or names.pop(),
-        dataset_description="AlignBench: Chinese alignment benchmark, 8 categories, reference "
+    bundle = opts.bundle(
+        names.pop(),
+        "AlignBench: Chinese alignment benchmark, 8 categories, reference "
         "answers; the subcategory selects the answer type and the judging dimensions.",
-        dataset_source="github.com/THUDM/AlignBench",
+        "github.com/THUDM/AlignBench",
     )
     seen: dict[str, tuple[str, tuple]] = {}
     for path in map(Path, paths):
         lines = read_jsonl(path)
-        for number, rec in progress(
-            lines, total=len(lines), desc=path.name, enabled=progress_enabled
-        ):
+        for number, rec in progress(lines, total=len(lines), desc=path.name, enabled=opts.progress):
             spec, where = _question(rec, path, number, repairs)
             snapshot = (spec.text, spec.reference, spec.subcategory, spec.task_type)
             if spec.external_id in seen:

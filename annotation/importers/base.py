@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -28,6 +29,24 @@ from annotation.importers.reading import Bar, as_text, at, check_score, progress
 from annotation.importers.results import ENTITIES, ImportResult, Repair, RepairLog, clock
 from annotation.importers.writer import write_bundle
 from annotation.models import ImportRecord
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user chose for an import; each format's parse() reads the options it takes."""
+
+    dataset: str | None = None
+    study: str | None = None
+    rater: str | None = None
+    rater_kind: str | None = None
+    rubric: str | None = None
+    progress: bool = True
+
+    def bundle(self, default: str, description: str, source: str) -> Bundle:
+        """An empty bundle for the chosen dataset, else the format's own."""
+        return Bundle(
+            dataset=self.dataset or default, dataset_description=description, dataset_source=source
+        )
 
 
 class _DryRun(Exception):
@@ -107,6 +126,7 @@ __all__ = [
     "Bundle",
     "ImportRefused",
     "ImportResult",
+    "Options",
     "QuestionSpec",
     "RaterSpec",
     "RatingSpec",

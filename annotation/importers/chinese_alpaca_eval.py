@@ -11,19 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from annotation.importers import bundle as specs
 from annotation.importers.alignbench import read_jsonl
-from annotation.importers.base import (
-    Bundle,
-    ImportRefused,
-    QuestionSpec,
-    RaterSpec,
-    RatingSpec,
-    RepairLog,
-    ResponseSpec,
-    StudySpec,
-    as_text,
-    progress,
-)
+from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
 
 DATASET = "ChineseAlpacaEval"
 STUDY = "ChineseAlpacaEval (imported judgments)"
@@ -57,7 +47,7 @@ def expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def _instructions(bundle: Bundle, path: Path, repairs: RepairLog) -> dict[str, str]:
+def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[str, str]:
     """Questions from the instructions file; returns instruction text -> question id."""
     by_text: dict[str, str] = {}
     for number, rec in read_jsonl(path):
@@ -78,7 +68,7 @@ def _instructions(bundle: Bundle, path: Path, repairs: RepairLog) -> dict[str, s
                 "(outputs are matched by instruction, so it must be unique)"
             )
         by_text[text] = qid
-        spec = QuestionSpec(
+        spec = specs.QuestionSpec(
             external_id=qid,
             text=text,
             task_type=str(rec.get("dataset") or ""),
@@ -89,7 +79,7 @@ def _instructions(bundle: Bundle, path: Path, repairs: RepairLog) -> dict[str, s
     return by_text
 
 
-def _stored_instructions(bundle: Bundle, needed: bool) -> dict[str, str]:
+def _stored_instructions(bundle: specs.Bundle, needed: bool) -> dict[str, str]:
     from annotation.models import Question
 
     rows = Question.objects.filter(dataset__name=bundle.dataset).values_list("external_id", "text")
@@ -131,7 +121,9 @@ def _outputs(bundle, by_text, path: Path, repairs: RepairLog, progress_enabled: 
             raise ImportRefused(f"{path.name}, {rid}: a second output for question {qid}")
         answered.add(qid)
         bundle.responses.append(
-            ResponseSpec(question=qid, llm=path.stem, text=answer, where=f"{path.name}, {rid}")
+            specs.ResponseSpec(
+                question=qid, llm=path.stem, text=answer, where=f"{path.name}, {rid}"
+            )
         )
 
 
@@ -153,13 +145,13 @@ def _judgment(bundle, by_text, study_key, model, reference, path, number, rec) -
         raise ImportRefused(f"{where}: unknown result {rec['result']!r:.40}")
     qid = _question_for(by_text, str(rec["instruction"]), path, rid)
     rater_name = f"{str(rec['evaluator']).strip()} (ChineseAlpacaEval)"
-    bundle.raters.setdefault(rater_name, RaterSpec(rater_name, "judge", "judge"))
+    bundle.raters.setdefault(rater_name, specs.RaterSpec(rater_name, "judge", "judge"))
     for llm, key in ((model, "model_output"), (reference, "reference_output")):
         bundle.responses.append(
-            ResponseSpec(question=qid, llm=llm, text=str(rec[key]), where=where)
+            specs.ResponseSpec(question=qid, llm=llm, text=str(rec[key]), where=where)
         )
     bundle.ratings.append(
-        RatingSpec(
+        specs.RatingSpec(
             study=study_key,
             rater=rater_name,
             question=qid,
@@ -172,13 +164,13 @@ def _judgment(bundle, by_text, study_key, model, reference, path, number, rec) -
     )
 
 
-def _results(bundle: Bundle, by_text: dict[str, str], study_key: str, path: Path) -> None:
+def _results(bundle: specs.Bundle, by_text: dict[str, str], study_key: str, path: Path) -> None:
     if "_vs_" not in path.stem:
         raise ImportRefused(f"{path.name}: results files are named <model>_vs_<reference>.jsonl")
     model, reference = path.stem.split("_vs_", 1)
     bundle.studies.setdefault(
         study_key,
-        StudySpec(
+        specs.StudySpec(
             name=study_key,
             mode="pairwise",
             rubric="pairwise",
@@ -189,20 +181,12 @@ def _results(bundle: Bundle, by_text: dict[str, str], study_key: str, path: Path
         _judgment(bundle, by_text, study_key, model, reference, path, number, rec)
 
 
-def parse(
-    paths: list[Path],
-    repairs: RepairLog,
-    *,
-    dataset: str | None = None,
-    study: str | None = None,
-    progress_enabled: bool = True,
-    **_ignored,
-) -> Bundle:
-    bundle = Bundle(
-        dataset=dataset or DATASET,
-        dataset_description="ChineseAlpacaEval: 795 Chinese instructions (AlpacaEval, adapted), "
+def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
+    bundle = opts.bundle(
+        DATASET,
+        "ChineseAlpacaEval: 795 Chinese instructions (AlpacaEval, adapted), "
         "outputs of gpt-4-0613, gpt-3.5-turbo-0613 and the baseline text-davinci-003.",
-        dataset_source="github.com/CrossmodalGroup/ChineseAlpacaEval",
+        "github.com/CrossmodalGroup/ChineseAlpacaEval",
     )
     by_role: dict[str, list[Path]] = {"instructions": [], "outputs": [], "results": []}
     for p in expand(paths):
@@ -215,7 +199,7 @@ def parse(
     else:
         by_text = _stored_instructions(bundle, bool(by_role["outputs"] or by_role["results"]))
     for path in by_role["outputs"]:
-        _outputs(bundle, by_text, path, repairs, progress_enabled)
+        _outputs(bundle, by_text, path, repairs, opts.progress)
     for path in by_role["results"]:
-        _results(bundle, by_text, study or STUDY, path)
+        _results(bundle, by_text, opts.study or STUDY, path)
     return bundle

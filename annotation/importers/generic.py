@@ -16,16 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.importers import bundle as specs
 from annotation.importers.alignbench import read_jsonl
 from annotation.importers.base import (
-    Bundle,
     ImportRefused,
-    QuestionSpec,
-    RaterSpec,
-    RatingSpec,
+    Options,
     RepairLog,
-    ResponseSpec,
-    StudySpec,
     as_text,
     check_score,
     progress,
@@ -147,7 +143,7 @@ class _Record:
 RATER_KEYS = ("rater", "rater_kind", "rater_pool", "rater_platform")
 
 
-def _rater(state: _State, r: _Record) -> RaterSpec:
+def _rater(state: _State, r: _Record) -> specs.RaterSpec:
     """The record's rater; the same four cells give the same rater (checked once)."""
     key = tuple(r.rec.get(k) for k in RATER_KEYS)
     spec = state.rater_cells.get(key)
@@ -157,7 +153,7 @@ def _rater(state: _State, r: _Record) -> RaterSpec:
     return spec
 
 
-def _new_rater(r: _Record) -> RaterSpec:
+def _new_rater(r: _Record) -> specs.RaterSpec:
     name = r.text("rater", required=True).strip()
     kind = r.text("rater_kind").strip() or "human"
     if kind not in ("human", "judge"):
@@ -168,10 +164,10 @@ def _new_rater(r: _Record) -> RaterSpec:
     platform = r.text("rater_platform").strip().lower()
     if platform not in PLATFORMS:
         raise r.refuse(f"rater_platform must be prolific, mturk or empty, not {platform!r:.40}")
-    return RaterSpec(name, kind, pool, platform)
+    return specs.RaterSpec(name, kind, pool, platform)
 
 
-def _exposure(r: _Record, rater: RaterSpec) -> dict[str, Any]:
+def _exposure(r: _Record, rater: specs.RaterSpec) -> dict[str, Any]:
     """The fields every rating record shares, as RatingSpec keyword arguments."""
     parse_status = r.text("parse_status").strip()
     if parse_status not in ("", "unparsed"):
@@ -194,12 +190,12 @@ def _exposure(r: _Record, rater: RaterSpec) -> dict[str, Any]:
 
 @dataclass
 class _State:
-    bundle: Bundle
+    bundle: specs.Bundle
     study: str | None
     rubric: str | None
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
-    star: dict[tuple, RatingSpec] = field(default_factory=dict)
-    rater_cells: dict[tuple, RaterSpec] = field(default_factory=dict)
+    star: dict[tuple, specs.RatingSpec] = field(default_factory=dict)
+    rater_cells: dict[tuple, specs.RaterSpec] = field(default_factory=dict)
 
     @property
     def star_key(self) -> str:
@@ -221,7 +217,7 @@ class _State:
             if rubric is None:
                 raise ImportRefused(f"unknown star rubric {self.rubric!r}")
             self.ranges = {c.key: (c.min_score, c.max_score) for c in rubric.criteria.all()}
-            self.bundle.studies[self.star_key] = StudySpec(
+            self.bundle.studies[self.star_key] = specs.StudySpec(
                 name=self.star_key, mode="star", rubric=self.rubric
             )
         return self.ranges
@@ -231,7 +227,7 @@ def _question(state: _State, r: _Record, qid: str) -> None:
     kind = r.text("kind")
     if kind not in ("", "objective", "subjective"):
         raise r.refuse("kind must be objective, subjective or empty")
-    spec = QuestionSpec(
+    spec = specs.QuestionSpec(
         external_id=qid,
         text=r.text("text", required=True),
         task_type=r.text("task_type"),
@@ -246,7 +242,7 @@ def _question(state: _State, r: _Record, qid: str) -> None:
 def _response(state: _State, r: _Record, qid: str) -> None:
     # An empty answer is kept: it is what the model answered (the report counts them).
     state.bundle.responses.append(
-        ResponseSpec(
+        specs.ResponseSpec(
             question=qid,
             llm=r.text("llm", required=True),
             text=r.text("text"),
@@ -276,7 +272,7 @@ def _star(state: _State, r: _Record, qid: str) -> None:
     key = (qid, llm, rater.name, exposure["repeat"])
     spec = state.star.get(key)
     if spec is None:
-        spec = RatingSpec(study=state.star_key, question=qid, llm=llm, **exposure)
+        spec = specs.RatingSpec(study=state.star_key, question=qid, llm=llm, **exposure)
         state.star[key] = spec
         state.bundle.ratings.append(spec)
     else:  # another criterion of the same rating (CSV): its exposure must be the same
@@ -304,7 +300,9 @@ def _star(state: _State, r: _Record, qid: str) -> None:
 
 def _pairwise(state: _State, r: _Record, qid: str) -> None:
     key = state.pair_key
-    state.bundle.studies.setdefault(key, StudySpec(name=key, mode="pairwise", rubric="pairwise"))
+    state.bundle.studies.setdefault(
+        key, specs.StudySpec(name=key, mode="pairwise", rubric="pairwise")
+    )
     rater = _rater(state, r)
     a, b = r.text("llm_a", required=True), r.text("llm_b", required=True)
     if a == b:
@@ -317,7 +315,7 @@ def _pairwise(state: _State, r: _Record, qid: str) -> None:
     left = r.text("left") or a
     if left not in (a, b):
         raise r.refuse("left must name llm_a or llm_b")
-    spec = RatingSpec(
+    spec = specs.RatingSpec(
         study=key,
         question=qid,
         llm=a,
@@ -345,25 +343,15 @@ def _one(state: _State, r: _Record) -> None:
     HANDLERS[kind](state, r, qid)
 
 
-def parse(
-    paths: list[Path],
-    repairs: RepairLog,
-    *,
-    fmt: str,
-    dataset: str | None = None,
-    study: str | None = None,
-    rubric: str | None = None,
-    progress_enabled: bool = True,
-    **_ignored,
-) -> Bundle:
+def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> specs.Bundle:
     """Every record is checked; the errors of up to MAX_ERRORS records are listed together."""
-    if not dataset:
+    if not opts.dataset:
         raise ImportRefused("the generic formats need --dataset NAME")
-    state = _State(Bundle(dataset=dataset, dataset_source="import"), study, rubric)
+    state = _State(opts.bundle(opts.dataset, "", "import"), opts.study, opts.rubric)
     errors: list[str] = []
     for path in map(Path, paths):
         name = path.name
-        records = progress(_records(path, fmt), total=None, desc=name, enabled=progress_enabled)
+        records = progress(_records(path, fmt), total=None, desc=name, enabled=opts.progress)
         for rid, rec in records:
             try:
                 _one(state, _Record(rec, path, rid, repairs, f"{name}, {rid}"))

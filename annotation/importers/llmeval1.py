@@ -14,18 +14,8 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from annotation.importers.base import (
-    Bundle,
-    ImportRefused,
-    QuestionSpec,
-    RaterSpec,
-    RatingSpec,
-    RepairLog,
-    ResponseSpec,
-    StudySpec,
-    check_score,
-    progress,
-)
+from annotation.importers import bundle as specs
+from annotation.importers.base import ImportRefused, Options, RepairLog, check_score, progress
 
 DATASET = "LLMEval-1"
 STUDY = "LLMEval-1 (imported scores)"
@@ -47,13 +37,13 @@ PLACEHOLDER = {
 }
 
 
-def _rater(path: Path, rater: str | None, rater_kind: str | None) -> RaterSpec:
+def _rater(path: Path, rater: str | None, rater_kind: str | None) -> specs.RaterSpec:
     if rater or rater_kind:
         if not (rater and rater_kind in ("human", "judge")):
             raise ImportRefused("--rater NAME needs --rater-kind human|judge (and vice versa)")
-        return RaterSpec(rater, rater_kind, "judge" if rater_kind == "judge" else "onsite")
+        return specs.RaterSpec(rater, rater_kind, "judge" if rater_kind == "judge" else "onsite")
     if "gpt4" in path.name.lower() or "gpt-4" in path.name.lower():
-        return RaterSpec(JUDGE_RATER, "judge", "judge")
+        return specs.RaterSpec(JUDGE_RATER, "judge", "judge")
     raise ImportRefused(
         f"{path.name}: cannot tell whose scores these are (no 'gpt4' in the name); "
         "pass --rater NAME --rater-kind human|judge"
@@ -148,23 +138,25 @@ def _note_second_scoring(repairs: RepairLog, path: Path, rid: str, metrics: dict
     )
 
 
-def _dialog(bundle: Bundle, study_key: str, rater: RaterSpec, key, metrics, path, repairs):
+def _dialog(
+    bundle: specs.Bundle, study_key: str, rater: specs.RaterSpec, key, metrics, path, repairs
+):
     qid, llm = key
     rid = f"{llm}_{qid}"
     where = f"{path.name}, dialog {rid}"
     n = _rounds(metrics, where)
-    question = QuestionSpec(
+    question = specs.QuestionSpec(
         external_id=qid, text="", task_type=qid.rsplit("_", 1)[0], meta=dict(PLACEHOLDER)
     )
     bundle.add_question(question, where=where)
     bundle.responses.append(
-        ResponseSpec(question=qid, llm=llm, text="", external_id=rid, where=where)
+        specs.ResponseSpec(question=qid, llm=llm, text="", external_id=rid, where=where)
     )
     if n == 2:
         _note_second_scoring(repairs, path, rid, metrics)
     for round_ in range(n):
         bundle.ratings.append(
-            RatingSpec(
+            specs.RatingSpec(
                 study=study_key,
                 rater=rater.name,
                 question=qid,
@@ -176,32 +168,23 @@ def _dialog(bundle: Bundle, study_key: str, rater: RaterSpec, key, metrics, path
         )
 
 
-def parse(
-    paths: list[Path],
-    repairs: RepairLog,
-    *,
-    dataset: str | None = None,
-    study: str | None = None,
-    rater: str | None = None,
-    rater_kind: str | None = None,
-    progress_enabled: bool = True,
-) -> Bundle:
-    bundle = Bundle(
-        dataset=dataset or DATASET,
-        dataset_description="LLMEval-1: 453 questions, 17 task types, 12 LLMs. Scores only: the "
+def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
+    bundle = opts.bundle(
+        DATASET,
+        "LLMEval-1: 453 questions, 17 task types, 12 LLMs. Scores only: the "
         "question and answer texts were not released (placeholders with empty text).",
-        dataset_source="github.com/llmeval/LLMEval-1",
+        "github.com/llmeval/LLMEval-1",
     )
-    study_key = study or STUDY
-    bundle.studies[study_key] = StudySpec(
+    study_key = opts.study or STUDY
+    bundle.studies[study_key] = specs.StudySpec(
         name=study_key,
         mode="star",
         rubric="llmeval1",
         description="GPT-4 star scores released with LLMEval-1, imported.",
     )
     for path in map(Path, paths):
-        rater_spec = _rater(path, rater, rater_kind)
+        rater_spec = _rater(path, opts.rater, opts.rater_kind)
         bundle.raters.setdefault(rater_spec.name, rater_spec)
-        for key, metrics in _by_dialog(path, progress_enabled).items():
+        for key, metrics in _by_dialog(path, opts.progress).items():
             _dialog(bundle, study_key, rater_spec, key, metrics, path, repairs)
     return bundle

@@ -13,19 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.importers.base import (
-    Bar,
-    Bundle,
-    ImportRefused,
-    QuestionSpec,
-    RaterSpec,
-    RatingSpec,
-    RepairLog,
-    ResponseSpec,
-    StudySpec,
-    as_text,
-    check_score,
-)
+from annotation.importers import bundle as specs
+from annotation.importers.base import Bar, ImportRefused, Options, RepairLog, as_text, check_score
 
 DATASET = "LLMEval-2"
 STUDY = "LLMEval-2 (imported scores)"
@@ -66,18 +55,18 @@ def subject_of(path: Path) -> str:
     return stem[: -len("_data")].replace("_", " ")
 
 
-def rater_for(path: Path, rater: str | None, rater_kind: str | None) -> RaterSpec:
+def rater_for(path: Path, rater: str | None, rater_kind: str | None) -> specs.RaterSpec:
     if rater or rater_kind:
         if not (rater and rater_kind in ("human", "judge")):
             raise ImportRefused("--rater NAME needs --rater-kind human|judge (and vice versa)")
-        return RaterSpec(
+        return specs.RaterSpec(
             name=rater, kind=rater_kind, pool="judge" if rater_kind == "judge" else "onsite"
         )
     parts = {p.lower() for p in path.parts}
     if "human-score" in parts:
-        return RaterSpec(name=HUMAN_RATER, kind="human", pool="onsite")
+        return specs.RaterSpec(name=HUMAN_RATER, kind="human", pool="onsite")
     if "gpt-score" in parts:
-        return RaterSpec(name=JUDGE_RATER, kind="judge", pool="judge")
+        return specs.RaterSpec(name=JUDGE_RATER, kind="judge", pool="judge")
     raise ImportRefused(
         f"{path.name}: cannot tell whose scores these are (the path has neither human-score nor "
         "gpt-score); pass --rater NAME --rater-kind human|judge"
@@ -120,7 +109,7 @@ class _Dialog:
 
 @dataclass
 class _State:
-    bundle: Bundle
+    bundle: specs.Bundle
     repairs: RepairLog
     scores: bool
     study_key: str
@@ -232,7 +221,7 @@ def _is_duplicate(state: _State, d: _Dialog, rec: dict, path: Path) -> bool:
 
 def _add(state: _State, d: _Dialog, subject: str, path: Path) -> None:
     """The question and the answer, each once; answers must agree across files."""
-    spec = QuestionSpec(
+    spec = specs.QuestionSpec(
         external_id=d.qid, text=d.question, task_type=subject, kind=d.kind, reference=d.hint
     )
     if state.bundle.add_question(spec, where=d.where) is spec:
@@ -247,7 +236,7 @@ def _add(state: _State, d: _Dialog, subject: str, path: Path) -> None:
     if d.llm not in state.prompts[d.qid]:
         state.prompts[d.qid][d.llm] = d.question
         state.bundle.responses.append(
-            ResponseSpec(
+            specs.ResponseSpec(
                 question=d.qid, llm=d.llm, text=d.answer, external_id=d.dialog_uuid, where=d.where
             )
         )
@@ -261,7 +250,7 @@ def _record(state: _State, rec: Any, path: Path, index: int, subject: str, rater
     if state.scores:
         stars, flagged = _scores(rec, d.kind, path=path, rid=d.rid, repairs=state.repairs)
         state.bundle.ratings.append(
-            RatingSpec(
+            specs.RatingSpec(
                 study=state.study_key,
                 rater=rater.name,
                 question=d.qid,
@@ -293,25 +282,15 @@ def _prompt_variants(state: _State) -> None:
         )
 
 
-def parse(
-    paths: list[Path],
-    repairs: RepairLog,
-    *,
-    scores: bool,
-    dataset: str | None = None,
-    study: str | None = None,
-    rater: str | None = None,
-    rater_kind: str | None = None,
-    progress_enabled: bool = True,
-) -> Bundle:
-    bundle = Bundle(
-        dataset=dataset or DATASET,
-        dataset_description="LLMEval-2: 12 subjects x 40 questions, answers of 20 LLMs (Chinese).",
-        dataset_source="github.com/llmeval/llmeval-2",
+def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, scores: bool) -> specs.Bundle:
+    bundle = opts.bundle(
+        DATASET,
+        "LLMEval-2: 12 subjects x 40 questions, answers of 20 LLMs (Chinese).",
+        "github.com/llmeval/llmeval-2",
     )
-    state = _State(bundle=bundle, repairs=repairs, scores=scores, study_key=study or STUDY)
+    state = _State(bundle=bundle, repairs=repairs, scores=scores, study_key=opts.study or STUDY)
     if scores:
-        bundle.studies[state.study_key] = StudySpec(
+        bundle.studies[state.study_key] = specs.StudySpec(
             name=state.study_key,
             mode="star",
             rubric="llmeval2",
@@ -319,11 +298,9 @@ def parse(
         )
     loaded = []
     for path in map(Path, paths):
-        rater_spec = rater_for(path, rater, rater_kind) if scores else None
+        rater_spec = rater_for(path, opts.rater, opts.rater_kind) if scores else None
         loaded.append((path, subject_of(path), rater_spec, load_list(path)))
-    bar = Bar(
-        total=sum(len(x[3]) for x in loaded), desc="reading records", enabled=progress_enabled
-    )
+    bar = Bar(total=sum(len(x[3]) for x in loaded), desc="reading records", enabled=opts.progress)
     for path, subject, rater_spec, data in loaded:
         if rater_spec:
             bundle.raters.setdefault(rater_spec.name, rater_spec)
