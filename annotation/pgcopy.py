@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db.models import Field, Model
 
 # Rows per COPY command: large enough that the per-command cost vanishes, small enough that a
 # progress bar moves.
@@ -53,11 +53,18 @@ def reserve_ids(table: str, n: int) -> list[int]:
 
 def foreign_keys(model: type[Model]) -> dict[str, str]:
     """Column -> referenced table, for every foreign key of `model`."""
-    return {
-        f.column: f.related_model._meta.db_table
-        for f in model._meta.concrete_fields
-        if f.is_relation and f.related_model is not None
-    }
+    out = {}
+    for f in model._meta.concrete_fields:
+        target = f.related_model
+        if f.is_relation and f.column and target is not None and not isinstance(target, str):
+            out[f.column] = target._meta.db_table
+    return out
+
+
+def _column(field: Field) -> str:
+    if not field.column:
+        raise ValueError(f"{field} has no column")
+    return field.column
 
 
 @contextmanager
@@ -143,7 +150,7 @@ def copy_objects(model: type[Model], objs: Sequence[Model]) -> list[Model]:
         obj._state.adding, obj._state.db = False, connection.alias
     copy_rows(
         model,
-        [model._meta.pk.column, *(f.column for f in fields)],
+        [_column(f) for f in [model._meta.pk, *fields] if f is not None],
         (
             [obj.pk, *(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields)]
             for obj in objs

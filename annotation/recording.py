@@ -64,7 +64,7 @@ class NewRating:
     def assignment(self) -> Assignment | None:
         """The stored assignment (built on first use: a COPY of a million rows builds none)."""
         if self._assignment is None and self.assignment_id is not None:
-            self._assignment = _assignment(self, self.recorded_at)
+            self._assignment = _assignment(self, self.recorded_at or timezone.now())
             self._assignment.pk = self.assignment_id
             self._assignment._state.adding = False
         return self._assignment
@@ -72,7 +72,7 @@ class NewRating:
     @property
     def rating(self) -> Rating | None:
         if self._rating is None and self.rating_id is not None:
-            self._rating = _rating(self)
+            self._rating = _rating(self, self.recorded_at or timezone.now())
             self._rating.pk = self.rating_id
             self._rating._state.adding = False
         return self._rating
@@ -100,8 +100,11 @@ def _assignment(row: NewRating, now: dt.datetime) -> Assignment:
     )
 
 
-def _rating(row: NewRating) -> Rating:
+def _rating(row: NewRating, now: dt.datetime) -> Rating:
     a = row.assignment
+    if a is None:
+        raise ValueError("a rating is built after its assignment is stored")
+    submitted = row.submitted_at or now
     return Rating(
         assignment=a,
         item_id=row.item_id,
@@ -110,8 +113,8 @@ def _rating(row: NewRating) -> Rating:
         comment=row.comment,
         parse_status=row.parse_status,
         raw_output=row.raw_output,
-        created_at=a.submitted_at,
-        updated_at=a.submitted_at,
+        created_at=submitted,
+        updated_at=submitted,
     )
 
 
@@ -133,7 +136,7 @@ def _write(rows: list[NewRating], now: dt.datetime, batch: int) -> int:
         raise RuntimeError("the database backend did not return ids from a bulk insert")
     for row, a in zip(rows, assignments, strict=True):
         row._assignment, row.assignment_id, row.recorded_at = a, a.pk, now
-    ratings = Rating.objects.bulk_create([_rating(r) for r in rows], batch_size=batch)
+    ratings = Rating.objects.bulk_create([_rating(r, now) for r in rows], batch_size=batch)
     for row, rating in zip(rows, ratings, strict=True):
         row._rating, row.rating_id = rating, rating.pk
     return len(Score.objects.bulk_create(_scores(rows), batch_size=batch * 2))

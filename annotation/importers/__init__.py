@@ -4,14 +4,21 @@ admin all call `dataset_import`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmeval1, llmeval2
-from annotation.importers.base import ImportRefused, ImportResult, Options, RepairLog, run_import
+from annotation.importers.base import (
+    Bundle,
+    ImportRefused,
+    ImportResult,
+    Options,
+    RepairLog,
+    run_import,
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ FORMATS: dict[str, Format] = {
 }
 
 
-PARSERS = {
+PARSERS: dict[str, Callable[[list[Path], RepairLog, Options], Bundle]] = {
     "llmeval2": partial(llmeval2.parse, scores=False),
     "llmeval2-scores": partial(llmeval2.parse, scores=True),
     "llmeval1-scores": llmeval1.parse,

@@ -8,12 +8,12 @@ here because the app must not read ../shared at run time.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from annotation.importers import bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
+from annotation.importers.reading import read_jsonl
 
 SUBCATEGORY_ANSWER_TYPE = {
     "常识知识": "事实与解释型回答",
@@ -63,27 +63,6 @@ def dataset_name(path: Path) -> str:
     if "v1.0" in name:
         return "AlignBench v1.0"
     return "AlignBench"
-
-
-def read_jsonl(path: Path) -> list[tuple[int, object]]:
-    """(line number, parsed object) for every non-blank line; bad JSON is refused by line."""
-    out = []
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    out.append((number, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise ImportRefused(
-                        f"{path.name}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
-                    ) from exc
-                except ValueError as exc:  # e.g. a number of more than 4,300 digits
-                    raise ImportRefused(f"{path.name}, line {number}: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
-    return out
 
 
 def _stray_keys(rec: dict, path: Path, rid: str, repairs: RepairLog) -> None:

@@ -125,7 +125,7 @@ class Bundle:
 
     def _check_lengths(self) -> None:
         """Names and ids fit their columns (PostgreSQL would refuse them mid-import)."""
-        checks = [("dataset name", self.dataset, None, 200)]
+        checks: list[tuple[str, str, str | None, int]] = [("dataset name", self.dataset, None, 200)]
         for q in self.questions.values():
             where = f"question {q.external_id[:40]!r}"
             checks += [("question id", q.external_id, where, 200)]
@@ -141,9 +141,9 @@ class Bundle:
             ]
         checks += [("rater name", r.name, None, 200) for r in self.raters.values()]
         checks += [("study name", s.name, None, 200) for s in self.studies.values()]
-        for what, value, where, limit in checks:
+        for what, value, at, limit in checks:
             if len(value) > limit:
-                place = f"{where}: " if where else ""
+                place = f"{at}: " if at else ""
                 raise ImportRefused(f"{place}the {what} is longer than {limit} characters")
 
     def validate(self) -> None:

@@ -12,10 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from annotation.importers import bundle as specs
-from annotation.importers.alignbench import read_jsonl
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
+from annotation.importers.reading import read_jsonl
 
 DATASET = "ChineseAlpacaEval"
+DESCRIPTION = (
+    "ChineseAlpacaEval: 795 Chinese instructions (AlpacaEval, adapted), "
+    "outputs of gpt-4-0613, gpt-3.5-turbo-0613 and the baseline text-davinci-003."
+)
+SOURCE = "github.com/CrossmodalGroup/ChineseAlpacaEval"
 STUDY = "ChineseAlpacaEval (imported judgments)"
 RESULTS = {"model_1": "first", "model_2": "second", "tie": "tie", "draw": "tie"}
 
@@ -182,12 +187,7 @@ def _results(bundle: specs.Bundle, by_text: dict[str, str], study_key: str, path
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
-    bundle = opts.bundle(
-        DATASET,
-        "ChineseAlpacaEval: 795 Chinese instructions (AlpacaEval, adapted), "
-        "outputs of gpt-4-0613, gpt-3.5-turbo-0613 and the baseline text-davinci-003.",
-        "github.com/CrossmodalGroup/ChineseAlpacaEval",
-    )
+    bundle = opts.bundle(DATASET, DESCRIPTION, SOURCE)
     by_role: dict[str, list[Path]] = {"instructions": [], "outputs": [], "results": []}
     for p in expand(paths):
         by_role[role_of(p)].append(p)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from annotation.importers import bundle as specs
-from annotation.importers.alignbench import read_jsonl
 from annotation.importers.base import (
     ImportRefused,
     Options,
@@ -26,6 +25,7 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
+from annotation.importers.reading import read_jsonl
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]

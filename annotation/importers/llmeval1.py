@@ -18,6 +18,11 @@ from annotation.importers import bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, check_score, progress
 
 DATASET = "LLMEval-1"
+DESCRIPTION = (
+    "LLMEval-1: 453 questions, 17 task types, 12 LLMs. Scores only: the "
+    "question and answer texts were not released (placeholders with empty text)."
+)
+SOURCE = "github.com/llmeval/LLMEval-1"
 STUDY = "LLMEval-1 (imported scores)"
 JUDGE_RATER = "GPT-4 (LLMEval-1)"
 COLUMNS = [
@@ -169,12 +174,7 @@ def _dialog(
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
-    bundle = opts.bundle(
-        DATASET,
-        "LLMEval-1: 453 questions, 17 task types, 12 LLMs. Scores only: the "
-        "question and answer texts were not released (placeholders with empty text).",
-        "github.com/llmeval/LLMEval-1",
-    )
+    bundle = opts.bundle(DATASET, DESCRIPTION, SOURCE)
     study_key = opts.study or STUDY
     bundle.studies[study_key] = specs.StudySpec(
         name=study_key,

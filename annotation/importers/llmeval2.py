@@ -7,7 +7,6 @@ Each file is a JSON list of {question_uuid, dialog_uuid, llm_name, dialog: [{rol
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +14,11 @@ from typing import Any
 
 from annotation.importers import bundle as specs
 from annotation.importers.base import Bar, ImportRefused, Options, RepairLog, as_text, check_score
+from annotation.importers.reading import read_json
 
 DATASET = "LLMEval-2"
+DESCRIPTION = "LLMEval-2: 12 subjects x 40 questions, answers of 20 LLMs (Chinese)."
+SOURCE = "github.com/llmeval/llmeval-2"
 STUDY = "LLMEval-2 (imported scores)"
 HUMAN_RATER = "LLMEval-2 human panel"
 JUDGE_RATER = "GPT-4 (LLMEval-2)"
@@ -74,17 +76,7 @@ def rater_for(path: Path, rater: str | None, rater_kind: str | None) -> specs.Ra
 
 
 def load_list(path: Path) -> list:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ImportRefused(
-            f"{path.name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
-    except ValueError as exc:  # e.g. a number of more than 4,300 digits
-        raise ImportRefused(f"{path.name}: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, list):
         raise ImportRefused(
             f"{path.name}: expected a JSON list of records, got {type(data).__name__}"
@@ -283,11 +275,7 @@ def _prompt_variants(state: _State) -> None:
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, scores: bool) -> specs.Bundle:
-    bundle = opts.bundle(
-        DATASET,
-        "LLMEval-2: 12 subjects x 40 questions, answers of 20 LLMs (Chinese).",
-        "github.com/llmeval/llmeval-2",
-    )
+    bundle = opts.bundle(DATASET, DESCRIPTION, SOURCE)
     state = _State(bundle=bundle, repairs=repairs, scores=scores, study_key=opts.study or STUDY)
     if scores:
         bundle.studies[state.study_key] = specs.StudySpec(

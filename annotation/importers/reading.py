@@ -3,6 +3,7 @@ checks that turn a file's values into text and scores."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Iterable
@@ -111,3 +112,42 @@ def check_score(
     raise ImportRefused(
         f"{at(file, record)}: score {criterion}={value} is outside the rubric's range {lo}-{hi}"
     )
+
+
+def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
+    """Parsed JSON, or ImportRefused naming `where` (the file, or its line for JSONL)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if jsonl:
+            raise ImportRefused(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+        raise ImportRefused(
+            f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise ImportRefused(f"{where}: {exc}") from exc
+
+
+def read_jsonl(path: Path) -> list[tuple[int, object]]:
+    """(line number, parsed object) for every non-blank line; bad JSON is refused by line."""
+    out = []
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            for number, line in enumerate(fh, start=1):
+                if line.strip():
+                    out.append(
+                        (number, parse_json(line, f"{path.name}, line {number}", jsonl=True))
+                    )
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+    return out
+
+
+def read_json(path: Path) -> Any:
+    """A whole JSON file, parsed; bad JSON is refused naming its line and column."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+    return parse_json(text, path.name)

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, Model, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
 from annotation import pgcopy
-from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec
+from annotation.importers.bundle import (
+    Bundle,
+    ImportRefused,
+    RatingSpec,
+    ResponseSpec,
+    StudySpec,
+)
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
 from annotation.models import (
@@ -41,9 +50,9 @@ BATCH = 2000
 class _Ctx:
     bundle: Bundle
     result: ImportResult
-    owner: object
+    owner: Any  # the importing user, or None
     progress: bool
-    dataset: Dataset | None = None
+    dataset: Dataset = field(init=False)  # set first, by _dataset
     llm_ids: dict[str, int] = field(default_factory=dict)
     q_ids: dict[str, int] = field(default_factory=dict)
     r_ids: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -83,19 +92,26 @@ def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
     raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
 
 
+def _find_or_add[M: Model](ctx: _Ctx, entity: str, found: M | None, add: Callable[[], M]) -> M:
+    """The stored row (counted as skipped) or a new one from `add()` (counted as added)."""
+    if found is not None:
+        ctx.count(entity, skipped=1)
+        return found
+    ctx.count(entity, added=1)
+    return add()
+
+
 def _dataset(ctx: _Ctx) -> None:
     b = ctx.bundle
-    dataset = Dataset.objects.filter(name=b.dataset).first()
-    if dataset is None:
-        dataset = Dataset.objects.create(
-            name=b.dataset,
-            description=b.dataset_description,
-            source=b.dataset_source,
+    dataset = _find_or_add(
+        ctx,
+        "datasets",
+        Dataset.objects.filter(name=b.dataset).first(),
+        lambda: Dataset.objects.create(
+            name=b.dataset, description=b.dataset_description, source=b.dataset_source,
             owner=ctx.owner,
-        )
-        ctx.count("datasets", added=1)
-    else:
-        ctx.count("datasets", skipped=1)
+        ),
+    )  # fmt: skip
     ctx.dataset = dataset
     ctx.result.dataset_id = dataset.id
 
@@ -121,9 +137,10 @@ def _question_ids(ctx: _Ctx, referenced: set[str]) -> dict[str, int]:
 
 def _questions(ctx: _Ctx) -> None:
     b = ctx.bundle
-    referenced = set(b.questions) | {r.question for r in [*b.responses, *b.ratings]}
+    rows: list[ResponseSpec | RatingSpec] = [*b.responses, *b.ratings]
+    referenced = set(b.questions) | {r.question for r in rows}
     q_ids = _question_ids(ctx, referenced)
-    for spec in [*b.responses, *b.ratings]:
+    for spec in rows:
         if spec.question not in q_ids and spec.question not in b.questions:
             raise ImportRefused(
                 f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
@@ -202,19 +219,23 @@ def _responses(ctx: _Ctx) -> None:
 def _raters(ctx: _Ctx) -> None:
     """Named raters (no account, no external id) are unique by name."""
     for spec in ctx.bundle.raters.values():
-        rater = Rater.objects.filter(name=spec.name, user__isnull=True, external_id="").first()
-        if rater is None:
-            rater = Rater.objects.create(
-                name=spec.name, kind=spec.kind, pool=spec.pool, platform=spec.platform
+        found = Rater.objects.filter(name=spec.name, user__isnull=True, external_id="").first()
+        if found is not None and found.kind != spec.kind:
+            raise ImportRefused(
+                f"rater {spec.name!r} already exists as a {found.kind} rater, not {spec.kind}"
             )
-            ctx.count("raters", added=1)
-        else:
-            ctx.count("raters", skipped=1)
-            if rater.kind != spec.kind:
-                raise ImportRefused(
-                    f"rater {spec.name!r} already exists as a {rater.kind} rater, not {spec.kind}"
-                )
-        ctx.raters[spec.name] = rater
+        ctx.raters[spec.name] = _find_or_add(
+            ctx,
+            "raters",
+            found,
+            partial(
+                Rater.objects.create,
+                name=spec.name,
+                kind=spec.kind,
+                pool=spec.pool,
+                platform=spec.platform,
+            ),
+        )
 
 
 def _check_existing_study(study: Study, dataset: Dataset, rubric: Rubric, mode: str) -> None:
@@ -230,32 +251,34 @@ def _check_existing_study(study: Study, dataset: Dataset, rubric: Rubric, mode: 
         )
 
 
+def _new_study(ctx: _Ctx, spec: StudySpec, rubric: Rubric) -> Study:
+    """A closed study holding imported ratings."""
+    return Study.objects.create(
+        name=spec.name,
+        description=spec.description,
+        dataset=ctx.dataset,
+        mode=spec.mode,
+        rubric=rubric,
+        owner=ctx.owner,
+        status=Study.Status.CLOSED,
+        pair_design=Study.PairDesign.ALL if spec.mode == Rubric.Mode.PAIRWISE else "",
+        selection={"imported": True},
+        ratings_per_item=1,
+        repeat_rate=0,
+        hint_policy=Study.HintPolicy.SHOWN,
+        admit_onsite=False,
+    )
+
+
 def _studies(ctx: _Ctx) -> None:
     for key, spec in ctx.bundle.studies.items():
         rubric = Rubric.objects.filter(key=spec.rubric).first()
         if rubric is None:
             raise ImportRefused(f"unknown rubric {spec.rubric!r}")
-        study = Study.objects.filter(name=spec.name).first()
-        if study is None:
-            study = Study.objects.create(
-                name=spec.name,
-                description=spec.description,
-                dataset=ctx.dataset,
-                mode=spec.mode,
-                rubric=rubric,
-                owner=ctx.owner,
-                status=Study.Status.CLOSED,
-                pair_design=Study.PairDesign.ALL if spec.mode == Rubric.Mode.PAIRWISE else "",
-                selection={"imported": True},
-                ratings_per_item=1,
-                repeat_rate=0,
-                hint_policy=Study.HintPolicy.SHOWN,
-                admit_onsite=False,
-            )
-            ctx.count("studies", added=1)
-        else:
-            ctx.count("studies", skipped=1)
-            _check_existing_study(study, ctx.dataset, rubric, spec.mode)
+        found = Study.objects.filter(name=spec.name).first()
+        if found is not None:
+            _check_existing_study(found, ctx.dataset, rubric, spec.mode)
+        study = _find_or_add(ctx, "studies", found, partial(_new_study, ctx, spec, rubric))
         ctx.studies[key] = study
         ctx.result.study_ids.append(study.id)
         for c in rubric.criteria.all():
@@ -263,7 +286,7 @@ def _studies(ctx: _Ctx) -> None:
 
 
 def _response_id(ctx: _Ctx, spec: RatingSpec, llm: str) -> int:
-    rid = ctx.r_ids.get((ctx.q_ids[spec.question], ctx.llm_ids.get(llm)))
+    rid = ctx.r_ids.get((ctx.q_ids[spec.question], ctx.llm_ids.get(llm, 0)))
     if rid is None:
         raise ImportRefused(f"{spec.where}: no answer of {llm!r} to {spec.question!r}")
     return rid
@@ -312,7 +335,8 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
     study, item id and whether the file's first model is the item's response A."""
     keys = _item_keys(ctx)
-    plan, new_items = [], {}
+    plan = []
+    new_items: dict[tuple[int, int, int | None], list[int]] = {}
     pairwise = {name for name, s in ctx.studies.items() if s.mode == Rubric.Mode.PAIRWISE}
     for spec in ctx.bundle.ratings:
         study = ctx.studies[spec.study]

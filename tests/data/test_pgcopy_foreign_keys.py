@@ -1,0 +1,100 @@
+"""Large COPYs check their foreign keys in bulk (annotation/pgcopy.py): with the per-row triggers
+off, a key that points nowhere must still be refused, nothing of the write may stay, and the
+triggers must be on again afterwards. PostgreSQL only (SQLite has no COPY)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+
+from annotation import pgcopy
+from annotation.models import Assignment, Criterion, Item, Rater, Rating, Response, Score, Study
+from annotation.recording import NewRating, ratings_record_bulk
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="COPY and its bulk key checks: PostgreSQL only"
+)
+
+
+@pytest.fixture
+def bulk_everything(monkeypatch):
+    """Every COPY, however small, takes the bulk path."""
+    monkeypatch.setattr(pgcopy, "BULK_CHECK_MIN", 1)
+
+
+@pytest.fixture
+def star_rows(small_dataset, star_rubric):
+    study = Study.objects.create(
+        name="s", dataset=small_dataset, mode="star", rubric=star_rubric, status="closed"
+    )
+    items = [
+        Item.objects.create(study=study, question=r.question, response_a=r)
+        for r in Response.objects.filter(question__external_id="Q1").order_by("id")
+    ]
+    rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
+    crit = Criterion.objects.get(rubric=star_rubric, key="correctness")
+
+    def rows(rater_id: int = rater.id, criterion_id: int = crit.id) -> list[NewRating]:
+        return [
+            NewRating(study_id=study.id, item_id=i.id, rater_id=rater_id, scores={criterion_id: 2})
+            for i in items
+        ]
+
+    return rows
+
+
+def _role() -> str:
+    with connection.cursor() as cur:
+        cur.execute("SELECT current_setting('session_replication_role')")
+        return cur.fetchone()[0]
+
+
+def test_the_bulk_path_writes_the_rows_and_turns_the_triggers_on_again(bulk_everything, star_rows):
+    rows = star_rows()
+    with transaction.atomic():
+        with pgcopy._triggers_off(True) as off:
+            assert off, "the test database's user may set session_replication_role"
+            assert _role() == "replica"
+        assert _role() == "origin"
+        counts = ratings_record_bulk(rows=rows)
+        assert _role() == "origin"
+    assert counts == {"assignments": len(rows), "ratings": len(rows), "scores": len(rows)}
+    assert Rating.objects.count() == Score.objects.count() == len(rows)
+
+
+@pytest.mark.parametrize("bad", ["rater", "criterion"])
+def test_a_key_that_points_nowhere_is_refused_and_nothing_stays(bulk_everything, star_rows, bad):
+    missing = 10**9
+    rows = star_rows(rater_id=missing) if bad == "rater" else star_rows(criterion_id=missing)
+    message = f"{bad}_id: 1 of 1 ids are not in annotation_{bad}"
+    with pytest.raises(IntegrityError, match=message), transaction.atomic():
+        ratings_record_bulk(rows=rows)
+    assert not Assignment.objects.exists() and not Rating.objects.exists()
+    assert _role() == "origin"
+
+
+def test_a_deleted_rater_is_refused_too(bulk_everything, star_rows):
+    """The bulk check reads the database, not the writer's memory."""
+    rows = star_rows()
+    Rater.objects.filter(pk=rows[0].rater_id).delete()
+    with pytest.raises(IntegrityError, match="rater_id"), transaction.atomic():
+        ratings_record_bulk(rows=rows)
+    assert not Assignment.objects.exists()
+
+
+def test_small_writes_keep_the_per_row_triggers(star_rows):
+    """Below BULK_CHECK_MIN rows, the deferred per-row check refuses a bad key at COMMIT."""
+    rows = star_rows(rater_id=10**9)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ratings_record_bulk(rows=rows)
+        connection.check_constraints()
+    assert not Assignment.objects.exists()
+
+
+def test_every_foreign_key_column_is_checked():
+    assert pgcopy.foreign_keys(Assignment) == {
+        "study_id": "annotation_study",
+        "item_id": "annotation_item",
+        "rater_id": "annotation_rater",
+        "repeat_of_id": "annotation_assignment",
+    }
