@@ -8,8 +8,9 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from annotation import pgcopy
-from annotation.models import Assignment, Criterion, Item, Rater, Rating, Response, Score, Study
+from annotation.models import Assignment, Criterion, Rater, Rating, Score
 from annotation.recording import NewRating, ratings_record_bulk
+from tests.data.test_recording import star_items  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="COPY and its bulk key checks: PostgreSQL only"
@@ -23,14 +24,8 @@ def bulk_everything(monkeypatch):
 
 
 @pytest.fixture
-def star_rows(small_dataset, star_rubric):
-    study = Study.objects.create(
-        name="s", dataset=small_dataset, mode="star", rubric=star_rubric, status="closed"
-    )
-    items = [
-        Item.objects.create(study=study, question=r.question, response_a=r)
-        for r in Response.objects.filter(question__external_id="Q1").order_by("id")
-    ]
+def star_rows(request, star_rubric):
+    study, items = request.getfixturevalue("star_items")  # test_recording's two star items
     rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
     crit = Criterion.objects.get(rubric=star_rubric, key="correctness")
 
