@@ -13,7 +13,8 @@ seven million lookups. A COPY of at least BULK_CHECK_MIN rows, when the database
 and then checks each foreign-key column at once: its distinct values are locked FOR KEY SHARE,
 as the trigger locks them, and must all exist, or IntegrityError. The caller names the columns
 that point at rows it wrote itself in the same transaction (`own`): nobody else can see, so
-nobody can delete, those rows.
+nobody can delete, those rows. The setting turns off every ordinary trigger, not only the
+key checks: the tables written this way have none (a trigger added to them must be run here too).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from annotation.importers import bundle as specs
+import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
 from annotation.importers.reading import read_jsonl
 

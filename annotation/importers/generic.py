@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.importers import bundle as specs
+import annotation.importers.bundle as specs
 from annotation.importers.base import (
     ImportRefused,
     Options,

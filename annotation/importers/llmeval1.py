@@ -14,7 +14,7 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from annotation.importers import bundle as specs
+import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, check_score, progress
 
 DATASET = "LLMEval-1"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.importers import bundle as specs
+import annotation.importers.bundle as specs
 from annotation.importers.base import Bar, ImportRefused, Options, RepairLog, as_text, check_score
 from annotation.importers.reading import read_json
 
