@@ -70,6 +70,7 @@ def canonical(report: dict) -> dict:
     out = report_to_jsonable(report)
     out["meta"].pop("seconds", None)
     out["meta"].pop("timings", None)
+    out["meta"].pop("cpu_timings", None)
     return json.loads(json.dumps(out, sort_keys=True, default=str))
 
 
