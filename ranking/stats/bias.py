@@ -123,23 +123,27 @@ def _spread_rows(
 ) -> list[tuple[Any, ...]]:
     rows = []
     for value, g in scores.groupby(col, sort=True):
-        g = g.dropna(subset=["score"])
-        if g.empty:
+        # Arrays rather than a frame per group: argmax/argmin give the first best and worst
+        # model, as idxmax/idxmin on the rows with a score would.
+        score = g["score"].to_numpy(dtype=float)
+        ok = ~np.isnan(score)
+        if not ok.any():
             continue
-        best = g.loc[g["score"].idxmax()]
-        worst = g.loc[g["score"].idxmin()]
+        score, model = score[ok], g["model"].to_numpy()[ok]
+        b, w = int(np.argmax(score)), int(np.argmin(score))
+        best, worst = float(score[b]), float(score[w])
         rows.append(
             (
                 mode,
                 kind,
                 dimension,
                 str(value),
-                len(g),
-                best["model"],
-                float(best["score"]),
-                worst["model"],
-                float(worst["score"]),
-                float(best["score"] - worst["score"]),
+                len(score),
+                model[b],
+                best,
+                model[w],
+                worst,
+                best - worst,
             )
         )
     return rows
@@ -152,7 +156,10 @@ def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     task type (criteria pooled). Pairwise: the Points score per task type.
     """
     rows: list[tuple[Any, ...]] = []
-    sdf = star_df[star_df["score"].notna()]
+    # Only the columns used: splitting by rater kind then copies 5 columns, not all of them.
+    cols = ["rater_kind", "criterion", "task_type", "model", "score"]
+    sdf = star_df.loc[star_df["score"].notna(), cols]
+    pair_df = pair_df[["rater_kind", "task_type", "model_a", "model_b", "choice"]]
     for kind, g in [("all", sdf), *sdf.groupby("rater_kind", sort=True)] if len(sdf) else []:
         by_c = g.groupby(["criterion", "model"])["score"].mean().rename("score").reset_index()
         rows += _spread_rows(by_c, "star", kind, "criterion", "criterion")
