@@ -455,7 +455,8 @@ def _groups_with_all_pool(
 def agreement_tables(j: pd.DataFrame, *, min_common: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Krippendorff's alpha (ordinal stars, nominal pairwise) and Fleiss / mean Cohen kappa
     per (mode, pool, criterion), on first ratings only."""
-    f = j[j["is_first"]]
+    # Only the columns used, so that each group split copies 6 columns, not 14.
+    f = j.loc[j["is_first"], ["mode", "criterion", "pool", "rater_id", "item_id", "value"]]
     a_rows, k_rows = [], []
     for (mode, pool, crit), g in _groups_with_all_pool(f):
         level = "ordinal" if mode == "star" else "nominal"
