@@ -254,6 +254,10 @@ def consistency_units(j: pd.DataFrame) -> pd.DataFrame:
     The seed's example: ratings 1, 1, 1, 0 of one task give n=4, n_mode=3 (consistency 3/4).
     """
     keys = ["rater_id", "mode", "item_id", "criterion"]
+    # Only units rated more than once can count: the counts below run on those rows alone
+    # (a few percent of the judgements), in the same order, so the table is the same.
+    repeated = j.duplicated(keys, keep=False).to_numpy()
+    j = j.loc[repeated, [*keys, "value"]]
     counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
     g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
     return g[g["n"] >= 2].reset_index(drop=True)
