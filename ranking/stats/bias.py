@@ -38,23 +38,22 @@ def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -
     s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
     # Score of the longer answer: A's score when A is longer, else B's.
     longer = np.where(delta > 0, s, 1.0 - s)
-    outcome = np.select([longer == 1.0, longer == 0.0], ["win", "loss"], "draw")
-    base = pd.DataFrame(
-        {
-            "rater_kind": pair_df["rater_kind"].to_numpy(),
-            "pool": pair_df["pool"].to_numpy(),
-            "absd": np.abs(delta),
-            "outcome": outcome,
-        }
-    )
+    # Outcome codes win 0, draw 1, loss 2; counts per group by integer codes and bincount.
+    outcome = np.select([longer == 1.0, longer == 0.0], [0, 2], 1)
+    absd = np.abs(delta)
+    groups = {}
+    for group_by in ("rater_kind", "pool"):
+        codes, uniq = pd.factorize(pair_df[group_by].to_numpy())
+        groups[group_by] = (codes, sorted(zip(uniq.tolist(), range(len(uniq)), strict=True)))
     rows = []
     for t in thresholds:
-        sub = base[base["absd"] >= t]
+        keep = absd >= t
         for group_by in ("rater_kind", "pool"):
-            ct = pd.crosstab(sub[group_by], sub["outcome"]) if len(sub) else pd.DataFrame()
-            for grp in sorted(base[group_by].unique()):
-                c = ct.loc[grp] if grp in ct.index else pd.Series(dtype=float)
-                win, draw, loss = (int(c.get(o, 0)) for o in ("win", "draw", "loss"))
+            codes, order = groups[group_by]
+            ok = keep & (codes >= 0)
+            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * len(order))
+            for grp, code in order:
+                win, draw, loss = (int(x) for x in counts[3 * code : 3 * code + 3])
                 n = win + draw + loss
                 rows.append(
                     (group_by, grp, int(t), n, win, draw, loss)
