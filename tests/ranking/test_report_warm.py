@@ -21,20 +21,22 @@ pytestmark = pytest.mark.django_db
 JOB = "ranking.tasks.report_refresh"
 
 
-def test_a_large_study_is_queued_once_the_ratings_commit(
-    star_study,
-    queued,  # noqa: F811
-    settings,
-    django_capture_on_commit_callbacks,
-):
+@pytest.fixture
+def commit(settings, django_capture_on_commit_callbacks, queued):  # noqa: F811
+    """``with commit():`` runs a block as committed (its on_commit callbacks run); studies of
+    10 or more ratings count as large."""
     settings.REPORT_STALE_MIN_RATINGS = 10
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+def test_a_large_study_is_queued_once_the_ratings_commit(star_study, queued, commit):  # noqa: F811
+    with commit() as callbacks:
         reports_warm([star_study.study.pk, star_study.study.pk])
         assert len(queued) == 0  # nothing before the commit
     assert len(callbacks) == 1
     assert [(name, args[0]) for name, args, _ in queued] == [(JOB, star_study.study.pk)]
     # New ratings in bulk queue again, even inside the page's once-a-minute interval.
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         reports_warm([star_study.study.pk])
     assert len(queued) == 2
 
@@ -42,16 +44,16 @@ def test_a_large_study_is_queued_once_the_ratings_commit(
 def test_small_studies_dry_runs_and_deleted_studies_queue_nothing(
     star_study,
     queued,  # noqa: F811
+    commit,
     settings,
-    django_capture_on_commit_callbacks,
 ):
     settings.REPORT_STALE_MIN_RATINGS = 10**6
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         reports_warm([star_study.study.pk])
         reports_warm([star_study.study.pk], dry_run=True)
         reports_warm([10**12])
     settings.REPORT_STALE_MIN_RATINGS = 0
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         reports_warm([star_study.study.pk], dry_run=True)
     assert queued == []
 
@@ -60,11 +62,9 @@ def test_the_page_says_computing_until_the_job_has_run(
     organizer_client,
     star_study,
     queued,  # noqa: F811
-    settings,
-    django_capture_on_commit_callbacks,
+    commit,
 ):
-    settings.REPORT_STALE_MIN_RATINGS = 10
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         reports_warm([star_study.study.pk])
     url = reverse("ranking:report", args=[star_study.study.pk])
     response = organizer_client.get(url)
@@ -82,35 +82,24 @@ def test_the_page_says_computing_until_the_job_has_run(
     assert served.context["report"].cached and not served.context["report"].stale
 
 
-def test_a_simulation_queues_the_report(
-    star_study,
-    queued,  # noqa: F811
-    settings,
-    django_capture_on_commit_callbacks,
-):
-    settings.REPORT_STALE_MIN_RATINGS = 10
-    with django_capture_on_commit_callbacks(execute=True):
+def test_a_simulation_queues_the_report(star_study, queued, commit):  # noqa: F811
+    with commit():
         simulate_ratings(study=star_study.study, raters_per_pool=1, max_items=2)
     assert [(name, args[0]) for name, args, _ in queued] == [(JOB, star_study.study.pk)]
 
 
-def test_an_import_queues_the_reports_of_its_studies(
-    queued,  # noqa: F811
-    settings,
-    django_capture_on_commit_callbacks,
-):
-    settings.REPORT_STALE_MIN_RATINGS = 10
+def test_an_import_queues_the_reports_of_its_studies(queued, commit):  # noqa: F811
     data = [str(p) for p in l2_files("data")]
     scores = [str(p) for p in (*l2_files("results/human-score"), *l2_files("results/gpt-score"))]
     out = io.StringIO()
     call_command("import_dataset", *data, format="llmeval2", no_progress=True, stdout=out)
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         call_command(
             "import_dataset", *scores, format="llmeval2-scores", no_progress=True, dry_run=True,
             stdout=out,
         )  # fmt: skip
     assert queued == []
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit():
         call_command(
             "import_dataset", *scores, format="llmeval2-scores", no_progress=True, stdout=out
         )
