@@ -326,6 +326,14 @@ def _timed[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, tuple
     return out, (round(time.perf_counter() - t, 3), round(time.thread_time() - cpu, 3))
 
 
+def _collect(report: dict[str, Any], laps: Laps, name: str, job: Future[Any]) -> None:
+    """The tables of a section run on a worker thread, with its wall and CPU seconds."""
+    tables, seconds = job.result()
+    report.update(tables)
+    laps.lap(f"{name}_wait")
+    laps.add(f"{name} (worker thread)", seconds)
+
+
 def _meta(
     star: pd.DataFrame,
     pair: pd.DataFrame,
@@ -419,14 +427,8 @@ def build_report(
                 pool=pool,
             )
         )
-        tables, seconds = boards.result()
-        report.update(tables)
-        laps.lap("leaderboards_wait")
-        laps.add("leaderboards (worker thread)", seconds)
-        tables, seconds = ppi.result()
-        report.update(tables)
-        laps.lap("ppi_wait")
-        laps.add("ppi (worker thread)", seconds)
+        _collect(report, laps, "leaderboards", boards)
+        _collect(report, laps, "ppi", ppi)
     report["meta"] = _meta(star, pair, o, excluded, crit_max, max_source, t0)
     report["meta"]["timings"] = laps.seconds
     report["meta"]["cpu_timings"] = laps.cpu
