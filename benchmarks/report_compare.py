@@ -35,8 +35,7 @@ def _synthetic(data_seed: int, n_questions: int, **options: Any):
 
 
 def _llmeval2() -> dict | None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stats"))
-    import realdata  # the loader the real-data tests use
+    from tests.stats import realdata  # the loader the real-data tests use
 
     if not realdata.LLMEVAL2.exists():
         return None
