@@ -10,7 +10,8 @@
    configured cache). Target: first request for 1M ratings < 5 s. The first request runs with the
    report's worker threads (``ranking.stats.report.REPORT_THREADS``); ``--sequential`` also times
    it with everything in one thread (same figures). The seconds per report section are printed
-   too (``meta["timings"]``), and the process's CPU seconds next to the wall time, with the
+   too (``meta["timings"]``, wall, and ``meta["cpu_timings"]``, CPU seconds of the thread that
+   ran the section), and the process's CPU seconds next to the wall time, with the
    machine's load and CPU steal over the run (on a busy shared machine the wall time includes
    waiting for a core). A large study's page after new ratings is served the last snapshot while
    a background job refreshes it (docs/decisions/report-speed.md): that request costs what the
@@ -100,8 +101,9 @@ def _full_report(label: str, n_questions: int, sequential: bool = False) -> None
         _first_request(f"full report, {label}, first request, one thread", compute)
         report_mod.REPORT_THREADS = THREADS
     tables = _first_request(f"full report, {label}, first request (computed, stored)", compute, key)
-    timings = tables["meta"]["timings"]
-    print("       sections: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+    timings, cpu = tables["meta"]["timings"], tables["meta"].get("cpu_timings", {})
+    print("       sections, wall s: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+    print("       sections, CPU s:  " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
     t = time.perf_counter()
     tables, cached = snapshot(key, compute)
     warm = time.perf_counter() - t

@@ -8,6 +8,7 @@ change), so a new or edited rating makes the next request recompute; nothing has
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -17,12 +18,14 @@ from typing import Any, cast
 import pandas as pd
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 
 from annotation import quality as annotator_quality
 from annotation.models import Study
 from ranking import selectors
-from ranking.quality import data_quality
+from ranking.quality import QualityScope, checks_in_scope, data_quality
+from ranking.stats.filters import filter_frame
 from ranking.stats.report import REPORT_KEYS, build_report
 
 CACHE_SECONDS = 60 * 60
@@ -189,6 +192,8 @@ class StudyReport:
     cache_key: str | None = None
     # An older snapshot, served while a background refresh computes the current one.
     stale: bool = False
+    # No snapshot yet and a background job is computing the first one: ``tables`` is empty.
+    computing: bool = False
 
     @property
     def as_of(self) -> dt.datetime | None:
@@ -235,22 +240,48 @@ def report_build(
         if old is not None:
             report_refresh_soon(study_id=study.pk, filters=filters)
             return StudyReport(study, filters, old, cached=True, cache_key=key, stale=True)
+        if old is None and cache.get(key) is None and refresh_pending(study.pk, filters):
+            return StudyReport(study, filters, {}, cache_key=key, computing=True)
     tables, cached = snapshot(key, lambda: _compute(study, filters))
     if not cached:
         cache.set(latest, key, STALE_SECONDS)
     return StudyReport(study=study, filters=filters, tables=tables, cached=cached, cache_key=key)
 
 
+# The report's filters that narrow the ratings (``filter_frame`` keywords; criteria: star only).
+SCOPE_KEYS = ("pools", "rater_kinds", "task_types", "start", "end")
+
+
+def _quality_in_scope(
+    study: Study, frames: selectors.StudyFrames, kwargs: Mapping[str, Any]
+) -> tuple[selectors.StudyFrames, dict[str, Any]]:
+    """The frames within the report's filters, and the quality tables (reliability, gold
+    accuracy, data quality) of the same ratings: the filters apply to them as to every table."""
+    scope = {k: kwargs.get(k) for k in SCOPE_KEYS}
+    frames = selectors.StudyFrames(
+        filter_frame(frames.star_df, criteria=kwargs.get("criteria"), **scope),
+        filter_frame(frames.pair_df, **scope),
+    )
+    frames, tables = annotator_quality.report_quality(study, frames)
+    quality_scope = QualityScope.of(criteria=kwargs.get("criteria"), **scope)
+    if quality_scope.narrows():
+        excluded = annotator_quality.excluded_pseudonyms(study)
+        checks = annotator_quality.check_ratings(study)
+        checks = checks_in_scope(checks[~checks["rater_id"].isin(excluded)], quality_scope)
+        tables["gold_by_pool"] = annotator_quality.gold_by_pool(checks)
+    tables["data_quality"] = data_quality(study, quality_scope)  # flagged values, treatment
+    return frames, tables
+
+
 def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     frames = selectors.study_frames(study, exclude_simulated=filters.exclude_simulated)
-    frames, quality_tables = annotator_quality.report_quality(study, frames)
     kwargs = filters.build_kwargs()
+    frames, quality_tables = _quality_in_scope(study, frames, kwargs)
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
     kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
     computed_at = timezone.now()
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)
-    tables["data_quality"] = data_quality(study)  # flagged values and how they are treated
-    tables.update(quality_tables)  # exclusions, reliability, gold accuracy (docs/quality.md)
+    tables.update(quality_tables)  # exclusions, reliability, gold, data quality (docs/quality.md)
     tables["meta"]["computed_at"] = computed_at.isoformat()
     return tables
 
@@ -275,19 +306,53 @@ def _stale_snapshot(latest: str, key: str) -> dict[str, Any] | None:
     return cache.get(old_key)
 
 
-def report_refresh_soon(*, study_id: int, filters: ReportFilters | None = None) -> bool:
+def _refresh_guard(study_id: int, filters: ReportFilters) -> str:
+    return f"ranking:report-refresh:{study_id}:{filters.cache_token()}"
+
+
+def refresh_pending(study_id: int, filters: ReportFilters) -> bool:
+    """Whether a refresh of (study, filters) was queued in the last ``REPORT_REFRESH_SECONDS``
+    (a job that failed or found no worker stops counting when the interval ends)."""
+    return cache.get(_refresh_guard(study_id, filters)) is not None
+
+
+def report_refresh_soon(
+    *, study_id: int, filters: ReportFilters | None = None, force: bool = False
+) -> bool:
     """Ask the task queue for a fresh snapshot of the study's report (default filters unless
     given), at most once per ``settings.REPORT_REFRESH_SECONDS`` per study and filters. Cheap
-    (one cache ``add``), so ratings can call it on every submit. True when a job was queued."""
+    (one cache ``add``), so ratings can call it on every submit. True when a job was queued.
+    ``force`` queues one even inside the interval (new ratings in bulk, ``reports_warm``)."""
     from ranking.tasks import report_refresh as job  # the job calls back into this module
 
     filters = filters or ReportFilters()
     seconds = int(getattr(settings, "REPORT_REFRESH_SECONDS", REFRESH_SECONDS))
-    guard = f"ranking:report-refresh:{study_id}:{filters.cache_token()}"
-    if not cache.add(guard, True, seconds):
+    guard = _refresh_guard(study_id, filters)
+    if force:
+        cache.set(guard, True, seconds)
+    elif not cache.add(guard, True, seconds):
         return False
     job.enqueue(study_id, filters.as_dict())
     return True
+
+
+def reports_warm(study_ids: Iterable[int], *, dry_run: bool = False) -> None:
+    """After ratings were added in bulk (an import, a finished judge run, a simulation): once
+    the transaction commits, queue the refresh of the default report of each study with at least
+    ``REPORT_STALE_MIN_RATINGS`` submitted ratings, so that the report is computed before
+    anybody opens it (its page says "computing" meanwhile). Smaller studies compute in the
+    request, well under a second. Nothing for a dry run."""
+    if dry_run:
+        return
+    for study_id in dict.fromkeys(study_ids):
+        transaction.on_commit(functools.partial(_warm, int(study_id)))
+
+
+def _warm(study_id: int) -> bool:
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None or selectors.study_rating_stamp(study)[0] < stale_min_ratings():
+        return False
+    return report_refresh_soon(study_id=study_id, force=True)
 
 
 def report_refresh(*, study_id: int, filters: Mapping[str, Any] | None = None) -> bool:

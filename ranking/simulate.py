@@ -44,6 +44,7 @@ from annotation.models import (
     Study,
 )
 from annotation.recording import NewRating, ratings_record_bulk
+from ranking.services import reports_warm
 
 POOLS = ("onsite", "crowd", "public")
 # Per pool: noise (fraction of a criterion's range / of the 0-1 quality scale), bias spread,
@@ -475,6 +476,7 @@ def simulate_ratings(
     rows = [f[0] for f in firsts]
     rows += [sim.repeat_row(first_of[p], rater, exp) for first_of, p, rater, exp in pending]
     counts = ratings_record_bulk(rows=rows)
+    reports_warm([study.pk])  # the study's report, queued when it is large
     _summary(result, rows, counts, raters, pools)
     return result
 

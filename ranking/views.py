@@ -91,7 +91,9 @@ def report_page(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     form, filters = _filters_from(request, study)
     context = {"study": study, "form": form, "query": request.GET.urlencode()}
     if filters is not None:
-        context.update(_report_context(report_build(study=study, filters=filters, stale_ok=True)))
+        report = report_build(study=study, filters=filters, stale_ok=True)
+        # A large study's first report is being computed by a background job: say so.
+        context.update({"computing": True} if report.computing else _report_context(report))
     # Bad filters are a 400 for plain requests; htmx swaps only 2xx responses, so it gets the
     # body with the errors as a 200.
     status = 200 if filters is not None or request.htmx else 400

@@ -25,6 +25,7 @@ from annotation.limits import parse_id
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_create
+from ranking.services import reports_warm
 
 
 def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
@@ -216,6 +217,7 @@ class ImportListCreate(generics.ListAPIView):
                     {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
                     status=status.HTTP_400_BAD_REQUEST,
                 )
+        reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
         out = {
             "format": result.format,
             "dry_run": result.dry_run,

@@ -254,6 +254,10 @@ def consistency_units(j: pd.DataFrame) -> pd.DataFrame:
     The seed's example: ratings 1, 1, 1, 0 of one task give n=4, n_mode=3 (consistency 3/4).
     """
     keys = ["rater_id", "mode", "item_id", "criterion"]
+    # Only units rated more than once can count: the counts below run on those rows alone
+    # (a few percent of the judgements), in the same order, so the table is the same.
+    repeated = j.duplicated(keys, keep=False).to_numpy()
+    j = j.loc[repeated, [*keys, "value"]]
     counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
     g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
     return g[g["n"] >= 2].reset_index(drop=True)
@@ -455,7 +459,8 @@ def _groups_with_all_pool(
 def agreement_tables(j: pd.DataFrame, *, min_common: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Krippendorff's alpha (ordinal stars, nominal pairwise) and Fleiss / mean Cohen kappa
     per (mode, pool, criterion), on first ratings only."""
-    f = j[j["is_first"]]
+    # Only the columns used, so that each group split copies 6 columns, not 14.
+    f = j.loc[j["is_first"], ["mode", "criterion", "pool", "rater_id", "item_id", "value"]]
     a_rows, k_rows = [], []
     for (mode, pool, crit), g in _groups_with_all_pool(f):
         level = "ordinal" if mode == "star" else "nominal"

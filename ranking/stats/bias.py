@@ -38,23 +38,22 @@ def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -
     s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
     # Score of the longer answer: A's score when A is longer, else B's.
     longer = np.where(delta > 0, s, 1.0 - s)
-    outcome = np.select([longer == 1.0, longer == 0.0], ["win", "loss"], "draw")
-    base = pd.DataFrame(
-        {
-            "rater_kind": pair_df["rater_kind"].to_numpy(),
-            "pool": pair_df["pool"].to_numpy(),
-            "absd": np.abs(delta),
-            "outcome": outcome,
-        }
-    )
+    # Outcome codes win 0, draw 1, loss 2; counts per group by integer codes and bincount.
+    outcome = np.select([longer == 1.0, longer == 0.0], [0, 2], 1)
+    absd = np.abs(delta)
+    groups = {}
+    for group_by in ("rater_kind", "pool"):
+        codes, uniq = pd.factorize(pair_df[group_by].to_numpy())
+        groups[group_by] = (codes, sorted(zip(uniq.tolist(), range(len(uniq)), strict=True)))
     rows = []
     for t in thresholds:
-        sub = base[base["absd"] >= t]
+        keep = absd >= t
         for group_by in ("rater_kind", "pool"):
-            ct = pd.crosstab(sub[group_by], sub["outcome"]) if len(sub) else pd.DataFrame()
-            for grp in sorted(base[group_by].unique()):
-                c = ct.loc[grp] if grp in ct.index else pd.Series(dtype=float)
-                win, draw, loss = (int(c.get(o, 0)) for o in ("win", "draw", "loss"))
+            codes, order = groups[group_by]
+            ok = keep & (codes >= 0)
+            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * len(order))
+            for grp, code in order:
+                win, draw, loss = (int(x) for x in counts[3 * code : 3 * code + 3])
                 n = win + draw + loss
                 rows.append(
                     (group_by, grp, int(t), n, win, draw, loss)
@@ -123,23 +122,27 @@ def _spread_rows(
 ) -> list[tuple[Any, ...]]:
     rows = []
     for value, g in scores.groupby(col, sort=True):
-        g = g.dropna(subset=["score"])
-        if g.empty:
+        # Arrays rather than a frame per group: argmax/argmin give the first best and worst
+        # model, as idxmax/idxmin on the rows with a score would.
+        score = g["score"].to_numpy(dtype=float)
+        ok = ~np.isnan(score)
+        if not ok.any():
             continue
-        best = g.loc[g["score"].idxmax()]
-        worst = g.loc[g["score"].idxmin()]
+        score, model = score[ok], g["model"].to_numpy()[ok]
+        b, w = int(np.argmax(score)), int(np.argmin(score))
+        best, worst = float(score[b]), float(score[w])
         rows.append(
             (
                 mode,
                 kind,
                 dimension,
                 str(value),
-                len(g),
-                best["model"],
-                float(best["score"]),
-                worst["model"],
-                float(worst["score"]),
-                float(best["score"] - worst["score"]),
+                len(score),
+                model[b],
+                best,
+                model[w],
+                worst,
+                best - worst,
             )
         )
     return rows
@@ -152,7 +155,10 @@ def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     task type (criteria pooled). Pairwise: the Points score per task type.
     """
     rows: list[tuple[Any, ...]] = []
-    sdf = star_df[star_df["score"].notna()]
+    # Only the columns used: splitting by rater kind then copies 5 columns, not all of them.
+    cols = ["rater_kind", "criterion", "task_type", "model", "score"]
+    sdf = star_df.loc[star_df["score"].notna(), cols]
+    pair_df = pair_df[["rater_kind", "task_type", "model_a", "model_b", "choice"]]
     for kind, g in [("all", sdf), *sdf.groupby("rater_kind", sort=True)] if len(sdf) else []:
         by_c = g.groupby(["criterion", "model"])["score"].mean().rename("score").reset_index()
         rows += _spread_rows(by_c, "star", kind, "criterion", "criterion")

@@ -125,11 +125,14 @@ def _rows_for(
     no_tie = (mode == "pairwise") & (code != tie)
     pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
     agree_nt = np.where(no_tie, agree, 0)
-    rater = str_values(g["rater_id"])
+    rater = pd.factorize(str_values(g["rater_id"]))[0]
     rows, conf_rows = [], []
     for group_by, labels, mask in _group_keys(g):
-        for grp in sorted(set(labels[mask])):
-            sel = mask & (labels == grp)
+        # Integer codes of the labels: one factorize instead of a string comparison per group.
+        lab, uniq = pd.factorize(labels)
+        present = np.bincount(lab[mask], minlength=len(uniq)) > 0
+        for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(present)):
+            sel = mask & (lab == c)
             ok = sel & has_truth
             conf = np.bincount(truth[ok] * k + code[ok], minlength=k * k).reshape(k, k)
             n_ok = int(ok.sum())
@@ -143,7 +146,7 @@ def _rows_for(
                     crit,
                     group_by,
                     str(grp),
-                    len(set(rater[sel])),
+                    len(np.unique(rater[sel])),
                     n_ok,
                     int((sel & ~has_truth).sum()),
                     float(np.trace(conf) / n_ok) if n_ok else np.nan,

@@ -199,7 +199,10 @@ def model_sides(items: pd.DataFrame) -> pd.DataFrame:
 def bt_rows(items: pd.DataFrame, judge: str) -> list[dict[str, Any]]:
     """``bt_rating`` rows: PPI++ Bradley-Terry over the models the human comparisons reach."""
     lab = items[items["y"].notna()]
-    models = sorted(set(lab["model_a"]).union(lab["model_b"]))
+    # The distinct names first (pd.unique), not a Python loop over every comparison.
+    models = sorted(
+        set(pd.unique(lab["model_a"].to_numpy())).union(pd.unique(lab["model_b"].to_numpy()))
+    )
     idx = {m: i for i, m in enumerate(models)}
     unl = items[items["y"].isna() & items["model_a"].isin(idx) & items["model_b"].isin(idx)]
     res = None

@@ -162,8 +162,11 @@ def match_arrays(
 def labels(values: pd.Series) -> list[str]:
     """Distinct labels present in ``values`` (fast path for categoricals)."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        codes = np.unique(values.cat.codes.to_numpy())
-        return [str(values.cat.categories[c]) for c in codes if c >= 0]
+        # Categories present, in code order (a count per code: no sort of the whole column).
+        codes = values.cat.codes.to_numpy()
+        cats = values.cat.categories
+        present = np.bincount(codes[codes >= 0], minlength=len(cats)) > 0
+        return [str(c) for c in cats[present]]
     return [str(v) for v in pd.unique(values.to_numpy())]
 
 

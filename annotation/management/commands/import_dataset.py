@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers import FORMATS, ImportRefused, dataset_import
+from ranking.services import reports_warm
 
 
 def _formats_help() -> str:
@@ -83,6 +84,7 @@ class Command(BaseCommand):
             )
         except ImportRefused as exc:
             raise CommandError(f"refused, nothing was written: {exc}") from exc
+        reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
         for line in result.summary_lines():
             self.stdout.write(line)
         self.stdout.write(f"done in {time.perf_counter() - t0:.1f} s ({result.timing_line()})")
