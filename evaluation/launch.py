@@ -51,13 +51,6 @@ class Estimate:
         return {**asdict(self), "total_max": self.total_max}
 
 
-def estimate_tokens(text: str) -> int:
-    """A deliberately high token count: one per non-ASCII character (Chinese runs about 0.7-1.5
-    per character), one per four ASCII characters (English runs about four characters each)."""
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return non_ascii + (len(text) - non_ascii + 3) // 4
-
-
 def run_estimate(
     *, study: Study, judge: JudgeConfig, both_orders: bool, repeat_rate: float, limit, seed: int
 ) -> tuple[int, int, int]:
@@ -79,10 +72,7 @@ def run_estimate(
         params=services.judge_request_params(judge),
     )
     plan = planning.judge_run_plan(run=draft)
-    tokens = 0
-    for job in plan.pending:
-        messages = job.bodies[plan.json_first and True in job.bodies]["messages"]
-        tokens += sum(estimate_tokens(m["content"]) + 4 for m in messages)
+    tokens = sum(planning.prompt_tokens(job, plan.json_first) for job in plan.pending)
     scale = n_items / sample
     return n_items, round(len(plan.pending) * scale), round(tokens * scale)
 

@@ -141,6 +141,44 @@ def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tu
     return good, "stop"
 
 
+def completion(req: dict[str, Any], messages: list, markers, completion_id: str):
+    """(body, prompt tokens, completion tokens) of a 200 chat completion, clean or as the markers
+    ask. Usage counts prompt characters / 4 (as a tokenizer counts English) and the answer at
+    most max_tokens, as a real server bills."""
+    json_mode = (req.get("response_format") or {}).get("type") == "json_object"
+    kind = next(
+        (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
+    )
+    content, finish = bad_answer(kind, messages, json_mode)
+    tokens_in = max(1, (len(_prompt_text(messages)) + 3) // 4)
+    tokens_out = max(1, min(len(content) // 2, int(req.get("max_tokens") or 1 << 30)))
+    data = {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        },
+    }
+    return data, tokens_in, tokens_out
+
+
+def _repeats(paid: list[dict[str, Any]]) -> int:
+    """Paid calls beyond the first for the same request hash and purpose."""
+    counts = Counter((r["request_hash"], r["purpose"]) for r in paid)
+    return sum(c - 1 for c in counts.values() if c > 1)
+
+
 class FakeOpenAI(RateLimits):
     def __init__(
         self,
@@ -214,8 +252,7 @@ class FakeOpenAI(RateLimits):
             return [r for r in self.log if r["paid"]]
 
     def duplicates(self) -> int:
-        counts = Counter((r["request_hash"], r["purpose"]) for r in self.paid())
-        return sum(c - 1 for c in counts.values() if c > 1)
+        return _repeats(self.paid())
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -232,11 +269,7 @@ class FakeOpenAI(RateLimits):
                 "in_flight": self.in_flight,
                 "first_request_t": min((r["t"] for r in self.log), default=None),
                 "last_paid_t": max((r["done_t"] for r in paid), default=None),
-                "duplicates": sum(
-                    c - 1
-                    for c in Counter((r["request_hash"], r["purpose"]) for r in paid).values()
-                    if c > 1
-                ),
+                "duplicates": _repeats(paid),
             }
 
     # --- HTTP (aiohttp: its C parser keeps the server's CPU cost per call small) ----------
@@ -384,31 +417,9 @@ class FakeOpenAI(RateLimits):
 
     def _completion(self, req, messages, markers, attempt, entry, limit_headers):
         """The 200 answer: a chat completion, clean or as the markers ask."""
-        json_mode = (req.get("response_format") or {}).get("type") == "json_object"
-        kind = next(
-            (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
+        data, tokens_in, tokens_out = completion(
+            req, messages, markers, f"chatcmpl-{entry['body_hash'][:12]}-{attempt}"
         )
-        content, finish = bad_answer(kind, messages, json_mode)
-        tokens_in = max(1, len(_prompt_text(messages)) // 2)
-        tokens_out = max(1, len(content) // 2)
-        data = {
-            "id": f"chatcmpl-{entry['body_hash'][:12]}-{attempt}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": tokens_in,
-                "completion_tokens": tokens_out,
-                "total_tokens": tokens_in + tokens_out,
-            },
-        }
         entry.update(
             status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
         )
