@@ -49,21 +49,41 @@ class PromptTemplate(models.Model):
         CHOICE = "choice", _("pairwise option A/B/C/D")
         RANKING = "ranking", _("ChineseAlpacaEval ranking list")
 
-    key = models.SlugField(max_length=80, unique=True)
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    parser = models.CharField(max_length=20, choices=Parser.choices)
-    system = models.TextField(blank=True, help_text="System message (optional).")
+    # What an organizer writes (the form and the API); the rest is the server's.
+    EDITABLE = (
+        "key",
+        "name",
+        "kind",
+        "parser",
+        "system",
+        "user",
+        "hint_format",
+        "json_instructions",
+    )
+
+    key = models.SlugField(_("key"), max_length=80, unique=True)
+    name = models.CharField(_("name"), max_length=200)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    parser = models.CharField(_("parser"), max_length=20, choices=Parser.choices)
+    system = models.TextField(
+        _("system message"), blank=True, help_text=_("System message (optional).")
+    )
     user = models.TextField(
-        help_text="User message with {placeholders}; write {{ and }} for braces."
+        _("user message"),
+        help_text=_("User message with {placeholders}; write {{ and }} for braces."),
     )
     hint_format = models.TextField(
+        _("hint format"),
         blank=True,
-        help_text="How {hint_section} renders when the hint is shown, e.g. "
-        "'The correct answer to user's question is: {hint}'.",
+        help_text=_(
+            "How {hint_section} renders when the hint is shown, e.g. "
+            "'The correct answer to user's question is: {hint}'."
+        ),
     )
     json_instructions = models.TextField(
-        blank=True, help_text="Appended when the server is asked for a JSON object."
+        _("JSON instructions"),
+        blank=True,
+        help_text=_("Appended when the server is asked for a JSON object."),
     )
     builtin = models.BooleanField(default=False)
     owner = models.ForeignKey(
@@ -89,39 +109,64 @@ class JudgeConfig(models.Model):
         ON = "on", _("always ask for a JSON object")
         OFF = "off", _("never (parse text)")
 
-    name = models.CharField(max_length=200, unique=True)
-    rater = models.OneToOneField(Rater, on_delete=models.PROTECT, related_name="judge_config")
-    model = models.CharField(max_length=200, default="gpt-4-0613")
+    name = models.CharField(_("name"), max_length=200, unique=True)
+    rater = models.OneToOneField(
+        Rater, on_delete=models.PROTECT, related_name="judge_config", verbose_name=_("rater")
+    )
+    model = models.CharField(_("model"), max_length=200, default="gpt-4-0613")
     base_url = models.URLField(
-        max_length=500, default="https://api.openai.com/v1", validators=[validate_judge_url]
+        _("base URL"),
+        max_length=500,
+        default="https://api.openai.com/v1",
+        validators=[validate_judge_url],
     )
     api_key_env = models.CharField(
-        max_length=64, default="OPENAI_API_KEY", validators=[validate_env_name]
+        _("API key variable"),
+        max_length=64,
+        default="OPENAI_API_KEY",
+        validators=[validate_env_name],
     )
     temperature = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+        _("temperature"), default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
     )
     max_tokens = models.PositiveIntegerField(
-        default=1024, validators=[MinValueValidator(1), MaxValueValidator(1_000_000)]
+        _("max tokens"),
+        default=1024,
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        help_text=_("At most this many output tokens per call."),
     )
-    seed = models.IntegerField(null=True, blank=True, default=0)
+    seed = models.IntegerField(_("seed"), null=True, blank=True, default=0)
     template = models.ForeignKey(
         PromptTemplate,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Blank: the built-in template that matches the study's rubric.",
+        verbose_name=_("prompt template"),
+        help_text=_("Blank: the built-in template that matches the study's rubric."),
     )
     price_in_per_1k = models.DecimalField(
-        max_digits=12, decimal_places=6, default=Decimal("0.03"), validators=PRICE_VALIDATORS
+        _("input price per 1k tokens"),
+        max_digits=12,
+        decimal_places=6,
+        default=Decimal("0.03"),
+        validators=PRICE_VALIDATORS,
     )
     price_out_per_1k = models.DecimalField(
-        max_digits=12, decimal_places=6, default=Decimal("0.06"), validators=PRICE_VALIDATORS
+        _("output price per 1k tokens"),
+        max_digits=12,
+        decimal_places=6,
+        default=Decimal("0.06"),
+        validators=PRICE_VALIDATORS,
     )
-    json_mode = models.CharField(max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO)
+    json_mode = models.CharField(
+        _("JSON mode"), max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO
+    )
     concurrency = models.PositiveSmallIntegerField(
-        default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
+        _("concurrency"),
+        default=8,
+        validators=[MinValueValidator(1), MaxValueValidator(512)],
+        help_text=_("At most this many calls at once."),
     )
     # Rate limits of the judge's account, kept on top of whatever the server announces in its
     # x-ratelimit-* headers (evaluation/ratelimit.py). Blank: only the server's announcements.
@@ -142,17 +187,29 @@ class JudgeConfig(models.Model):
             "(blank: no own limit)."
         ),
     )
-    timeout_s = models.FloatField(default=120.0, validators=[MinValueValidator(0.1)])
+    timeout_s = models.FloatField(
+        _("timeout (seconds)"), default=120.0, validators=[MinValueValidator(0.1)]
+    )
     max_attempts = models.PositiveSmallIntegerField(
-        default=6, validators=[MinValueValidator(1), MaxValueValidator(20)]
+        _("max attempts"),
+        default=6,
+        validators=[MinValueValidator(1), MaxValueValidator(20)],
+        help_text=_("Tries per call before it is recorded as failed."),
     )
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("owner"),
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("judge")
+        verbose_name_plural = _("judges")
         constraints = [
             models.CheckConstraint(
                 condition=Q(price_in_per_1k__gte=0)
@@ -199,7 +256,9 @@ class JudgeRun(models.Model):
     repeat_rate = models.FloatField(
         default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)]
     )
-    limit = models.PositiveIntegerField(null=True, blank=True, help_text="At most this many items.")
+    limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("At most this many items.")
+    )
     seed = models.IntegerField(default=0)
     # Snapshot of the judge's request settings and prices at creation, so a resumed run sends
     # the same requests (same cache keys) and costs stay tokens x the prices it ran with.
@@ -214,7 +273,7 @@ class JudgeRun(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal(0))],
-        help_text="Stop the run when its cost reaches this amount (blank: no cap).",
+        help_text=_("Stop the run when its cost reaches this amount (blank: no cap)."),
     )
     cost_estimate = models.DecimalField(max_digits=24, decimal_places=6, null=True, blank=True)
     # Counters, recomputed from the calls after every batch of writes.
@@ -286,9 +345,9 @@ class JudgeCall(models.Model):
     left_is_a = models.BooleanField(default=True)
     hint_shown = models.BooleanField(default=False)
     request_hash = models.CharField(max_length=64, db_index=True)
-    request = models.JSONField(help_text="The full request body: model, messages, parameters.")
+    request = models.JSONField(help_text=_("The full request body: model, messages, parameters."))
     status = models.CharField(max_length=10, choices=Status.choices)
-    error = models.TextField(blank=True, help_text="Why the call failed, after all attempts.")
+    error = models.TextField(blank=True, help_text=_("Why the call failed, after all attempts."))
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     cached = models.BooleanField(default=False)

@@ -282,3 +282,16 @@ def test_the_schema_documents_the_judge_api(organizer_client):
     assert r.status_code == 200
     text = r.content.decode()
     assert "/api/judges/runs/start/" in text and "RunIn" in text
+
+
+def test_the_judge_and_run_forms_speak_chinese(organizer_client, make_study, fake):
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    page = organizer_client.get(reverse("judges:new"), **zh).content.decode()
+    for label in ["最大输出词元数", "每千输入词元价格", "最多尝试次数", "提示词模板"]:
+        assert label in page
+    assert "max tokens" not in page.lower().replace("max_tokens", "")
+    study = make_study(["Q?"])
+    page = organizer_client.get(reverse("judges:run_start", args=[study.pk]), **zh)
+    assert "重复率" in page.content.decode() and "随机种子" in page.content.decode()
+    english = organizer_client.get(reverse("judges:new"), HTTP_ACCEPT_LANGUAGE="en")
+    assert "Max tokens" in english.content.decode()
