@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -182,10 +182,13 @@ def judge_run_preflight(
     )
 
 
-class _RunOptions(TypedDict):
+class RunOptions(TypedDict, total=False):
+    """How a run plans its work: what the pre-flight checks and the run row keeps."""
+
     both_orders: bool
     repeat_rate: float
     limit: int | None
+    seed: int
     mode: str
 
 
@@ -194,22 +197,16 @@ def judge_run_start(
     study: Study,
     judge: JudgeConfig,
     created_by=None,
-    both_orders: bool = False,
-    repeat_rate: float = 0.02,
-    limit: int | None = None,
-    seed: int = 0,
     budget: Decimal | None = None,
     enqueue: bool = True,
-    mode: str = JudgeRun.Mode.LIVE,
+    **options: Unpack[RunOptions],
 ) -> tuple[JudgeRun, Estimate]:
     """Pre-flight, then the run row, then (unless the caller runs it itself) the queue job."""
-    options = _RunOptions(both_orders=both_orders, repeat_rate=repeat_rate, limit=limit, mode=mode)
-    estimate = judge_run_preflight(study=study, judge=judge, seed=seed, **options)
+    estimate = judge_run_preflight(study=study, judge=judge, **options)
     run = services.judge_run_create(
         study=study,
         judge=judge,
         created_by=created_by,
-        seed=seed,
         budget=budget,
         cost_estimate=estimate.total_max,
         **options,
