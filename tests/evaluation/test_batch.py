@@ -16,6 +16,8 @@ from evaluation.models import JudgeRun
 from evaluation.runner import execute_run
 from evaluation.services import judge_run_create
 
+from .conftest import judge_command
+
 
 @pytest.fixture(autouse=True)
 def _fast_polls(monkeypatch):
@@ -185,25 +187,9 @@ def test_a_batch_run_started_through_the_api_runs_at_half_price(
 
 
 def test_the_judge_command_runs_a_study_through_the_batch_api(make_study, make_judge, fake):
-    import io
-
-    from django.core.management import call_command
-
     study, judge = make_study(["Q1?", "Q2?"]), make_judge()
-    out = io.StringIO()
-    call_command(
-        "judge",
-        "--study",
-        study.name,
-        "--judge",
-        judge.name,
-        "--batch",
-        "--repeat-rate",
-        "0",
-        "--no-progress",
-        stdout=out,
-    )
+    out = judge_command(study.name, judge.name, "--batch", "--repeat-rate", "0", "--no-progress")
     run = JudgeRun.objects.get(study=study)
     assert run.mode == "batch" and run.status == "done" and run.n_ok == 4
-    assert f"Run {run.pk} done: 4/4 calls" in out.getvalue()
+    assert f"Run {run.pk} done: 4/4 calls" in out
     assert len(fake.batch.batches) == 1 and all(r.get("batch") for r in fake.log)
