@@ -38,6 +38,22 @@ def validate_judge_url(value: str) -> None:
     safety.validate_base_url(value)
 
 
+def _bounded(field_class, label, lo, hi, **kwargs):
+    """A number field that refuses values outside lo..hi (forms, the API and full_clean)."""
+    return field_class(label, validators=[MinValueValidator(lo), MaxValueValidator(hi)], **kwargs)
+
+
+def _price(label, default: str) -> models.DecimalField:
+    """A price per 1,000 tokens, between 0 and MAX_PRICE_PER_1K."""
+    return models.DecimalField(
+        label,
+        max_digits=12,
+        decimal_places=6,
+        default=Decimal(default),
+        validators=PRICE_VALIDATORS,
+    )
+
+
 class PromptTemplate(models.Model):
     class Kind(models.TextChoices):
         STAR = "star", _("star scoring")
@@ -126,13 +142,13 @@ class JudgeConfig(models.Model):
         default="OPENAI_API_KEY",
         validators=[validate_env_name],
     )
-    temperature = models.FloatField(
-        _("temperature"), default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
-    )
-    max_tokens = models.PositiveIntegerField(
+    temperature = _bounded(models.FloatField, _("temperature"), 0.0, 2.0, default=0.0)
+    max_tokens = _bounded(
+        models.PositiveIntegerField,
         _("max tokens"),
+        1,
+        1_000_000,
         default=1024,
-        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
         help_text=_("At most this many output tokens per call."),
     )
     seed = models.IntegerField(_("seed"), null=True, blank=True, default=0)
@@ -145,43 +161,37 @@ class JudgeConfig(models.Model):
         verbose_name=_("prompt template"),
         help_text=_("Blank: the built-in template that matches the study's rubric."),
     )
-    price_in_per_1k = models.DecimalField(
-        _("input price per 1k tokens"),
-        max_digits=12,
-        decimal_places=6,
-        default=Decimal("0.03"),
-        validators=PRICE_VALIDATORS,
-    )
-    price_out_per_1k = models.DecimalField(
-        _("output price per 1k tokens"),
-        max_digits=12,
-        decimal_places=6,
-        default=Decimal("0.06"),
-        validators=PRICE_VALIDATORS,
-    )
+    price_in_per_1k = _price(_("input price per 1k tokens"), "0.03")
+    price_out_per_1k = _price(_("output price per 1k tokens"), "0.06")
     json_mode = models.CharField(
         _("JSON mode"), max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO
     )
-    concurrency = models.PositiveSmallIntegerField(
+    concurrency = _bounded(
+        models.PositiveSmallIntegerField,
         _("concurrency"),
+        1,
+        512,
         default=8,
-        validators=[MinValueValidator(1), MaxValueValidator(512)],
         help_text=_("At most this many calls at once."),
     )
     # Rate limits of the judge's account, kept on top of whatever the server announces in its
     # x-ratelimit-* headers (evaluation/ratelimit.py). Blank: only the server's announcements.
-    rpm_limit = models.PositiveIntegerField(
+    rpm_limit = _bounded(
+        models.PositiveIntegerField,
         _("requests per minute"),
+        1,
+        MAX_RPM,
         null=True,
         blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_RPM)],
         help_text=_("At most this many requests per minute (blank: no own limit)."),
     )
-    tpm_limit = models.PositiveIntegerField(
+    tpm_limit = _bounded(
+        models.PositiveIntegerField,
         _("tokens per minute"),
+        1,
+        MAX_TPM,
         null=True,
         blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_TPM)],
         help_text=_(
             "At most this many tokens per minute, prompt plus max_tokens as OpenAI counts them "
             "(blank: no own limit)."
@@ -190,10 +200,12 @@ class JudgeConfig(models.Model):
     timeout_s = models.FloatField(
         _("timeout (seconds)"), default=120.0, validators=[MinValueValidator(0.1)]
     )
-    max_attempts = models.PositiveSmallIntegerField(
+    max_attempts = _bounded(
+        models.PositiveSmallIntegerField,
         _("max attempts"),
+        1,
+        20,
         default=6,
-        validators=[MinValueValidator(1), MaxValueValidator(20)],
         help_text=_("Tries per call before it is recorded as failed."),
     )
     owner = models.ForeignKey(
