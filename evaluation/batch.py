@@ -7,10 +7,16 @@ failed are recorded as failed calls with the server's reason (reported, as a liv
 up); lines a batch never answered (it expired or was cancelled) stay unrecorded, and the next
 round sends only those, up to the judge's max_attempts rounds.
 
-Idempotent and resumable: the batch id is saved on the run, and a batch is tagged with the run
-and a digest of its lines, so a worker that restarts (even between creating the batch and saving
-its id) finds the batch again instead of paying for a second one; recording is keyed by (run,
-item, purpose), so polling twice records once.
+Never paid twice: every batch is tagged with its run, so a worker that restarts (even between
+creating a batch and saving its id) first waits for the run's open batches and records what any
+of its batches answered; only then does it plan, and a plan leaves out what is recorded.
+Requests the same as another in the round (same request hash, not a repeat) wait for its answer
+and are served from the cache. Recording is keyed by (run, item, purpose), so polling twice
+records once.
+
+Budget: a batch is paid in one go and cannot stop midway, so a round sends only the calls whose
+most possible cost (estimated prompt tokens plus max_tokens, at the run's prices) fits in what
+is left of the budget; when calls are left out the run ends "stopped", saying how many.
 """
 
 from __future__ import annotations
@@ -88,12 +94,16 @@ def _tag(run: JudgeRun) -> str:
 
 
 def run_batches(client: openai.OpenAI, run: JudgeRun) -> list:
-    """Every batch the server holds for this run (tagged with it), oldest first."""
-    tag = _tag(run)
-    found = [
-        b for b in client.batches.list(limit=100) if (b.metadata or {}).get("llmeval_run") == tag
-    ]
-    return sorted(found, key=lambda b: b.created_at)
+    """Every batch the server holds for this run (tagged with it), oldest first. The list comes
+    newest first, so paging stops at the first batch older than the run."""
+    tag, since = _tag(run), run.created_at.timestamp() - 60
+    found = []
+    for b in client.batches.list(limit=100):
+        if b.created_at < since:
+            break
+        if (b.metadata or {}).get("llmeval_run") == tag:
+            found.append(b)
+    return found[::-1]
 
 
 def submit(client: openai.OpenAI, run: JudgeRun, jobs: list[Job], json_first: bool):

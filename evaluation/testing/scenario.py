@@ -102,21 +102,12 @@ def main() -> None:
     import django
 
     django.setup()
-    if args.migrate:
+    options = vars(args)  # the options are build()'s keywords, and --migrate
+    if options.pop("migrate"):
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-    print(
-        json.dumps(
-            build(
-                items=args.items,
-                base_url=args.base_url,
-                concurrency=args.concurrency,
-                key_env=args.key_env,
-                mode=args.mode,
-            )
-        )
-    )
+    print(json.dumps(build(**options)))
 
 
 if __name__ == "__main__":
