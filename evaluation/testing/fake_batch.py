@@ -17,6 +17,8 @@ import time
 import uuid
 from typing import Any
 
+from evaluation.testing.fake_answers import MARKER, _prompt_text, completion
+
 
 class FakeBatches:
     def __init__(self, server) -> None:
@@ -159,8 +161,6 @@ class FakeBatches:
         return file_id
 
     def _answer_line(self, line: dict[str, Any]) -> dict[str, Any]:
-        from evaluation.testing.fake_openai import MARKER, _prompt_text, completion
-
         body = line.get("body") or {}
         messages = body.get("messages") or []
         prompt = _prompt_text(messages)
