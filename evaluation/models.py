@@ -43,6 +43,13 @@ def _bounded(field_class, label, lo, hi, **kwargs):
     return field_class(label, validators=[MinValueValidator(lo), MaxValueValidator(hi)], **kwargs)
 
 
+def _own_limit(label, most: int, help_text):
+    """A rate limit of the judge's account, 1 to `most` per minute; blank: none of its own."""
+    return _bounded(
+        models.PositiveIntegerField, label, 1, most, null=True, blank=True, help_text=help_text
+    )
+
+
 def _price(label, default: str) -> models.DecimalField:
     """A price per 1,000 tokens, between 0 and MAX_PRICE_PER_1K."""
     return models.DecimalField(
@@ -176,23 +183,15 @@ class JudgeConfig(models.Model):
     )
     # Rate limits of the judge's account, kept on top of whatever the server announces in its
     # x-ratelimit-* headers (evaluation/ratelimit.py). Blank: only the server's announcements.
-    rpm_limit = _bounded(
-        models.PositiveIntegerField,
+    rpm_limit = _own_limit(
         _("requests per minute"),
-        1,
         MAX_RPM,
-        null=True,
-        blank=True,
-        help_text=_("At most this many requests per minute (blank: no own limit)."),
+        _("At most this many requests per minute (blank: no own limit)."),
     )
-    tpm_limit = _bounded(
-        models.PositiveIntegerField,
+    tpm_limit = _own_limit(
         _("tokens per minute"),
-        1,
         MAX_TPM,
-        null=True,
-        blank=True,
-        help_text=_(
+        _(
             "At most this many tokens per minute, prompt plus max_tokens as OpenAI counts them "
             "(blank: no own limit)."
         ),
