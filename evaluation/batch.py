@@ -7,19 +7,26 @@ failed are recorded as failed calls with the server's reason (reported, as a liv
 up); lines a batch never answered (it expired or was cancelled) stay unrecorded, and the next
 round sends only those, up to the judge's max_attempts rounds.
 
-Idempotent and resumable: the batch id is saved on the run, and a batch is tagged with the run
-and a digest of its lines, so a worker that restarts (even between creating the batch and saving
-its id) finds the batch again instead of paying for a second one; recording is keyed by (run,
-item, purpose), so polling twice records once.
+Never paid twice: every batch is tagged with its run, so a worker that restarts (even between
+creating a batch and saving its id) first waits for the run's open batches and records what any
+of its batches answered; only then does it plan, and a plan leaves out what is recorded.
+Requests the same as another in the round (same request hash, not a repeat) wait for its answer
+and are served from the cache. Recording is keyed by (run, item, purpose), so polling twice
+records once.
+
+Budget: a batch is paid in one go and cannot stop midway, so a round sends only the calls whose
+most possible cost (estimated prompt tokens plus max_tokens, at the run's prices) fits in what
+is left of the budget; when calls are left out the run ends "stopped", saying how many.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
+import logging
 import os
 import time
+from decimal import Decimal
 from typing import Final
 
 import httpx2
@@ -27,7 +34,7 @@ import openai
 from django.conf import settings
 from django.utils import timezone
 
-from evaluation import planning, recording, safety
+from evaluation import planning, recording, safety, services
 from evaluation.models import JudgeCall, JudgeRun
 from evaluation.planning import Job
 from evaluation.recording import Outcome
@@ -35,6 +42,7 @@ from evaluation.recording import Outcome
 ENDPOINT: Final = "/v1/chat/completions"
 OPEN = ("validating", "in_progress", "finalizing", "cancelling")
 HEARTBEAT = 5.0  # well inside services.STALE_AFTER
+log = logging.getLogger(__name__)
 
 
 def poll_every() -> float:
@@ -85,29 +93,71 @@ def _tag(run: JudgeRun) -> str:
     return f"{run.pk}@{run.created_at.isoformat()}"
 
 
-def _find(client: openai.OpenAI, run: JudgeRun, digest: str):
-    """A batch of this run and round created earlier (a worker died before saving its id)."""
-    for batch in client.batches.list(limit=100):
-        meta = batch.metadata or {}
-        if meta.get("llmeval_run") == _tag(run) and meta.get("lines") == digest:
-            return batch
-    return None
+def run_batches(client: openai.OpenAI, run: JudgeRun) -> list:
+    """Every batch the server holds for this run (tagged with it), oldest first. The list comes
+    newest first, so paging stops at the first batch older than the run."""
+    tag, since = _tag(run), run.created_at.timestamp() - 60
+    found = []
+    for b in client.batches.list(limit=100):
+        if b.created_at < since:
+            break
+        if (b.metadata or {}).get("llmeval_run") == tag:
+            found.append(b)
+    return found[::-1]
 
 
 def submit(client: openai.OpenAI, run: JudgeRun, jobs: list[Job], json_first: bool):
     data, _by_id = _lines(jobs, json_first)
-    digest = hashlib.sha256(data).hexdigest()[:32]
-    batch = _find(client, run, digest)
-    if batch is None:
-        upload = client.files.create(file=("judge-run.jsonl", io.BytesIO(data)), purpose="batch")
-        batch = client.batches.create(
-            input_file_id=upload.id,
-            endpoint=ENDPOINT,
-            completion_window="24h",
-            metadata={"llmeval_run": _tag(run), "lines": digest},
-        )
+    upload = client.files.create(file=("judge-run.jsonl", io.BytesIO(data)), purpose="batch")
+    batch = client.batches.create(
+        input_file_id=upload.id,
+        endpoint=ENDPOINT,
+        completion_window="24h",
+        metadata={"llmeval_run": _tag(run), "lines": str(len(jobs))},
+    )
     JudgeRun.objects.filter(pk=run.pk).update(batch_id=batch.id)
     return batch
+
+
+def _request_hash(job: Job, json_first: bool) -> str:
+    return job.hashes[json_first and True in job.bodies]
+
+
+def distinct(jobs: list[Job], json_first: bool) -> tuple[list[Job], list[Job]]:
+    """(to send, held back): a request the same as one already in the batch is held back and
+    answered from the cache once that one is recorded. Repeats are asked again on purpose."""
+    seen: set[str] = set()
+    send: list[Job] = []
+    held: list[Job] = []
+    for job in jobs:
+        key = _request_hash(job, json_first)
+        if job.purpose != JudgeCall.Purpose.REPEAT:
+            if key in seen:
+                held.append(job)
+                continue
+            seen.add(key)
+        send.append(job)
+    return send, held
+
+
+def affordable(run: JudgeRun, jobs: list[Job], json_first: bool) -> list[Job]:
+    """The jobs, in planned order (repeats last), whose most possible cost (estimated prompt
+    tokens and max_tokens out, at the run's prices) fits in what is left of its budget. A batch is paid in one go, so unlike a live run it cannot stop midway."""
+    if run.budget is None:
+        return jobs
+    left = run.budget - services.judge_run_recount(run=run).cost
+    max_out = int(run.params.get("max_tokens") or 0)
+    ordered = sorted(jobs, key=lambda j: j.purpose == JudgeCall.Purpose.REPEAT)
+    out: list[Job] = []
+    spend = Decimal(0)
+    for job in ordered:
+        tokens_in = planning.prompt_tokens(job, json_first)
+        cost = services.cost_of(tokens_in, max_out, run.price_in_per_1k, run.price_out_per_1k)
+        if spend + cost > left:
+            break
+        out.append(job)
+        spend += cost
+    return out
 
 
 def _outcome(job: Job, json_mode: bool, row: dict, now) -> Outcome:
@@ -181,29 +231,81 @@ def wait(client: openai.OpenAI, run_id: int, batch_id: str, every: float, parser
             time.sleep(min(left, HEARTBEAT))
 
 
+def harvest(client: openai.OpenAI, run: JudgeRun, every: float, parser: str) -> bool:
+    """Wait for this run's batches still open (a worker stopped while they ran, maybe before it
+    saved their id) and record what any of its batches answered that is not recorded yet, so
+    nothing already paid for or still pending is sent again. False: the run was cancelled."""
+    batches = run_batches(client, run)
+    if not batches:
+        return True
+    plan = planning.judge_run_plan(run=run)
+    pending = plan.pending
+    for found in batches:
+        if found.status in OPEN:
+            found = wait(client, run.pk, found.id, every, parser)
+            if found is None:
+                return False
+        outcomes = results(client, found, pending, plan.json_first)
+        recording.judge_calls_record(run_id=run.pk, parser=parser, outcomes=outcomes)
+        answered = {id(o.job) for o in outcomes}
+        pending = [j for j in pending if id(j) not in answered]
+    JudgeRun.objects.filter(pk=run.pk).update(batch_id="")
+    return True
+
+
+def _round_jobs(run: JudgeRun) -> tuple[list[Job], list[Job], bool]:
+    """(to send, all still to call, json_first) for the next round: the run's plan minus what
+    the cache answers (recorded now) and minus requests the same as one sent with them."""
+    plan = planning.judge_run_plan(run=run)
+    JudgeRun.objects.filter(pk=run.pk).update(n_planned=plan.n_planned)
+    cached, jobs = recording.cached_outcomes(plan.pending, plan.json_first)
+    recording.judge_calls_record(run_id=run.pk, parser=plan.parser, outcomes=cached)
+    send, _held = distinct(jobs, plan.json_first)
+    return send, jobs, plan.json_first
+
+
+def _stopped(run: JudgeRun, not_sent: int) -> tuple[str, str]:
+    spent = services.judge_run_recount(run=run).cost
+    message = (
+        f"stopped: budget reached ({spent:.6f} of {run.budget}); {not_sent} calls not sent, "
+        "their most possible cost (prompt and max_tokens) did not fit in what was left"
+    )
+    log.info("batch run %s %s", run.pk, message)
+    return JudgeRun.Status.STOPPED, message
+
+
 def execute_batch_run(
     run: JudgeRun, *, api_key: str, every: float | None = None
 ) -> tuple[str, str]:
-    """Rounds of batches until every planned call is recorded. (status, error) for the run."""
+    """Rounds of batches until every planned call is recorded, each within what is left of the
+    run's budget; once the budget has left calls out, later rounds only send again what a
+    batch never answered. (status, error) for the run."""
     client = client_for(run.params, api_key)
     every = poll_every() if every is None else every
     rounds = max(1, int(run.params.get("max_attempts") or 1))
-    for _ in range(rounds):
-        plan = planning.judge_run_plan(run=run)
-        JudgeRun.objects.filter(pk=run.pk).update(n_planned=plan.n_planned)
-        cached, jobs = recording.cached_outcomes(plan.pending, plan.json_first)
-        recording.judge_calls_record(run_id=run.pk, parser=plan.parser, outcomes=cached)
-        if not jobs:
+    parser = run.template.parser
+    if not harvest(client, run, every, parser):
+        return JudgeRun.Status.CANCELLED, ""
+    scope: set[str] | None = None  # what a round cut short by the budget sent
+    for n in range(rounds + 1):
+        send, pending, json_first = _round_jobs(run)
+        if scope is not None:
+            send = [j for j in send if _custom_id(j) in scope]
+        if not pending:
             return JudgeRun.Status.DONE, ""
-        batch_id = run.batch_id or submit(client, run, jobs, plan.json_first).id
-        batch = wait(client, run.pk, batch_id, every, plan.parser)
+        if not send or n == rounds:
+            break
+        fits = affordable(run, send, json_first)
+        if not fits:
+            break
+        if len(fits) < len(send):
+            scope = {_custom_id(j) for j in fits}
+        batch = wait(client, run.pk, submit(client, run, fits, json_first).id, every, parser)
         if batch is None:
             return JudgeRun.Status.CANCELLED, ""
-        outcomes = results(client, batch, jobs, plan.json_first)
-        recording.judge_calls_record(run_id=run.pk, parser=plan.parser, outcomes=outcomes)
+        outcomes = results(client, batch, fits, json_first)
+        recording.judge_calls_record(run_id=run.pk, parser=parser, outcomes=outcomes)
         JudgeRun.objects.filter(pk=run.pk).update(batch_id="")
-        run.batch_id = ""
-    left = len(planning.judge_run_plan(run=run).pending)
-    if not left:
-        return JudgeRun.Status.DONE, ""
-    return JudgeRun.Status.FAILED, f"{left} calls not answered after {rounds} batches"
+    if scope is not None or (run.budget is not None and send and n < rounds):
+        return _stopped(run, len(pending))
+    return JudgeRun.Status.FAILED, f"{len(pending)} calls not answered after {rounds} batches"

@@ -108,16 +108,7 @@ def key_env_choices() -> list[tuple[str, str]]:
 class PromptTemplateForm(forms.ModelForm):
     class Meta:
         model = PromptTemplate
-        fields = [
-            "key",
-            "name",
-            "kind",
-            "parser",
-            "system",
-            "user",
-            "hint_format",
-            "json_instructions",
-        ]
+        fields = list(PromptTemplate.EDITABLE)
         widgets = {
             "user": forms.Textarea(attrs={"rows": 14}),
             "system": forms.Textarea(attrs={"rows": 3}),
@@ -134,13 +125,19 @@ def judge_label(judge: JudgeConfig) -> str:
 
 
 class RunStartForm(forms.Form):
-    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
+    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label=_("Judge"))
     both_orders = forms.BooleanField(required=False, label=_("Judge each pair in both orders"))
-    repeat_rate = forms.FloatField(initial=0.02, min_value=0, max_value=0.5)
+    repeat_rate = forms.FloatField(
+        initial=0.02,
+        min_value=0,
+        max_value=0.5,
+        label=_("Repeat rate"),
+        help_text=_("Share of items judged twice, to measure the judge's self-consistency."),
+    )
     limit = forms.IntegerField(
         required=False, min_value=1, max_value=10_000_000, label=_("At most N items")
     )
-    seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1)
+    seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1, label=_("Seed"))
     budget = forms.DecimalField(
         required=False,
         min_value=0,

@@ -14,6 +14,10 @@ from evaluation.models import JudgeCall
 from evaluation.planning import Job
 from evaluation.recording import Outcome
 
+# The fields of an answer the journal keeps (as they are, and times as ISO text).
+KEPT = ("json_mode", "raw", "finish_reason", "tokens_in", "tokens_out", "latency_ms", "attempts")
+TIMES = ("started_at", "finished_at")
+
 
 class Journal:
     """An append-only file of answered calls, written the moment each answer arrives.
@@ -45,22 +49,10 @@ class Journal:
     def append(self, o: Outcome) -> None:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        line = json.dumps(
-            {
-                "item": o.job.item_id,
-                "purpose": o.job.purpose,
-                "json_mode": o.json_mode,
-                "raw": o.raw,
-                "finish_reason": o.finish_reason,
-                "tokens_in": o.tokens_in,
-                "tokens_out": o.tokens_out,
-                "latency_ms": o.latency_ms,
-                "attempts": o.attempts,
-                "started_at": o.started_at.isoformat() if o.started_at else None,
-                "finished_at": o.finished_at.isoformat() if o.finished_at else None,
-            },
-            ensure_ascii=False,
-        )
+        entry = {"item": o.job.item_id, "purpose": o.job.purpose}
+        entry |= {name: getattr(o, name) for name in KEPT}
+        entry |= {name: _iso(getattr(o, name)) for name in TIMES}
+        line = json.dumps(entry, ensure_ascii=False)
         os.write(self._fd, (line + "\n").encode("utf-8"))
 
     def _entries(self) -> dict[tuple[int, str], dict]:
@@ -90,22 +82,8 @@ class Journal:
             if e is None or e["json_mode"] not in job.bodies:
                 remaining.append(job)
                 continue
-            out.append(
-                Outcome(
-                    job=job,
-                    json_mode=e["json_mode"],
-                    status=JudgeCall.Status.OK,
-                    raw=e["raw"],
-                    finish_reason=e["finish_reason"],
-                    tokens_in=e["tokens_in"],
-                    tokens_out=e["tokens_out"],
-                    latency_ms=e["latency_ms"],
-                    attempts=e["attempts"],
-                    http_status=200,
-                    started_at=_dt(e["started_at"]),
-                    finished_at=_dt(e["finished_at"]),
-                )
-            )
+            kept = {name: e[name] for name in KEPT} | {name: _dt(e[name]) for name in TIMES}
+            out.append(Outcome(job=job, status=JudgeCall.Status.OK, http_status=200, **kept))
         return out, remaining
 
     def close(self, *, remove: bool) -> None:
@@ -118,3 +96,7 @@ class Journal:
 
 def _dt(value: str | None):
     return datetime.fromisoformat(value) if value else None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

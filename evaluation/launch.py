@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -51,13 +51,6 @@ class Estimate:
         return {**asdict(self), "total_max": self.total_max}
 
 
-def estimate_tokens(text: str) -> int:
-    """A deliberately high token count: one per non-ASCII character (Chinese runs about 0.7-1.5
-    per character), one per four ASCII characters (English runs about four characters each)."""
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return non_ascii + (len(text) - non_ascii + 3) // 4
-
-
 def run_estimate(
     *, study: Study, judge: JudgeConfig, both_orders: bool, repeat_rate: float, limit, seed: int
 ) -> tuple[int, int, int]:
@@ -79,10 +72,7 @@ def run_estimate(
         params=services.judge_request_params(judge),
     )
     plan = planning.judge_run_plan(run=draft)
-    tokens = 0
-    for job in plan.pending:
-        messages = job.bodies[plan.json_first and True in job.bodies]["messages"]
-        tokens += sum(estimate_tokens(m["content"]) + 4 for m in messages)
+    tokens = sum(planning.prompt_tokens(job, plan.json_first) for job in plan.pending)
     scale = n_items / sample
     return n_items, round(len(plan.pending) * scale), round(tokens * scale)
 
@@ -192,10 +182,13 @@ def judge_run_preflight(
     )
 
 
-class _RunOptions(TypedDict):
+class RunOptions(TypedDict, total=False):
+    """How a run plans its work: what the pre-flight checks and the run row keeps."""
+
     both_orders: bool
     repeat_rate: float
     limit: int | None
+    seed: int
     mode: str
 
 
@@ -204,22 +197,16 @@ def judge_run_start(
     study: Study,
     judge: JudgeConfig,
     created_by=None,
-    both_orders: bool = False,
-    repeat_rate: float = 0.02,
-    limit: int | None = None,
-    seed: int = 0,
     budget: Decimal | None = None,
     enqueue: bool = True,
-    mode: str = JudgeRun.Mode.LIVE,
+    **options: Unpack[RunOptions],
 ) -> tuple[JudgeRun, Estimate]:
     """Pre-flight, then the run row, then (unless the caller runs it itself) the queue job."""
-    options = _RunOptions(both_orders=both_orders, repeat_rate=repeat_rate, limit=limit, mode=mode)
-    estimate = judge_run_preflight(study=study, judge=judge, seed=seed, **options)
+    estimate = judge_run_preflight(study=study, judge=judge, **options)
     run = services.judge_run_create(
         study=study,
         judge=judge,
         created_by=created_by,
-        seed=seed,
         budget=budget,
         cost_estimate=estimate.total_max,
         **options,

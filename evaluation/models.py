@@ -38,6 +38,29 @@ def validate_judge_url(value: str) -> None:
     safety.validate_base_url(value)
 
 
+def _bounded(field_class, label, lo, hi, **kwargs):
+    """A number field that refuses values outside lo..hi (forms, the API and full_clean)."""
+    return field_class(label, validators=[MinValueValidator(lo), MaxValueValidator(hi)], **kwargs)
+
+
+def _own_limit(label, most: int, help_text):
+    """A rate limit of the judge's account, 1 to `most` per minute; blank: none of its own."""
+    return _bounded(
+        models.PositiveIntegerField, label, 1, most, null=True, blank=True, help_text=help_text
+    )
+
+
+def _price(label, default: str) -> models.DecimalField:
+    """A price per 1,000 tokens, between 0 and MAX_PRICE_PER_1K."""
+    return models.DecimalField(
+        label,
+        max_digits=12,
+        decimal_places=6,
+        default=Decimal(default),
+        validators=PRICE_VALIDATORS,
+    )
+
+
 class PromptTemplate(models.Model):
     class Kind(models.TextChoices):
         STAR = "star", _("star scoring")
@@ -49,21 +72,41 @@ class PromptTemplate(models.Model):
         CHOICE = "choice", _("pairwise option A/B/C/D")
         RANKING = "ranking", _("ChineseAlpacaEval ranking list")
 
-    key = models.SlugField(max_length=80, unique=True)
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    parser = models.CharField(max_length=20, choices=Parser.choices)
-    system = models.TextField(blank=True, help_text="System message (optional).")
+    # What an organizer writes (the form and the API); the rest is the server's.
+    EDITABLE = (
+        "key",
+        "name",
+        "kind",
+        "parser",
+        "system",
+        "user",
+        "hint_format",
+        "json_instructions",
+    )
+
+    key = models.SlugField(_("key"), max_length=80, unique=True)
+    name = models.CharField(_("name"), max_length=200)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    parser = models.CharField(_("parser"), max_length=20, choices=Parser.choices)
+    system = models.TextField(
+        _("system message"), blank=True, help_text=_("System message (optional).")
+    )
     user = models.TextField(
-        help_text="User message with {placeholders}; write {{ and }} for braces."
+        _("user message"),
+        help_text=_("User message with {placeholders}; write {{ and }} for braces."),
     )
     hint_format = models.TextField(
+        _("hint format"),
         blank=True,
-        help_text="How {hint_section} renders when the hint is shown, e.g. "
-        "'The correct answer to user's question is: {hint}'.",
+        help_text=_(
+            "How {hint_section} renders when the hint is shown, e.g. "
+            "'The correct answer to user's question is: {hint}'."
+        ),
     )
     json_instructions = models.TextField(
-        blank=True, help_text="Appended when the server is asked for a JSON object."
+        _("JSON instructions"),
+        blank=True,
+        help_text=_("Appended when the server is asked for a JSON object."),
     )
     builtin = models.BooleanField(default=False)
     owner = models.ForeignKey(
@@ -89,70 +132,95 @@ class JudgeConfig(models.Model):
         ON = "on", _("always ask for a JSON object")
         OFF = "off", _("never (parse text)")
 
-    name = models.CharField(max_length=200, unique=True)
-    rater = models.OneToOneField(Rater, on_delete=models.PROTECT, related_name="judge_config")
-    model = models.CharField(max_length=200, default="gpt-4-0613")
+    name = models.CharField(_("name"), max_length=200, unique=True)
+    rater = models.OneToOneField(
+        Rater, on_delete=models.PROTECT, related_name="judge_config", verbose_name=_("rater")
+    )
+    model = models.CharField(_("model"), max_length=200, default="gpt-4-0613")
     base_url = models.URLField(
-        max_length=500, default="https://api.openai.com/v1", validators=[validate_judge_url]
+        _("base URL"),
+        max_length=500,
+        default="https://api.openai.com/v1",
+        validators=[validate_judge_url],
     )
     api_key_env = models.CharField(
-        max_length=64, default="OPENAI_API_KEY", validators=[validate_env_name]
+        _("API key variable"),
+        max_length=64,
+        default="OPENAI_API_KEY",
+        validators=[validate_env_name],
     )
-    temperature = models.FloatField(
-        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)]
+    temperature = _bounded(models.FloatField, _("temperature"), 0.0, 2.0, default=0.0)
+    max_tokens = _bounded(
+        models.PositiveIntegerField,
+        _("max tokens"),
+        1,
+        1_000_000,
+        default=1024,
+        help_text=_("At most this many output tokens per call."),
     )
-    max_tokens = models.PositiveIntegerField(
-        default=1024, validators=[MinValueValidator(1), MaxValueValidator(1_000_000)]
-    )
-    seed = models.IntegerField(null=True, blank=True, default=0)
+    seed = models.IntegerField(_("seed"), null=True, blank=True, default=0)
     template = models.ForeignKey(
         PromptTemplate,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Blank: the built-in template that matches the study's rubric.",
+        verbose_name=_("prompt template"),
+        help_text=_("Blank: the built-in template that matches the study's rubric."),
     )
-    price_in_per_1k = models.DecimalField(
-        max_digits=12, decimal_places=6, default=Decimal("0.03"), validators=PRICE_VALIDATORS
+    price_in_per_1k = _price(_("input price per 1k tokens"), "0.03")
+    price_out_per_1k = _price(_("output price per 1k tokens"), "0.06")
+    json_mode = models.CharField(
+        _("JSON mode"), max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO
     )
-    price_out_per_1k = models.DecimalField(
-        max_digits=12, decimal_places=6, default=Decimal("0.06"), validators=PRICE_VALIDATORS
-    )
-    json_mode = models.CharField(max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO)
-    concurrency = models.PositiveSmallIntegerField(
-        default=8, validators=[MinValueValidator(1), MaxValueValidator(512)]
+    concurrency = _bounded(
+        models.PositiveSmallIntegerField,
+        _("concurrency"),
+        1,
+        512,
+        default=8,
+        help_text=_("At most this many calls at once."),
     )
     # Rate limits of the judge's account, kept on top of whatever the server announces in its
     # x-ratelimit-* headers (evaluation/ratelimit.py). Blank: only the server's announcements.
-    rpm_limit = models.PositiveIntegerField(
+    rpm_limit = _own_limit(
         _("requests per minute"),
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_RPM)],
-        help_text=_("At most this many requests per minute (blank: no own limit)."),
+        MAX_RPM,
+        _("At most this many requests per minute (blank: no own limit)."),
     )
-    tpm_limit = models.PositiveIntegerField(
+    tpm_limit = _own_limit(
         _("tokens per minute"),
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(1), MaxValueValidator(MAX_TPM)],
-        help_text=_(
+        MAX_TPM,
+        _(
             "At most this many tokens per minute, prompt plus max_tokens as OpenAI counts them "
             "(blank: no own limit)."
         ),
     )
-    timeout_s = models.FloatField(default=120.0, validators=[MinValueValidator(0.1)])
-    max_attempts = models.PositiveSmallIntegerField(
-        default=6, validators=[MinValueValidator(1), MaxValueValidator(20)]
+    timeout_s = models.FloatField(
+        _("timeout (seconds)"), default=120.0, validators=[MinValueValidator(0.1)]
+    )
+    max_attempts = _bounded(
+        models.PositiveSmallIntegerField,
+        _("max attempts"),
+        1,
+        20,
+        default=6,
+        help_text=_("Tries per call before it is recorded as failed."),
     )
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("owner"),
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
 
     class Meta:
         ordering = ["name"]
+        verbose_name = _("judge")
+        verbose_name_plural = _("judges")
         constraints = [
             models.CheckConstraint(
                 condition=Q(price_in_per_1k__gte=0)
@@ -199,7 +267,9 @@ class JudgeRun(models.Model):
     repeat_rate = models.FloatField(
         default=0.02, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)]
     )
-    limit = models.PositiveIntegerField(null=True, blank=True, help_text="At most this many items.")
+    limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("At most this many items.")
+    )
     seed = models.IntegerField(default=0)
     # Snapshot of the judge's request settings and prices at creation, so a resumed run sends
     # the same requests (same cache keys) and costs stay tokens x the prices it ran with.
@@ -214,7 +284,7 @@ class JudgeRun(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal(0))],
-        help_text="Stop the run when its cost reaches this amount (blank: no cap).",
+        help_text=_("Stop the run when its cost reaches this amount (blank: no cap)."),
     )
     cost_estimate = models.DecimalField(max_digits=24, decimal_places=6, null=True, blank=True)
     # Counters, recomputed from the calls after every batch of writes.
@@ -286,9 +356,9 @@ class JudgeCall(models.Model):
     left_is_a = models.BooleanField(default=True)
     hint_shown = models.BooleanField(default=False)
     request_hash = models.CharField(max_length=64, db_index=True)
-    request = models.JSONField(help_text="The full request body: model, messages, parameters.")
+    request = models.JSONField(help_text=_("The full request body: model, messages, parameters."))
     status = models.CharField(max_length=10, choices=Status.choices)
-    error = models.TextField(blank=True, help_text="Why the call failed, after all attempts.")
+    error = models.TextField(blank=True, help_text=_("Why the call failed, after all attempts."))
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     cached = models.BooleanField(default=False)

@@ -238,6 +238,19 @@ def judge_run_plan(*, run: JudgeRun) -> Plan:
     return plan
 
 
+def estimate_tokens(text: str) -> int:
+    """A deliberately high token count: one per non-ASCII character (Chinese runs about 0.7-1.5
+    per character), one per four ASCII characters (English runs about four characters each)."""
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return non_ascii + (len(text) - non_ascii + 3) // 4
+
+
+def prompt_tokens(job: Job, json_first: bool) -> int:
+    """The estimated input tokens of the request the job sends first."""
+    messages = job.bodies[json_first and True in job.bodies]["messages"]
+    return sum(estimate_tokens(m["content"]) + 4 for m in messages)
+
+
 def cached_calls(hashes: list[str]) -> dict[str, JudgeCall]:
     """Earlier answered calls with these request hashes (repeats never serve as a cache)."""
     found: dict[str, JudgeCall] = {}

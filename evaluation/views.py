@@ -125,32 +125,30 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     return render(request, template, context)
 
 
-@organizer_required
-@require_POST
-def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def _run_action(request: HttpRequest, run_id: int, action, done: str) -> HttpResponse:
+    """Apply a service (cancel, resume) to the run; its refusal or `done` as the message."""
     run = _get_run(request, run_id)
     try:
-        services.judge_run_cancel(run=run)
+        action(run=run)
     except ValidationError as e:
         messages.error(request, " ".join(e.messages))
     else:
-        messages.success(
-            request, _("Cancel requested: calls in flight finish, nothing new starts.")
-        )
+        messages.success(request, done)
     return redirect("judges:run", run_id=run.pk)
+
+
+@organizer_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    done = _("Cancel requested: calls in flight finish, nothing new starts.")
+    return _run_action(request, run_id, services.judge_run_cancel, done)
 
 
 @organizer_required
 @require_POST
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = _get_run(request, run_id)
-    try:
-        launch.judge_run_resume(run=run)
-    except ValidationError as e:
-        messages.error(request, " ".join(e.messages))
-    else:
-        messages.success(request, _("Run handed to the task queue; it continues where it stopped."))
-    return redirect("judges:run", run_id=run.pk)
+    done = _("Run handed to the task queue; it continues where it stopped.")
+    return _run_action(request, run_id, launch.judge_run_resume, done)
 
 
 @organizer_required

@@ -17,6 +17,8 @@ import time
 import uuid
 from typing import Any
 
+from evaluation.testing.fake_answers import MARKER, _prompt_text, completion
+
 
 class FakeBatches:
     def __init__(self, server) -> None:
@@ -31,6 +33,16 @@ class FakeBatches:
         self.latency, self.expire, self.supported = 0.0, 0, True
         self.files.clear()
         self.batches.clear()
+
+    def lines_received(self) -> list[str]:
+        """The custom_id of every line of every batch created, in order: what the server was
+        asked (and, on OpenAI, would be paid) to answer."""
+        return [
+            json.loads(line)["custom_id"]
+            for b in self.batches.values()
+            for line in self.files[b["input_file_id"]].splitlines()
+            if line.strip()
+        ]
 
     def routes(self, router) -> None:
         router.add_post("/v1/files", self._upload)
@@ -149,8 +161,6 @@ class FakeBatches:
         return file_id
 
     def _answer_line(self, line: dict[str, Any]) -> dict[str, Any]:
-        from evaluation.testing.fake_openai import MARKER, _prompt_text, bad_answer
-
         body = line.get("body") or {}
         messages = body.get("messages") or []
         prompt = _prompt_text(messages)
@@ -163,12 +173,7 @@ class FakeBatches:
                 "response": None,
                 "error": {"code": "server_error", "message": "The line failed"},
             }
-        json_mode = (body.get("response_format") or {}).get("type") == "json_object"
-        kind = next(
-            (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
-        )
-        content, finish = bad_answer(kind, messages, json_mode)
-        tokens_in, tokens_out = max(1, len(prompt) // 2), max(1, len(content) // 2)
+        data, tokens_in, tokens_out = completion(body, messages, markers, f"chatcmpl-{request_id}")
         canonical = json.dumps(body, sort_keys=True).encode()
         self.server.log_paid(
             request_hash=hashlib.sha256(canonical).hexdigest(),
@@ -177,23 +182,6 @@ class FakeBatches:
             tokens_out=tokens_out,
             batch=True,
         )
-        data = {
-            "id": f"chatcmpl-{request_id}",
-            "object": "chat.completion",
-            "model": body.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": tokens_in,
-                "completion_tokens": tokens_out,
-                "total_tokens": tokens_in + tokens_out,
-            },
-        }
         return {
             "id": request_id,
             "custom_id": line.get("custom_id"),

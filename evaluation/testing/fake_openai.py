@@ -2,7 +2,8 @@
 by aiohttp.web, started in a background thread
 (`FakeOpenAI().start()`) or as a process (`python -m evaluation.testing.fake_openai --port 0`).
 
-Answers are deterministic functions of the prompt (`answer_for`), so tests can predict them.
+Answers are deterministic functions of the prompt (`answer_for`, in fake_answers.py), so tests
+can predict them.
 Faults are asked for per request with markers anywhere in the messages (tests put them in a
 question's text), or for every request through the server settings:
 
@@ -39,106 +40,28 @@ import contextlib
 import email.utils
 import hashlib
 import json
-import re
 import socket
 import threading
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from evaluation.testing.fake_answers import (
+    MARKER,
+    _prompt_text,
+    answer_for,  # noqa: F401 (benchmarks import it here)
+    completion,
+)
 from evaluation.testing.fake_limits import RateLimits
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-MARKER = re.compile(r"<<fake:([a-z0-9-]+)(?::([0-9.]+))?>>")
 
-
-def _prompt_text(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in messages)
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-def _pick(digest: bytes, i: int, lo: int, hi: int) -> int:
-    return lo + digest[i % len(digest)] % (hi - lo + 1)
-
-
-STAR_LINE = re.compile(r"^- (\d+) stars? means", re.M)
-
-
-def star_criteria(prompt: str) -> list[tuple[str, int, int]]:
-    """(label, lo, hi) for each criterion block 'Label:' followed by '- N star(s) means' lines."""
-    out = []
-    lines = prompt.splitlines()
-    for i, line in enumerate(lines):
-        if not line.endswith(":") or line.startswith("-"):
-            continue
-        stars: list[int] = []
-        for nxt in lines[i + 1 : i + 15]:
-            if not nxt.strip():
-                if stars:
-                    break
-                continue
-            m = STAR_LINE.match(nxt)
-            if not m:
-                break
-            stars.append(int(m.group(1)))
-        if stars:
-            out.append((line[:-1].strip(), min(stars), max(stars)))
-    return out
-
-
-def alignbench_dimensions(prompt: str) -> list[str]:
-    dims = re.findall(r"^\d+\. ([^:：\n]+)[:：]", prompt, re.M)
-    # The numbered procedure steps in the prompt are sentences, not dimension names.
-    return [d.strip() for d in dims if len(d.strip()) <= 12 and "AI" not in d]
-
-
-def answer_for(messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
-    """The answer the server gives to a clean request, derived from the prompt alone."""
-    prompt = _prompt_text(messages)
-    d = _digest(MARKER.sub("", prompt))
-    if "model_1" in prompt and "rank" in prompt:
-        first = 1 + d[0] % 2
-        ranking = [{"model": "model_1", "rank": first}, {"model": "model_2", "rank": 3 - first}]
-        if json_mode:
-            return json.dumps({"ranking": ranking})
-        return repr(ranking)
-    if "D: Both are bad" in prompt or "Please choose" in prompt:
-        letter = "ABCD"[d[0] % 4]
-        return json.dumps({"choice": letter}) if json_mode else f"{letter}"
-    if "综合得分" in prompt:
-        dims = alignbench_dimensions(prompt)
-        scores = {name: _pick(d, i, 1, 10) for i, name in enumerate(dims)}
-        scores["综合得分"] = _pick(d, len(dims), 1, 10)
-        if json_mode:
-            return json.dumps(
-                {"explanation": "与参考答案相比，回答基本正确。", "scores": scores},
-                ensure_ascii=False,
-            )
-        body = "".join(f"{name}：分析……得分 {v}\n" for name, v in scores.items())
-        return f"与参考答案相比，回答有一些不足。\n{body}最终评分：{scores!r}"
-    crits = star_criteria(prompt)
-    scores = {label: _pick(d, i, lo, hi) for i, (label, lo, hi) in enumerate(crits)}
-    if json_mode or "```" in prompt:
-        return json.dumps(scores)
-    return "\n".join(f"{label}: {v} stars" for label, v in scores.items())
-
-
-def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tuple[str, str]:
-    good = answer_for(messages, json_mode=json_mode)
-    if kind == "malformed":
-        return "I am not able to rate this answer.", "stop"
-    if kind == "wrongkeys":
-        return json.dumps({"quality": 2, "verdict": "fine"}), "stop"
-    if kind == "outofrange":
-        return re.sub(r"(?<=[:：] )\d+|(?<=\": )\d+|(?<=rank': )\d+", "99", good), "stop"
-    if kind == "truncated":
-        return good[: max(1, len(good) // 3)], "length"
-    return good, "stop"
+def _repeats(paid: list[dict[str, Any]]) -> int:
+    """Paid calls beyond the first for the same request hash and purpose."""
+    counts = Counter((r["request_hash"], r["purpose"]) for r in paid)
+    return sum(c - 1 for c in counts.values() if c > 1)
 
 
 class FakeOpenAI(RateLimits):
@@ -214,8 +137,7 @@ class FakeOpenAI(RateLimits):
             return [r for r in self.log if r["paid"]]
 
     def duplicates(self) -> int:
-        counts = Counter((r["request_hash"], r["purpose"]) for r in self.paid())
-        return sum(c - 1 for c in counts.values() if c > 1)
+        return _repeats(self.paid())
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -232,11 +154,7 @@ class FakeOpenAI(RateLimits):
                 "in_flight": self.in_flight,
                 "first_request_t": min((r["t"] for r in self.log), default=None),
                 "last_paid_t": max((r["done_t"] for r in paid), default=None),
-                "duplicates": sum(
-                    c - 1
-                    for c in Counter((r["request_hash"], r["purpose"]) for r in paid).values()
-                    if c > 1
-                ),
+                "duplicates": _repeats(paid),
             }
 
     # --- HTTP (aiohttp: its C parser keeps the server's CPU cost per call small) ----------
@@ -384,31 +302,9 @@ class FakeOpenAI(RateLimits):
 
     def _completion(self, req, messages, markers, attempt, entry, limit_headers):
         """The 200 answer: a chat completion, clean or as the markers ask."""
-        json_mode = (req.get("response_format") or {}).get("type") == "json_object"
-        kind = next(
-            (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
+        data, tokens_in, tokens_out = completion(
+            req, messages, markers, f"chatcmpl-{entry['body_hash'][:12]}-{attempt}"
         )
-        content, finish = bad_answer(kind, messages, json_mode)
-        tokens_in = max(1, len(_prompt_text(messages)) // 2)
-        tokens_out = max(1, len(content) // 2)
-        data = {
-            "id": f"chatcmpl-{entry['body_hash'][:12]}-{attempt}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", "fake"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": tokens_in,
-                "completion_tokens": tokens_out,
-                "total_tokens": tokens_in + tokens_out,
-            },
-        }
         entry.update(
             status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
         )

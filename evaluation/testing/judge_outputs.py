@@ -153,17 +153,25 @@ def _json_text(rng: random.Random, specs, scores) -> tuple[str, str]:
     return kind, body
 
 
-def good_cases(n: int = 400, seed: int = 0) -> Iterator[Case]:
-    """Outputs that give every criterion exactly one score, in range, in a form people read."""
+def _cases(n: int, seed: int, make) -> Iterator[Case]:
+    """n cases, each made by `make(rng, specs, scores)` for a random rubric and its scores."""
     rng = random.Random(seed)
     names = sorted(RUBRICS)
     for _ in range(n):
         specs = RUBRICS[rng.choice(names)]
-        scores = _scores(rng, specs)
-        maker = _json_text if rng.random() < 0.3 else _lines_text
-        family, body = maker(rng, specs, scores)
-        text = rng.choice(PREAMBLES) + body + (rng.choice(CODAS) if "json" not in family else "")
-        yield Case(family, specs, text, scores)
+        yield make(rng, specs, _scores(rng, specs))
+
+
+def _good(rng: random.Random, specs, scores) -> Case:
+    maker = _json_text if rng.random() < 0.3 else _lines_text
+    family, body = maker(rng, specs, scores)
+    text = rng.choice(PREAMBLES) + body + (rng.choice(CODAS) if "json" not in family else "")
+    return Case(family, specs, text, scores)
+
+
+def good_cases(n: int = 400, seed: int = 0) -> Iterator[Case]:
+    """Outputs that give every criterion exactly one score, in range, in a form people read."""
+    return _cases(n, seed, _good)
 
 
 def _broken(rng: random.Random, specs, scores) -> tuple[str, dict[str, str]]:
@@ -192,12 +200,11 @@ def _broken(rng: random.Random, specs, scores) -> tuple[str, dict[str, str]]:
     return family, {"text": "\n".join(line for line in lines if line)}
 
 
+def _bad(rng: random.Random, specs, scores) -> Case:
+    family, out = _broken(rng, specs, scores)
+    return Case(family, specs, rng.choice(PREAMBLES) + out["text"], None)
+
+
 def bad_cases(n: int = 200, seed: int = 1) -> Iterator[Case]:
     """Outputs a careful reader could not score: each must stay unparsed."""
-    rng = random.Random(seed)
-    names = sorted(RUBRICS)
-    for _ in range(n):
-        specs = RUBRICS[rng.choice(names)]
-        scores = _scores(rng, specs)
-        family, out = _broken(rng, specs, scores)
-        yield Case(family, specs, rng.choice(PREAMBLES) + out["text"], None)
+    return _cases(n, seed, _bad)

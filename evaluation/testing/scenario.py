@@ -4,7 +4,7 @@ benchmark (run as a process so it uses that process's DATABASE_URL):
     DATABASE_URL=sqlite:////tmp/x.sqlite3 python -m evaluation.testing.scenario \
         --items 2000 --base-url http://127.0.0.1:PORT/v1 --concurrency 64
 
-Prints {"study": id, "judge": id} as JSON. Star items: one per (question, LLM), two LLMs.
+Prints {"study": id, "judge": id} as JSON; `build_in_process` runs it so from a test. Star items: one per (question, LLM), two LLMs.
 """
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def build(
@@ -67,6 +71,23 @@ def build(
     return {"study": study.pk, "judge": judge.pk, "items": study.items.count()}
 
 
+def build_in_process(
+    env: dict[str, str], base_url: str, *, items: int, concurrency: int, key_env: str
+) -> dict:
+    """build() in a process of its own over the database env names (migrated first): the ids."""
+    argv = ["--migrate", "--items", str(items), "--base-url", base_url, "--key-env", key_env]
+    out = subprocess.run(
+        [sys.executable, "-m", __name__, *argv, "--concurrency", str(concurrency)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=100)
@@ -81,21 +102,12 @@ def main() -> None:
     import django
 
     django.setup()
-    if args.migrate:
+    options = vars(args)  # the options are build()'s keywords, and --migrate
+    if options.pop("migrate"):
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-    print(
-        json.dumps(
-            build(
-                items=args.items,
-                base_url=args.base_url,
-                concurrency=args.concurrency,
-                key_env=args.key_env,
-                mode=args.mode,
-            )
-        )
-    )
+    print(json.dumps(build(**options)))
 
 
 if __name__ == "__main__":

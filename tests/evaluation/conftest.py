@@ -3,9 +3,11 @@ reset per test), studies whose question texts carry the server's fault markers, 
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
 
 from annotation.models import Study
 from evaluation.services import judge_config_create
@@ -104,3 +106,12 @@ def make_judge(organizer, fake):
         return judge_config_create(name=name, owner=owner, **fields)
 
     return factory
+
+
+def judge_command(study: str, judge: str, *flags: str, stderr=None) -> str:
+    """`manage.py judge --study S --judge J` (each by name or id) with these flags; what it
+    printed."""
+    out = io.StringIO()
+    ids = ["--study", study, "--judge", judge]
+    call_command("judge", *ids, *flags, stdout=out, stderr=stderr or io.StringIO())
+    return out.getvalue()

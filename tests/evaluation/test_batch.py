@@ -10,10 +10,13 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from evaluation import batch, launch, planning
+from annotation.models import Response
+from evaluation import batch, launch, planning, services
 from evaluation.models import JudgeRun
 from evaluation.runner import execute_run
 from evaluation.services import judge_run_create
+
+from .conftest import judge_command
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +83,52 @@ def test_a_restarted_worker_finds_its_batch_instead_of_paying_for_a_second(
     assert len(fake.batch.batches) == 1 and len(fake.paid()) == 6
 
 
+def test_a_resumed_run_sends_nothing_already_in_a_pending_batch(make_study, make_judge, fake):
+    run = _batch_run(make_study, make_judge, [f"Q{i}?" for i in range(3)])
+    plan = planning.judge_run_plan(run=run)
+    client = batch.client_for(run.params, "sk-test-not-a-real-key")
+    batch.submit(client, run, plan.pending[:2], plan.json_first)
+    # The worker died after sending part of the work and before saving the batch's id.
+    JudgeRun.objects.filter(pk=run.pk).update(batch_id="")
+    done = execute_run(run.pk)
+    assert done.status == "done" and done.n_ok == 6, done.error
+    received = fake.batch.lines_received()
+    assert len(received) == 6 == len(set(received)) == len(fake.paid())
+    assert len(fake.batch.batches) == 2 and fake.duplicates() == 0
+
+
+def test_the_same_request_twice_in_a_run_is_paid_for_once(make_study, make_judge, fake):
+    study = make_study(["Same question?"] * 3)
+    Response.objects.filter(question__dataset=study.dataset).update(text="The same answer.")
+    run = judge_run_create(study=study, judge=make_judge(), repeat_rate=0, mode="batch")
+    done = execute_run(run.pk)
+    assert done.status == "done" and done.n_ok == 6, done.error
+    distinct = set(done.calls.values_list("request_hash", flat=True))
+    assert len(distinct) < 6  # identical items: the prompts coincide
+    assert len(fake.batch.lines_received()) == len(distinct) == len(fake.paid())
+    assert done.n_cached == 6 - len(distinct) and fake.duplicates() == 0
+
+
+def _worst_case(run: JudgeRun, jobs) -> Decimal:
+    """What these jobs may cost at most: their prompt and max_tokens out, at the run's prices."""
+    tokens_in = sum(planning.prompt_tokens(j, True) for j in jobs)
+    max_out = len(jobs) * run.params["max_tokens"]
+    return services.cost_of(tokens_in, max_out, run.price_in_per_1k, run.price_out_per_1k)
+
+
+@pytest.mark.parametrize("fit", [0, 3])
+def test_a_batch_run_sends_only_what_fits_its_budget(make_study, make_judge, fake, fit):
+    run = _batch_run(make_study, make_judge, [f"Q{i}?" for i in range(4)], max_tokens=50)
+    pending = planning.judge_run_plan(run=run).pending
+    run.budget = _worst_case(run, pending[:fit]) + Decimal("0.000001")
+    run.save(update_fields=["budget"])
+    done = execute_run(run.pk)
+    assert done.status == "stopped" and "budget reached" in done.error
+    assert f"{8 - fit} calls not sent" in done.error
+    assert len(fake.batch.lines_received()) == fit == len(fake.paid()) == done.n_done
+    assert len(fake.batch.batches) == (1 if fit else 0) and done.cost <= done.budget
+
+
 def test_polling_a_finished_batch_again_records_nothing_twice(make_study, make_judge, fake):
     run = _batch_run(make_study, make_judge, [f"Q{i}?" for i in range(3)])
     done = execute_run(run.pk)
@@ -138,25 +187,9 @@ def test_a_batch_run_started_through_the_api_runs_at_half_price(
 
 
 def test_the_judge_command_runs_a_study_through_the_batch_api(make_study, make_judge, fake):
-    import io
-
-    from django.core.management import call_command
-
     study, judge = make_study(["Q1?", "Q2?"]), make_judge()
-    out = io.StringIO()
-    call_command(
-        "judge",
-        "--study",
-        study.name,
-        "--judge",
-        judge.name,
-        "--batch",
-        "--repeat-rate",
-        "0",
-        "--no-progress",
-        stdout=out,
-    )
+    out = judge_command(study.name, judge.name, "--batch", "--repeat-rate", "0", "--no-progress")
     run = JudgeRun.objects.get(study=study)
     assert run.mode == "batch" and run.status == "done" and run.n_ok == 4
-    assert f"Run {run.pk} done: 4/4 calls" in out.getvalue()
+    assert f"Run {run.pk} done: 4/4 calls" in out
     assert len(fake.batch.batches) == 1 and all(r.get("batch") for r in fake.log)

@@ -9,28 +9,20 @@ from django.core.management import CommandError, call_command
 
 from evaluation.models import JudgeRun
 
+from .conftest import judge_command
+
 
 def test_the_command_runs_a_study_with_a_progress_bar_and_prints_the_summary(
     make_study, make_judge, fake
 ):
     study = make_study(["Q1?", "Q2? <<fake:malformed>>"], mode="pairwise", rubric="pairwise")
     judge = make_judge()
-    out, err = io.StringIO(), io.StringIO()
-    call_command(
-        "judge",
-        "--study",
-        study.name,
-        "--judge",
-        judge.name,
-        "--both-orders",
-        "--repeat-rate",
-        "0",
-        stdout=out,
-        stderr=err,
+    err = io.StringIO()
+    summary = judge_command(
+        study.name, judge.name, "--both-orders", "--repeat-rate", "0", stderr=err
     )
     run = JudgeRun.objects.get(study=study)
     assert run.status == "done" and run.n_done == 4 and run.n_parse_failed == 2  # both orders
-    summary = out.getvalue()
     assert f"Run {run.pk} done: 4/4 calls, 2 parsed, 2 parse failures, 0 failed calls" in summary
     assert "Position consistency: " in summary and " over 1 pairs" in summary
     bar = err.getvalue()
@@ -40,35 +32,16 @@ def test_the_command_runs_a_study_with_a_progress_bar_and_prints_the_summary(
 def test_reparse_from_the_command_calls_nothing(make_study, make_judge, fake):
     study = make_study(["Q?"], n_llms=1)
     judge = make_judge()
-    call_command(
-        "judge",
-        "--study",
-        str(study.pk),
-        "--judge",
-        str(judge.pk),
-        "--no-progress",
-        stdout=io.StringIO(),
-    )
+    judge_command(str(study.pk), str(judge.pk), "--no-progress")
     calls = len(fake.log)
-    out = io.StringIO()
-    call_command(
-        "judge", "--study", str(study.pk), "--judge", str(judge.pk), "--reparse", stdout=out
-    )
-    assert "0 changed, 1 parsed, 0 parse failures" in out.getvalue() and len(fake.log) == calls
+    out = judge_command(str(study.pk), str(judge.pk), "--reparse")
+    assert "0 changed, 1 parsed, 0 parse failures" in out and len(fake.log) == calls
 
 
 def test_resuming_a_finished_run_is_refused_clearly(make_study, make_judge, fake):
     study = make_study(["Q?"], n_llms=1)
     judge = make_judge()
-    call_command(
-        "judge",
-        "--study",
-        str(study.pk),
-        "--judge",
-        str(judge.pk),
-        "--no-progress",
-        stdout=io.StringIO(),
-    )
+    judge_command(str(study.pk), str(judge.pk), "--no-progress")
     run = JudgeRun.objects.get(study=study)
     with pytest.raises(CommandError, match="finished or held"):
         call_command("judge", "--resume", str(run.pk), "--no-progress", stdout=io.StringIO())

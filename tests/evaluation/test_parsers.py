@@ -163,52 +163,63 @@ def test_alignbench_double_bracket_rating_counts_only_when_overall_is_the_only_c
         parse("alignbench", "评价……\nRating: [[8]]", ALIGN)
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("{'事实正确性': 11, '满足用户需求': 6, '综合得分': 7}", "factuality: 11 is outside 1-10"),
-        ("{'事实正确性': 9, '综合得分': 7}", "missing score(s) for user_satisfaction"),
-        ("评价很长但是被截断了", "no score dict found"),
-    ],
-)
-def test_bad_alignbench_outputs_fail(text, reason):
+BAD_OUTPUTS = [
+    (
+        "alignbench",
+        "{'事实正确性': 11, '满足用户需求': 6, '综合得分': 7}",
+        "factuality: 11 is outside 1-10",
+    ),
+    ("alignbench", "{'事实正确性': 9, '综合得分': 7}", "missing score(s) for user_satisfaction"),
+    ("alignbench", "评价很长但是被截断了", "no score dict found"),
+    ("choice", "", "empty"),
+    ("choice", "Both answers are fine.", "no option"),
+    ("choice", "A or B, hard to say", "ambiguous"),
+    ("choice", '{"choice": "E"}', "not one of A, B, C, D"),
+    ("ranking", "model_1 is better", "no ranking list"),
+    (
+        "ranking",
+        "[{'model': 'model_1', 'rank': 1}, {'model': 'model_3', 'rank': 2}]",
+        "expected ranks",
+    ),
+    ("ranking", "[{'model': 'model_1'}]", "lacks 'model' and 'rank'"),
+]
+
+
+@pytest.mark.parametrize(("parser", "text", "reason"), BAD_OUTPUTS)
+def test_outputs_that_give_no_answer_fail_with_the_reason(parser, text, reason):
     with pytest.raises(ParseError) as e:
-        parse("alignbench", text, ALIGN)
+        parse(parser, text, ALIGN if parser == "alignbench" else None)
     assert reason in str(e.value)
 
 
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("A", "left"),
-        ("B", "right"),
-        ("C", "tie"),
-        ("D", "both_bad"),
-        ("Output: B", "right"),
-        ("[[C]]", "tie"),
-        ("D: Both are bad", "both_bad"),
-        ('{"choice": "A"}', "left"),
-        ("**A**. Assistant 1 is more accurate.", "left"),
-        ("I choose option (B) because it is more complete.", "right"),
-    ],
-)
-def test_pairwise_options_map_to_the_side_shown(text, shown):
-    assert parse("choice", text)["shown"] == shown
+SIDE_SHOWN = [
+    ("choice", "A", "left"),
+    ("choice", "B", "right"),
+    ("choice", "C", "tie"),
+    ("choice", "D", "both_bad"),
+    ("choice", "Output: B", "right"),
+    ("choice", "[[C]]", "tie"),
+    ("choice", "D: Both are bad", "both_bad"),
+    ("choice", '{"choice": "A"}', "left"),
+    ("choice", "**A**. Assistant 1 is more accurate.", "left"),
+    ("choice", "I choose option (B) because it is more complete.", "right"),
+    ("ranking", "[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]", "left"),
+    (
+        "ranking",
+        "```python\n[{'model': 'model_2', 'rank': 1}, {'model': 'model_1', 'rank': 2}]\n```",
+        "right",
+    ),
+    (
+        "ranking",
+        '{"ranking": [{"model": "model_1", "rank": 2}, {"model": "model_2", "rank": 1}]}',
+        "right",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("", "empty"),
-        ("Both answers are fine.", "no option"),
-        ("A or B, hard to say", "ambiguous"),
-        ('{"choice": "E"}', "not one of A, B, C, D"),
-    ],
-)
-def test_bad_pairwise_outputs_fail(text, reason):
-    with pytest.raises(ParseError) as e:
-        parse("choice", text)
-    assert reason in str(e.value)
+@pytest.mark.parametrize(("parser", "text", "shown"), SIDE_SHOWN)
+def test_pairwise_choices_and_rankings_map_to_the_side_shown(parser, text, shown):
+    assert parse(parser, text)["shown"] == shown
 
 
 def test_the_choice_is_stored_canonically_whatever_side_response_a_was_shown_on():
@@ -216,38 +227,6 @@ def test_the_choice_is_stored_canonically_whatever_side_response_a_was_shown_on(
     assert parse("choice", "A", left_is_a=False)["choice"] == "B"
     assert parse("choice", "B", left_is_a=False)["choice"] == "A"
     assert canonical_choice("tie", left_is_a=False) == "tie"
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]", "left"),
-        (
-            "```python\n[{'model': 'model_2', 'rank': 1}, {'model': 'model_1', 'rank': 2}]\n```",
-            "right",
-        ),
-        (
-            '{"ranking": [{"model": "model_1", "rank": 2}, {"model": "model_2", "rank": 1}]}',
-            "right",
-        ),
-    ],
-)
-def test_chinese_alpaca_eval_ranking_lists_are_parsed(text, shown):
-    assert parse("ranking", text)["shown"] == shown
-
-
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("model_1 is better", "no ranking list"),
-        ("[{'model': 'model_1', 'rank': 1}, {'model': 'model_3', 'rank': 2}]", "expected ranks"),
-        ("[{'model': 'model_1'}]", "lacks 'model' and 'rank'"),
-    ],
-)
-def test_bad_rankings_fail(text, reason):
-    with pytest.raises(ParseError) as e:
-        parse("ranking", text)
-    assert reason in str(e.value)
 
 
 def test_every_realistic_variant_in_the_corpus_gives_the_scores_it_was_written_from():

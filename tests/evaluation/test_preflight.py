@@ -13,8 +13,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from evaluation import launch
-from evaluation.launch import estimate_tokens, judge_run_preflight, judge_run_start
+from evaluation.launch import judge_run_preflight, judge_run_start
 from evaluation.models import JudgeRun
+from evaluation.planning import estimate_tokens
 from evaluation.runner import execute_run
 from evaluation.services import judge_run_create
 

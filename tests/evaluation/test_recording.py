@@ -8,7 +8,7 @@ import time
 from annotation.models import Rating
 from evaluation.runner import execute_run
 from evaluation.services import judge_run_create
-from evaluation.testing.fake_openai import answer_for
+from evaluation.testing.fake_answers import answer_for
 
 
 def test_answers_journaled_by_a_killed_executor_are_recorded_on_resume_without_calling_again(

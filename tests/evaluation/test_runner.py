@@ -16,7 +16,7 @@ from evaluation.parsers import parse
 from evaluation.recording import judge_run_reparse
 from evaluation.runner import execute_run, retry_after_seconds
 from evaluation.services import judge_run_cancel, judge_run_create
-from evaluation.testing.fake_openai import answer_for
+from evaluation.testing.fake_answers import answer_for
 
 
 def run_judge(study, judge, **kw) -> JudgeRun:

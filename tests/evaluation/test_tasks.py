@@ -4,7 +4,6 @@ a real worker process and the real Redis broker."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sqlite3
@@ -22,6 +21,7 @@ from config import celery_backend
 from config.settings import SettingError, tasks_setting
 from evaluation.services import judge_run_create
 from evaluation.tasks import judge_run_execute
+from evaluation.testing.scenario import build_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,21 +132,6 @@ def _environment(db: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _scenario(env: dict, base_url: str, items: int) -> dict:
-    args = ["--migrate", "--items", str(items), "--base-url", base_url, "--concurrency", "4"]
-    out = subprocess.run(
-        [sys.executable, "-m", "evaluation.testing.scenario", *args]
-        + ["--key-env", "LLMEVAL_TEST_JUDGE_KEY"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _enqueue_and_wait(env: dict, db: Path, ids: dict, worker: subprocess.Popen) -> tuple:
     """`manage.py judge --enqueue` in its own process, then wait for the worker to finish."""
     command = ["judge", "--study", str(ids["study"]), "--judge", str(ids["judge"])]
@@ -173,24 +158,12 @@ def _enqueue_and_wait(env: dict, db: Path, ids: dict, worker: subprocess.Popen) 
     return status()
 
 
-def _stop(worker: subprocess.Popen) -> None:
-    worker.terminate()
-    try:
-        worker.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
-
-
-def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path, fake):
-    """The embedded default: the queue is a table in the app's database and `manage.py
-    db_worker` (a separate process, as bin/demo starts it) picks the job up."""
-    db = tmp_path / "tasks.sqlite3"
-    env = _environment(db, TASK_BACKEND="database")
-    ids = _scenario(env, fake.base_url, items=20)
+def _judged_by_worker(env: dict, db: Path, base_url: str, worker_argv: list[str]) -> tuple:
+    """A 20-item scenario queued by `manage.py judge --enqueue` and run by this worker process:
+    the run's (status, n_done, n_ok)."""
+    ids = build_in_process(env, base_url, items=20, concurrency=4, key_env="LLMEVAL_TEST_JUDGE_KEY")
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "db_worker", "--interval", "0.1", "--no-reload"]
-        + ["--no-startup-delay", "-v", "0"],
+        [sys.executable, *worker_argv],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -198,9 +171,23 @@ def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path,
         text=True,
     )
     try:
-        assert _enqueue_and_wait(env, db, ids, worker) == ("done", 20, 20)
+        return _enqueue_and_wait(env, db, ids, worker)
     finally:
-        _stop(worker)
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path, fake):
+    """The embedded default: the queue is a table in the app's database and `manage.py
+    db_worker` (a separate process, as bin/demo starts it) picks the job up."""
+    db = tmp_path / "tasks.sqlite3"
+    env = _environment(db, TASK_BACKEND="database")
+    worker = ["manage.py", "db_worker", "--interval", "0.1", "--no-reload", "--no-startup-delay"]
+    assert _judged_by_worker(env, db, fake.base_url, [*worker, "-v", "0"]) == ("done", 20, 20)
     assert len(fake.paid()) == 20
     with sqlite3.connect(db) as con:
         rows = con.execute(
@@ -221,18 +208,7 @@ def test_a_judge_run_goes_through_celery_with_a_real_worker_and_redis(tmp_path, 
         CELERY_RESULT_BACKEND="",
         CELERY_QUEUE=f"test-judges-{uuid.uuid4().hex[:8]}",
     )
-    ids = _scenario(env, fake.base_url, items=20)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "solo", "-l", "warning"]
-        + ["--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert _enqueue_and_wait(env, db, ids, worker) == ("done", 20, 20)
-    finally:
-        _stop(worker)
+    worker = ["-m", "celery", "-A", "config", "worker", "-P", "solo", "-l", "warning"]
+    worker += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    assert _judged_by_worker(env, db, fake.base_url, worker) == ("done", 20, 20)
     assert len(fake.paid()) == 20

@@ -87,26 +87,29 @@ def test_another_organizer_cannot_see_or_touch_alices_runs_studies_or_judges(
     assert alice_run.status == "done" and JudgeRun.objects.count() == 1
 
 
+def judge_form(base_url: str, **changes: str) -> dict[str, str]:
+    """What the new-judge page posts, with these fields changed."""
+    fields = {
+        "name": "gpt4",
+        "model": "gpt-4-0613",
+        "base_url": base_url,
+        "api_key_env": KEY_ENV,
+        "temperature": "0",
+        "max_tokens": "512",
+        "seed": "0",
+        "template": "",
+        "price_in_per_1k": "0.03",
+        "price_out_per_1k": "0.06",
+        "json_mode": "auto",
+        "concurrency": "4",
+        "timeout_s": "30",
+        "max_attempts": "3",
+    }
+    return fields | changes
+
+
 def test_organizer_creates_a_judge_from_the_page_with_a_key_variable_name(organizer_client, fake):
-    r = organizer_client.post(
-        reverse("judges:new"),
-        {
-            "name": "gpt4",
-            "model": "gpt-4-0613",
-            "base_url": fake.base_url,
-            "api_key_env": KEY_ENV,
-            "temperature": "0",
-            "max_tokens": "512",
-            "seed": "0",
-            "template": "",
-            "price_in_per_1k": "0.03",
-            "price_out_per_1k": "0.06",
-            "json_mode": "auto",
-            "concurrency": "4",
-            "timeout_s": "30",
-            "max_attempts": "3",
-        },
-    )
+    r = organizer_client.post(reverse("judges:new"), judge_form(fake.base_url))
     assert r.status_code == 302
     judge = JudgeConfig.objects.get(name="gpt4")
     assert (
@@ -115,51 +118,21 @@ def test_organizer_creates_a_judge_from_the_page_with_a_key_variable_name(organi
 
 
 def test_a_pasted_key_is_refused_as_the_key_variable(organizer_client, fake):
-    r = organizer_client.post(
-        reverse("judges:new"),
-        {
-            "name": "oops",
-            "model": "gpt-4",
-            "base_url": fake.base_url,
-            "api_key_env": "sk-proj-abc123-def",
-            "temperature": "0",
-            "max_tokens": "10",
-            "price_in_per_1k": "0",
-            "price_out_per_1k": "0",
-            "json_mode": "auto",
-            "concurrency": "1",
-            "timeout_s": "1",
-            "max_attempts": "1",
-        },
-    )
+    form = judge_form(fake.base_url, name="oops", api_key_env="sk-proj-abc123-def")
+    r = organizer_client.post(reverse("judges:new"), form)
     # The form offers only the approved variables: a pasted key is not one of them.
     assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
     assert not JudgeConfig.objects.filter(name="oops").exists()
 
 
 def test_organizer_template_with_an_unknown_placeholder_is_refused_on_the_page(organizer_client):
-    r = organizer_client.post(
-        reverse("judges:templates"),
-        {
-            "key": "mine",
-            "name": "Mine",
-            "kind": "star",
-            "parser": "stars",
-            "user": "Rate {answer} for {question} using {api_key}",
-        },
-    )
+    template = {"key": "mine", "name": "Mine", "kind": "star", "parser": "stars"}
+    user = "Rate {answer} for {question} using {api_key}"
+    r = organizer_client.post(reverse("judges:templates"), {**template, "user": user})
     assert r.status_code == 200 and "Unknown placeholder(s): {api_key}" in r.content.decode()
     assert not PromptTemplate.objects.filter(key="mine").exists()
-    r = organizer_client.post(
-        reverse("judges:templates"),
-        {
-            "key": "mine",
-            "name": "Mine",
-            "kind": "star",
-            "parser": "stars",
-            "user": "Rate {answer} for {question}.\n{criteria}",
-        },
-    )
+    user = "Rate {answer} for {question}.\n{criteria}"
+    r = organizer_client.post(reverse("judges:templates"), {**template, "user": user})
     assert r.status_code == 302 and PromptTemplate.objects.get(key="mine").builtin is False
 
 
@@ -282,3 +255,16 @@ def test_the_schema_documents_the_judge_api(organizer_client):
     assert r.status_code == 200
     text = r.content.decode()
     assert "/api/judges/runs/start/" in text and "RunIn" in text
+
+
+def test_the_judge_and_run_forms_speak_chinese(organizer_client, make_study, fake):
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    page = organizer_client.get(reverse("judges:new"), **zh).content.decode()
+    for label in ["最大输出词元数", "每千输入词元价格", "最多尝试次数", "提示词模板"]:
+        assert label in page
+    assert "max tokens" not in page.lower().replace("max_tokens", "")
+    study = make_study(["Q?"])
+    page = organizer_client.get(reverse("judges:run_start", args=[study.pk]), **zh)
+    assert "重复率" in page.content.decode() and "随机种子" in page.content.decode()
+    english = organizer_client.get(reverse("judges:new"), HTTP_ACCEPT_LANGUAGE="en")
+    assert "Max tokens" in english.content.decode()
