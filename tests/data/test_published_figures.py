@@ -27,7 +27,14 @@ from tests.stats.test_realdata import TABLE6_DATA_DIFFERS, TABLE6_GPT4
 # marked tests only); they import inside their own transaction and roll it back. The figures are
 # the same on any database: the PostgreSQL pass checks the full import (test_full_llmeval2) and
 # the report frames read through COPY (tests/ranking/test_frames_copy.py), not these again.
-pytestmark = [pytest.mark.slow, pytest.mark.django_db, pytest.mark.database_independent]
+# xdist_group: every test here in one worker (bin/test's --dist loadgroup), so each data set is
+# imported once per run rather than once per worker.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db,
+    pytest.mark.database_independent,
+    pytest.mark.xdist_group("published-figures"),
+]
 
 L2 = SHARED / "llmeval-2"
 L1 = SHARED / "llmeval-1"
