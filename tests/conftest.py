@@ -16,6 +16,17 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Report snapshots, rate caps and leases live in the cache, and ids are reused across
+    tests: every test starts and ends with it empty."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def _organizer(username: str) -> User:
     user = User.objects.create_user(username, password=f"{username}-pass-123")
     user.groups.add(Group.objects.get_or_create(name=ORGANIZERS_GROUP)[0])
@@ -88,14 +99,20 @@ def pairwise_rubric(db) -> Rubric:
 
 # The database-free tests (pure statistics, parsers, tools) give the same result on any database:
 # bin/test's second run, on PostgreSQL, sets TESTS_DATABASE_ONLY=1 and runs only the tests that
-# reach the database: the django_db mark, a fixture that needs it, a live server, or a module that
-# starts processes or reads the database settings itself (servers, workers, COPY).
+# reach the database: the django_db mark, a fixture that needs it, or a module that starts
+# processes or reads the database settings itself (servers, workers, COPY); not the browser tests
+# (mark e2e) nor those marked database_independent.
 _DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
 _DB_WORDS = ("DATABASE", "subprocess", "Popen", "psycopg", "connection", "gunicorn", "bin/")
 _module_reaches_db: dict[str, bool] = {}
 
 
 def _reaches_db(item) -> bool:
+    # Browser tests check the pages (the same views run on PostgreSQL through the test client),
+    # and `database_independent` tests hold their data in the database but compute the same
+    # figures on any (the importers and the report frames are checked on PostgreSQL elsewhere).
+    if item.get_closest_marker("e2e") or item.get_closest_marker("database_independent"):
+        return False
     if item.get_closest_marker("django_db") is not None:
         return True
     if _DB_FIXTURES & set(getattr(item, "fixturenames", ())):

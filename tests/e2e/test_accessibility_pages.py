@@ -8,7 +8,7 @@ import pytest
 from tests.e2e.axe import axe_violations
 
 # The rated study comes from the ranking suite, as in test_report_browser.py.
-from tests.ranking.conftest import _fresh_report_cache, star_study  # noqa: F401
+from tests.ranking.conftest import star_study  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

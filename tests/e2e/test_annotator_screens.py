@@ -47,6 +47,14 @@ def _assert_inside_the_window(page, selector: str) -> list[dict]:
     return boxes
 
 
+def _open_item(page, study) -> str:
+    """Open the study's next item and wait until annotate.js has marked it ready (keys pressed
+    before that are lost); the item's URL."""
+    page.goto(f"/s/{study.public_id}/next/")
+    expect(page.locator("#annotate[data-ready]")).to_be_visible()
+    return page.url
+
+
 def _alignbench_study(owner, text: str) -> Study:
     dataset = make_dataset(1, 1, text=text)
     return study_create(
@@ -109,8 +117,7 @@ def test_no_annotator_page_is_wider_than_a_phone(carol, organizer, mode):
 def test_arrow_keys_on_a_focused_star_move_the_star_and_never_leave_the_item(carol, organizer):
     page = carol
     study = make_study(owner=organizer, n_questions=2, n_llms=1, ratings_per_item=1)
-    page.goto(f"/s/{study.public_id}/next/")
-    item_url = page.url
+    item_url = _open_item(page, study)
     page.keyboard.press("2")  # first criterion: 2 stars; the focus moves to the second
     second = page.locator("fieldset.criterion").nth(1)
     expect(second.locator("input[type=radio]").first).to_be_focused()
@@ -182,8 +189,7 @@ def test_a_study_paused_mid_item_sends_the_annotator_to_the_study_page_and_keeps
 ):
     page = carol
     study = make_study(owner=organizer, n_questions=2, n_llms=1)
-    page.goto(f"/s/{study.public_id}/next/")
-    item_url = page.url
+    item_url = _open_item(page, study)
     for key in ("3", "2", "1", "2"):
         page.keyboard.press(key)
     study_set_status(study=study, status=Study.Status.PAUSED)
@@ -207,9 +213,7 @@ def test_a_study_paused_mid_item_sends_the_annotator_to_the_study_page_and_keeps
 
 def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organizer):
     page = carol
-    study = make_study(owner=organizer, mode="pairwise", n_questions=2)
-    page.goto(f"/s/{study.public_id}/next/")
-    item_url = page.url
+    item_url = _open_item(page, make_study(owner=organizer, mode="pairwise", n_questions=2))
     page.keyboard.press("4")
     page.context.set_offline(True)
     page.keyboard.press("Enter")
@@ -224,10 +228,7 @@ def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organ
 
 def test_a_refused_rating_is_swapped_in_with_its_message_and_nothing_is_stored(carol, organizer):
     page = carol
-    study = make_study(owner=organizer, mode="pairwise", n_questions=2)
-    page.goto(f"/s/{study.public_id}/next/")
-    expect(page.locator("#annotate[data-ready]")).to_be_visible()
-    item_url = page.url
+    item_url = _open_item(page, make_study(owner=organizer, mode="pairwise", n_questions=2))
     # A tampered form (as a hostile client would send): the server answers 422 with the item.
     page.keyboard.press("4")
     page.evaluate(

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 # The rated study comes from the ranking suite; the browser fixtures from this folder's conftest
 # (one Playwright instance per test process: a second one in the same thread would fail).
-from tests.ranking.conftest import _fresh_report_cache, star_study  # noqa: F401
+from tests.ranking.conftest import star_study  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.ranking.conftest import _fresh_report_cache, pair_study, star_study  # noqa: F401
+from tests.ranking.conftest import pair_study, star_study  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

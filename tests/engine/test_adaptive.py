@@ -13,8 +13,7 @@ from django.db.models import F
 from annotation import engine, engine_adaptive, engine_priority
 from annotation.models import Assignment, Item, Study
 
-from .conftest import make_rater, make_study
-from .test_hidden_checks import answer, mark_checks
+from .conftest import answer, make_rater, make_study, mark_checks, run_to_the_end
 
 
 def llms(item: Item) -> tuple[str, str]:
@@ -87,24 +86,21 @@ def test_adaptive_keeps_exact_n_blinding_repeats_and_checks(db):
     )
     checks = set(mark_checks(study, 8))
     raters = [make_rater() for _ in range(5)]
-    rng, flip, done = random.Random(9), [0], 0
-    active = list(raters)
-    while active:
-        for r in list(active):
-            a = engine.assignment_next(study=study, rater=r, rng=rng)
-            if a is None:
-                active.remove(r)
-                continue
-            prefer_model_0(a, r, flip)
-            done += 1
-            if done % 15 == 0:
-                engine_adaptive.study_priorities_refresh(study)
-            over = (
-                Item.objects.filter(study=study)
-                .alias(load=F("n_ratings") + F("n_reserved"))
-                .filter(load__gt=3)
-            )
-            assert not over.exists()
+    flip, done = [0], [0]
+
+    def respond(a: Assignment, r) -> None:
+        prefer_model_0(a, r, flip)
+        done[0] += 1
+        if done[0] % 15 == 0:
+            engine_adaptive.study_priorities_refresh(study)
+        over = (
+            Item.objects.filter(study=study)
+            .alias(load=F("n_ratings") + F("n_reserved"))
+            .filter(load__gt=3)
+        )
+        assert not over.exists()
+
+    run_to_the_end(study, raters, random.Random(9), respond)
     regular = Item.objects.filter(study=study, check_kind="")
     assert set(regular.values_list("n_ratings", "n_reserved")) == {(3, 0)}
     exposures = Assignment.objects.filter(study=study)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -23,6 +25,31 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 def _needs_postgres():
     if connection.vendor != "postgresql":
         pytest.skip("row locks and SKIP LOCKED need PostgreSQL (set DATABASE_URL=postgres://...)")
+
+
+def race(n: int, action: Callable[[], Any]) -> list[Any]:
+    """Run `action` in n threads released together, each on its own connection; what each
+    returned. An exception in any thread fails the test."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = []
+    errors: list[str] = []
+
+    def run() -> None:
+        try:
+            barrier.wait()
+            results.append(action())
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    return results
 
 
 def _work(study_id, rater_ids, seed, barrier, errors):
@@ -84,24 +111,7 @@ def test_two_simultaneous_submits_of_one_assignment_record_one_rating():
     study = make_study(mode="pairwise", n_questions=1, n_llms=2)
     rater = make_rater()
     a = engine.assignment_next(study=study, rater=rater)
-    barrier = threading.Barrier(4)
-    errors: list[str] = []
-
-    def submit():
-        try:
-            barrier.wait()
-            engine.assignment_submit(assignment=a, rater=rater, choice="left")
-        except Exception as e:  # pragma: no cover
-            errors.append(repr(e))
-        finally:
-            connections.close_all()
-
-    ts = [threading.Thread(target=submit) for _ in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert errors == []
+    race(4, lambda: engine.assignment_submit(assignment=a, rater=rater, choice="left"))
     assert Rating.objects.filter(assignment=a).count() == 1
     item = Item.objects.get(pk=a.item_id)
     assert (item.n_ratings, item.n_reserved) == (1, 0)
@@ -110,20 +120,7 @@ def test_two_simultaneous_submits_of_one_assignment_record_one_rating():
 def test_one_rater_in_two_tabs_gets_one_open_assignment():
     study = make_study(n_questions=3)
     rater = make_rater()
-    barrier = threading.Barrier(6)
-    got: list[int] = []
-
-    def nxt():
-        try:
-            barrier.wait()
-            got.append(engine.assignment_next(study=study, rater=rater).pk)
-        finally:
-            connections.close_all()
-
-    ts = [threading.Thread(target=nxt) for _ in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    got = race(6, lambda: engine.assignment_next(study=study, rater=rater).pk)
+    assert len(got) == 6
     assert len(set(got)) == 1
     assert Assignment.objects.filter(rater=rater).count() == 1

@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation import engine, leases
 from annotation.models import Assignment, Item, Rater, Rating, Study
 
-from .conftest import crowd_enter, make_rater, make_study
+from .conftest import answer, crowd_enter, make_rater, make_study
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -54,11 +54,7 @@ def fill(study, n_raters: int) -> None:
     for _ in range(n_raters):
         rater = make_rater()
         while (a := engine.assignment_next(study=study, rater=rater)) is not None:
-            engine.assignment_submit(
-                assignment=a,
-                rater=rater,
-                scores={c.key: 1 for c in study.rubric.criteria_for(a.item.question)},
-            )
+            answer(a, rater)
 
 
 # -- 1. Codes only for work done ------------------------------------------------------------
@@ -75,32 +71,29 @@ def test_opening_the_end_page_directly_before_the_quota_shows_no_code(db, organi
     assert b"Back to your open item" in page.content
 
 
-def test_the_completion_code_comes_once_the_quota_is_met(db, organizer):
+@pytest.mark.parametrize(
+    ("design", "kind"),
+    [
+        ({"quota_crowd": 2}, "completion"),
+        ({"quota_crowd": 5, "n_questions": 2, "n_llms": 1, "ratings_per_item": 1}, "no_more_work"),
+        ({"n_questions": 2, "n_llms": 1, "ratings_per_item": 1}, "completion"),
+    ],
+    ids=["the-quota-met", "out-of-work-before-the-quota", "no-quota-until-nothing-is-left"],
+)
+def test_two_ratings_earn_the_code_the_ending_calls_for(db, organizer, design, kind):
     study = make_study(
-        owner=organizer, admit_crowd=True, quota_crowd=2, completion_code="PAID-2",
-        no_more_work_code="NMW-2",
+        owner=organizer, admit_crowd=True, completion_code="PAID-2", no_more_work_code="NMW-2",
+        **design,
     )  # fmt: skip
-    client, location = worker(study, "w-quota")
+    client, location = worker(study, f"w-{kind}")
+    assert b"PAID-2" not in client.get(done_url(study)).content  # an item is open
     for _ in range(2):
         location = rate_from(client, location)
     assert location == done_url(study)
     page = client.get(location)
-    assert b'data-code-kind="completion">PAID-2<' in page.content
-    assert b"NMW-2" not in page.content
-
-
-def test_running_out_of_work_before_the_quota_gives_the_no_more_work_code(db, organizer):
-    study = make_study(
-        owner=organizer, admit_crowd=True, quota_crowd=5, n_questions=2, n_llms=1,
-        ratings_per_item=1, completion_code="PAID-3", no_more_work_code="NMW-3",
-    )  # fmt: skip
-    client, location = worker(study, "w-out")
-    for _ in range(2):
-        location = rate_from(client, location)
-    assert location == done_url(study)
-    page = client.get(location)
-    assert b'data-code-kind="no_more_work">NMW-3<' in page.content
-    assert b"PAID-3" not in page.content
+    code, other = ("PAID-2", "NMW-2") if kind == "completion" else ("NMW-2", "PAID-2")
+    assert f'data-code-kind="{kind}">{code}<'.encode() in page.content
+    assert other.encode() not in page.content
 
 
 def test_without_a_no_more_work_code_a_short_worker_gets_no_code_and_is_told_why(db, organizer):
@@ -141,19 +134,6 @@ def test_a_worker_arriving_after_the_study_is_full_without_a_code_sees_study_ful
     page = client.get(done_url(study))
     assert b"This study is full" in page.content
     assert b"PAID-6" not in page.content
-
-
-def test_without_a_quota_rating_until_nothing_is_left_earns_the_completion_code(db, organizer):
-    study = make_study(
-        owner=organizer, admit_crowd=True, n_questions=2, n_llms=1, ratings_per_item=1,
-        completion_code="PAID-7", no_more_work_code="NMW-7",
-    )  # fmt: skip
-    client, location = worker(study, "w-noquota")
-    assert b"PAID-7" not in client.get(done_url(study)).content  # an item is open
-    for _ in range(2):
-        location = rate_from(client, location)
-    page = client.get(location)
-    assert b'data-code-kind="completion">PAID-7<' in page.content
 
 
 def test_the_no_more_work_code_is_set_through_the_form_the_api_and_the_admin(

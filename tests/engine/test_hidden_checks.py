@@ -13,36 +13,7 @@ from scipy.stats import binom
 from annotation import engine, outcome
 from annotation.models import Assignment, Item, Rating
 
-from .conftest import make_rater, make_study
-
-
-def answer(a: Assignment, rater) -> None:
-    if a.study.mode == "pairwise":
-        engine.assignment_submit(assignment=a, rater=rater, choice="left")
-        return
-    engine.assignment_submit(
-        assignment=a,
-        rater=rater,
-        scores={c.key: 1 for c in a.study.rubric.criteria_for(a.item.question)},
-    )
-
-
-def mark_checks(study, n: int, kind: str = "gold") -> list[int]:
-    pks = list(Item.objects.filter(study=study).order_by("pk").values_list("pk", flat=True)[:n])
-    answer_ = {"choices": ["A"]} if study.mode == "pairwise" else {"scores": {}}
-    Item.objects.filter(pk__in=pks).update(check_kind=kind, check_answer=answer_)
-    return pks
-
-
-def run_to_the_end(study, raters, rng) -> None:
-    active = list(raters)
-    while active:
-        for r in list(active):
-            a = engine.assignment_next(study=study, rater=r, rng=rng)
-            if a is None:
-                active.remove(r)
-            else:
-                answer(a, r)
+from .conftest import answer, make_rater, make_study, mark_checks, run_to_the_end
 
 
 def test_the_regular_pick_never_serves_a_check_item(db):

@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from annotation import engine
 from annotation.models import Rater, Rubric, Study
 
-from .conftest import make_dataset, make_rater, make_study
+from .conftest import answer, make_dataset, make_rater, make_study, star_scores
 
 
 def test_organizer_creates_a_study_from_a_dataset(organizer_client, organizer, db):
@@ -86,11 +86,7 @@ def test_study_page_shows_progress_and_links_and_polls_a_fragment(organizer_clie
     study = make_study(owner=organizer, admit_crowd=True, admit_public=True)
     rater = make_rater()
     a = engine.assignment_next(study=study, rater=rater)
-    engine.assignment_submit(
-        assignment=a,
-        rater=rater,
-        scores={c.key: 2 for c in study.rubric.criteria_for(a.item.question)},
-    )
+    answer(a, rater, scores=star_scores(a, 2))
     engine.assignment_next(study=study, rater=rater)
     page = organizer_client.get(reverse("organize:study", args=[study.pk]))
     html = page.content.decode()

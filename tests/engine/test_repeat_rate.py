@@ -17,15 +17,7 @@ from scipy.stats import binom
 from annotation import engine
 from annotation.models import Assignment
 
-from .conftest import make_rater, make_study
-
-
-def answer(a: Assignment, rater) -> None:
-    engine.assignment_submit(
-        assignment=a,
-        rater=rater,
-        scores={c.key: 1 for c in a.study.rubric.criteria_for(a.item.question)},
-    )
+from .conftest import answer, make_rater, make_study, run_to_the_end
 
 
 def repeat_share(study) -> tuple[int, int]:
@@ -60,15 +52,7 @@ def within_binomial(repeats: int, n: int, p: float, alpha: float = 0.001) -> boo
 def test_a_long_study_serves_repeats_at_the_study_rate(db):
     study = make_study(n_questions=100, n_llms=3, ratings_per_item=4, repeat_rate=0.02)
     raters = [make_rater() for _ in range(4)]
-    rng = random.Random(20261123)
-    active = list(raters)
-    while active:
-        for r in list(active):
-            a = engine.assignment_next(study=study, rater=r, rng=rng)
-            if a is None:
-                active.remove(r)
-            else:
-                answer(a, r)
+    run_to_the_end(study, raters, random.Random(20261123))
     repeats, eligible = repeat_share(study)
     assert eligible > 1000
     assert within_binomial(repeats, eligible, 0.02), (repeats, eligible)
@@ -80,14 +64,7 @@ def test_asking_again_after_the_study_ran_out_serves_no_repeats(db):
     study = make_study(n_questions=20, n_llms=3, ratings_per_item=3, repeat_rate=0.1)
     raters = [make_rater() for _ in range(20)]
     rng = random.Random(7)
-    active = list(raters)
-    while active:
-        for r in list(active):
-            a = engine.assignment_next(study=study, rater=r, rng=rng)
-            if a is None:
-                active.remove(r)
-            else:
-                answer(a, r)
+    run_to_the_end(study, raters, rng)
     before = Assignment.objects.filter(study=study).count()
     for r in raters:
         for _ in range(30):

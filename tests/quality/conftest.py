@@ -7,7 +7,6 @@ import datetime as dt
 from dataclasses import dataclass
 
 import pytest
-from django.core.cache import cache
 
 from annotation import checks
 from annotation.models import LLM, Dataset, Item, Question, Rater, Response, Study
@@ -16,13 +15,6 @@ from tests.ranking.conftest import rate
 
 T0 = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.UTC)
 N_QUESTIONS = 6  # x 3 pairs = 18 regular items
-
-
-@pytest.fixture(autouse=True)
-def _fresh_report_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @dataclass

@@ -7,7 +7,6 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import pytest
-from django.core.cache import cache
 
 from annotation.models import Item, Rater, Rating, Study
 from annotation.services import study_create
@@ -15,17 +14,9 @@ from annotation.services import study_create
 # Test modules import these factories from here.
 from tests.factories import make_raters, rate
 
-__all__ = ["T0", "Built", "make_raters", "rate"]
+__all__ = ["T0", "Built", "make_raters", "new_rating", "rate"]
 
 T0 = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_report_cache():
-    """Report snapshots live in the cache; ids are reused across tests, so start empty."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @dataclass
@@ -34,6 +25,19 @@ class Built:
     raters: dict[str, Rater]
     items: list[Item]
     ratings: list[Rating] = field(default_factory=list)
+
+
+def new_rating(built: Built) -> Rating:
+    """One more rating on the star study: the crowd rater repeats model-y's objective answer
+    days later, as a rating arriving after a report was built."""
+    return rate(
+        built.study,
+        built.items[1],
+        built.raters["crowd"],
+        at=T0.replace(day=5),
+        scores={"correctness": 1, "explanation_correctness": 1},
+        repeat_of=built.ratings[7].assignment,
+    )
 
 
 # Star scores per rater, one row per model x, y, z: on the objective question Q1 (correctness 1-3,

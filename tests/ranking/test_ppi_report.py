@@ -161,6 +161,7 @@ def test_hostile_model_names_are_escaped_on_the_page_the_chart_and_the_csv(
 
 
 @pytest.mark.slow
+@pytest.mark.database_independent  # the full import is checked on PostgreSQL by test_full_llmeval2
 @pytest.mark.skipif(not (SHARED_L2 / "results").is_dir(), reason=f"no full data at {SHARED_L2}")
 def test_llmeval2_with_a_fifth_of_the_human_scores(organizer, tmp_path, api):
     """Humans on 20% of the 9,600 answers: the combined interval covers the full-human mean for

@@ -15,7 +15,6 @@ from django.urls import reverse
 from ranking import charts_sections, formatting
 from ranking.services import report_build
 from ranking.summary import report_summary
-from tests.ranking.conftest import _fresh_report_cache, pair_study, star_study  # noqa: F401
 
 
 @pytest.mark.parametrize(

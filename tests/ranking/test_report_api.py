@@ -111,38 +111,24 @@ def test_compare_needs_two_settings(api, star_study):
 # --------------------------------------------------------------------------- forbidden paths
 
 
-@pytest.mark.parametrize("which", ["report", "table", "compare"])
-def test_anonymous_clients_are_refused(star_study, which):
-    url = {
-        "report": report_api(star_study.study),
-        "table": table_api(star_study.study, "gaps"),
-        "compare": compare_api()
-        + f"?s1-study={star_study.study.pk}&s2-study={star_study.study.pk}",
+def _api_url(built, which: str) -> str:
+    study = built.study
+    return {
+        "report": report_api(study),
+        "table": table_api(study, "gaps"),
+        "compare": compare_api() + f"?s1-study={study.pk}&s2-study={study.pk}",
     }[which]
-    assert APIClient().get(url).status_code in (401, 403)
 
 
 @pytest.mark.parametrize("which", ["report", "table", "compare"])
-def test_annotators_are_forbidden(annotator_user, star_study, which):
+@pytest.mark.parametrize(
+    ("who", "refusals"),
+    [(None, {401, 403}), ("annotator_user", {403}), ("other_organizer", {404})],
+    ids=["anonymous", "annotator", "another-organizer"],
+)
+def test_only_the_owner_reaches_the_report_api(request, star_study, which, who, refusals):
+    """Anonymous clients are refused, annotators forbidden, another organizer told 404."""
     c = APIClient()
-    c.force_authenticate(annotator_user)
-    url = {
-        "report": report_api(star_study.study),
-        "table": table_api(star_study.study, "gaps"),
-        "compare": compare_api()
-        + f"?s1-study={star_study.study.pk}&s2-study={star_study.study.pk}",
-    }[which]
-    assert c.get(url).status_code == 403
-
-
-@pytest.mark.parametrize("which", ["report", "table", "compare"])
-def test_another_organizer_gets_404(other_organizer, star_study, which):
-    c = APIClient()
-    c.force_authenticate(other_organizer)
-    url = {
-        "report": report_api(star_study.study),
-        "table": table_api(star_study.study, "gaps"),
-        "compare": compare_api()
-        + f"?s1-study={star_study.study.pk}&s2-study={star_study.study.pk}",
-    }[which]
-    assert c.get(url).status_code == 404
+    if who is not None:
+        c.force_authenticate(request.getfixturevalue(who))
+    assert c.get(_api_url(star_study, which)).status_code in refusals

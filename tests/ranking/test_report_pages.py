@@ -257,19 +257,12 @@ def test_a_study_without_ratings_still_has_a_report_page(
 def test_the_report_is_served_from_the_snapshot_until_a_rating_changes(
     organizer_client, star_study
 ):
-    from .conftest import T0, rate
+    from .conftest import new_rating
 
     first = organizer_client.get(report_url(star_study.study)).context["report"]
     again = organizer_client.get(report_url(star_study.study)).context["report"]
     assert not first.cached and again.cached
-    rate(
-        star_study.study,
-        star_study.items[1],
-        star_study.raters["crowd"],
-        at=T0.replace(day=5),
-        scores={"correctness": 1, "explanation_correctness": 1},
-        repeat_of=star_study.ratings[7].assignment,
-    )
+    new_rating(star_study)
     fresh = organizer_client.get(report_url(star_study.study)).context["report"]
     assert not fresh.cached
     assert fresh.meta["n_star_ratings"] == again.meta["n_star_ratings"] + 1

@@ -13,7 +13,7 @@ from django.urls import reverse
 from ranking import services
 from ranking.services import ReportFilters, report_build, report_refresh_soon
 
-from .conftest import T0, rate
+from .conftest import new_rating
 
 pytestmark = pytest.mark.django_db
 
@@ -56,23 +56,12 @@ def _url(study):
     return reverse("ranking:report", args=[study.pk])
 
 
-def _new_rating(built):
-    rate(
-        built.study,
-        built.items[1],
-        built.raters["crowd"],
-        at=T0.replace(day=5),
-        scores={"correctness": 1, "explanation_correctness": 1},
-        repeat_of=built.ratings[7].assignment,
-    )
-
-
 def test_after_new_ratings_the_page_serves_the_last_snapshot_and_queues_a_refresh(
     organizer_client, star_study, large, queued
 ):
     first = organizer_client.get(_url(star_study.study)).context["report"]
     assert not first.stale and first.as_of is not None
-    _new_rating(star_study)
+    new_rating(star_study)
 
     response = organizer_client.get(_url(star_study.study))
     served = response.context["report"]
@@ -107,7 +96,7 @@ def test_a_refresh_is_queued_at_most_once_per_interval(star_study, queued, setti
 
 def test_a_small_study_is_always_computed_in_the_request(organizer_client, star_study, queued):
     organizer_client.get(_url(star_study.study))
-    _new_rating(star_study)
+    new_rating(star_study)
     served = organizer_client.get(_url(star_study.study)).context["report"]
     assert not served.stale and not served.cached and queued == []
 
@@ -121,7 +110,7 @@ def test_downloads_and_the_api_never_get_a_stale_report(
     organizer_client, star_study, large, queued
 ):
     before = organizer_client.get(_url(star_study.study)).context["report"]
-    _new_rating(star_study)
+    new_rating(star_study)
     url = reverse("ranking:api-report", args=[star_study.study.pk])
     body = organizer_client.get(url).json()
     assert body["meta"]["n_star_ratings"] == before.meta["n_star_ratings"] + 1

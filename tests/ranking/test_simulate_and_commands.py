@@ -139,21 +139,11 @@ def test_simulated_scores_follow_the_real_human_scores(organizer, small_dataset,
     for i, item in enumerate(study.items.select_related("question")):
         criteria = study.rubric.criteria_for(item.question)
         full.update({c.key: c.max_score for c in criteria})
-        rate(
-            study,
-            item,
-            raters["onsite"],
-            at=dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
-            scores={c.key: c.max_score for c in criteria},
-        )
-        # A judge who always gives the lowest mark is overruled by the human.
-        rate(
-            study,
-            item,
-            raters["judge"],
-            at=dt.datetime(2024, 1, 2, tzinfo=dt.UTC) + dt.timedelta(minutes=i),
-            scores={c.key: c.min_score for c in criteria},
-        )
+        # The human gives the highest marks; a judge who always gives the lowest is overruled.
+        for day, who, marks in ((1, "onsite", "max_score"), (2, "judge", "min_score")):
+            at = dt.datetime(2024, 1, day, tzinfo=dt.UTC) + dt.timedelta(minutes=i)
+            scores = {c.key: getattr(c, marks) for c in criteria}
+            rate(study, item, raters[who], at=at, scores=scores)
     simulate_ratings(study=study, raters_per_pool=4, ratings_per_item=4, seed=2)
     frame = study_frames(study).star_df
     sim = frame[frame["rater_id"].isin(simulated(study).values_list("rater__pseudonym", flat=True))]
