@@ -9,6 +9,7 @@ import os
 import random
 import ssl
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx2
 import openai
@@ -92,6 +93,8 @@ TELEMETRY_HEADERS = (
     "X-Stainless-Runtime-Version",
     "X-Stainless-Async",
 )
+# Omit() removes a header the SDK would add (typed str there, hence Any).
+NO_TELEMETRY: dict[str, Any] = {h: openai.Omit() for h in TELEMETRY_HEADERS}
 PER_CALL_OMITTED = {
     "X-Stainless-Retry-Count": openai.Omit(),
     "X-Stainless-Read-Timeout": openai.Omit(),
@@ -125,7 +128,7 @@ def make_client(base_url: str, api_key: str, *, timeout: float, concurrency: int
         max_retries=0,
         timeout=timeout,
         http_client=http_client(concurrency),
-        default_headers={h: openai.Omit() for h in TELEMETRY_HEADERS},
+        default_headers=NO_TELEMETRY,
     )
 
 
@@ -167,7 +170,7 @@ def _sized_session(concurrency: int):
 def pool_limits(client: openai.AsyncOpenAI) -> tuple[int, int]:
     """(connections, kept-alive connections) the client's pool holds; 0 means no limit. Inside
     a running event loop (the aiohttp session is made there)."""
-    transport = client._client._transport  # type: ignore[attr-defined]
+    transport: Any = client._client._transport
     session = getattr(transport, "client", None)
     if session is not None:
         if callable(session):
