@@ -58,27 +58,35 @@ class Db:
             return con.execute(sql).fetchone()
 
 
-def scenario(env: dict, base_url: str, n: int, concurrency: int, migrate: bool) -> dict:
-    cmd = [
-        sys.executable,
-        "-m",
-        "evaluation.testing.scenario",
-        "--items",
-        str(n),
-        "--base-url",
-        base_url,
-        "--concurrency",
-        str(concurrency),
-        "--key-env",
-        KEY_ENV,
-    ]
+def scenario(
+    env: dict, base_url: str, n: int, concurrency: int, migrate: bool, key_env: str = KEY_ENV
+) -> dict:
+    """A throwaway study of n star items and a judge at this concurrency (also used by
+    tests/evaluation/test_crash_resume.py): {"study": id, "judge": id, "items": n}."""
+    cmd = [sys.executable, "-m", "evaluation.testing.scenario", "--items", str(n)]
+    cmd += ["--base-url", base_url, "--concurrency", str(concurrency), "--key-env", key_env]
     if migrate:
         cmd.append("--migrate")
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=300
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def judge_cmd(ids: dict) -> list[str]:
+def resume(env: dict, run_id: int) -> subprocess.CompletedProcess:
+    """`manage.py judge --resume RUN_ID` to its end, output captured."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def judge_cmd(ids: dict, repeat_rate: str = "0") -> list[str]:
+    """`manage.py judge` of the scenario's study by its judge, no progress bar."""
     return [
         sys.executable,
         "manage.py",
@@ -88,7 +96,7 @@ def judge_cmd(ids: dict) -> list[str]:
         "--judge",
         str(ids["judge"]),
         "--repeat-rate",
-        "0",
+        repeat_rate,
         "--no-progress",
     ]
 
@@ -152,13 +160,7 @@ def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate
     sent but the process had not yet read from its socket die with it and are asked again."""
     killed = _start_then_kill(db, env, base, ids, calls, gate)
     run_id = killed["run_id"]
-    resumed = subprocess.run(
-        [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    resumed = resume(env, run_id)
     final = db.one(
         "SELECT status, n_planned, n_done, n_ok, n_call_failed FROM "
         f"evaluation_judgerun WHERE id={run_id}"

@@ -59,12 +59,11 @@ class Executor:
         self.stop = False
         self.rng = random.Random()
         self.inflight: dict[str, asyncio.Future] = {}
-        self.client = openai.AsyncOpenAI(
-            base_url=p["base_url"],
-            api_key=api_key,
-            max_retries=0,
+        self.client = http.make_client(
+            p["base_url"],
+            api_key,
             timeout=float(p.get("timeout_s") or 120.0),
-            http_client=http.http_client(),
+            concurrency=self.concurrency,
         )
         self.results: asyncio.Queue = asyncio.Queue()
         self.snapshot: dict[str, Any] = {}

@@ -152,6 +152,7 @@ class FakeOpenAI(RateLimits):
                 "tokens_out": sum(r["tokens_out"] for r in paid),
                 "max_in_flight": self.max_in_flight,
                 "in_flight": self.in_flight,
+                "connections": len({tuple(r["peer"]) for r in self.log if r.get("peer")}),
                 "first_request_t": min((r["t"] for r in self.log), default=None),
                 "last_paid_t": max((r["done_t"] for r in paid), default=None),
                 "duplicates": _repeats(paid),
@@ -232,6 +233,8 @@ class FakeOpenAI(RateLimits):
             "body_hash": body_hash,
             "request_hash": request.headers.get("x-request-hash") or body_hash,
             "purpose": request.headers.get("x-judge-purpose", ""),
+            # The client's address and port: one per connection, to tell keep-alive from not.
+            "peer": request.transport.get_extra_info("peername") if request.transport else None,
             "status": None,
             "paid": False,
             "aborted": False,

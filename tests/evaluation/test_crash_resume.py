@@ -8,15 +8,14 @@ them as aborted)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from benchmarks import judge_throughput as bench
 from evaluation.testing.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,27 +43,12 @@ def _count(db: Path, sql: str) -> int:
         return con.execute(sql).fetchone()[0]
 
 
-def _scenario(env: dict, server: FakeOpenAI) -> dict:
-    args = ["--migrate", "--items", "240", "--base-url", server.base_url, "--concurrency", "16"]
-    out = subprocess.run(
-        [sys.executable, "-m", "evaluation.testing.scenario", *args, "--key-env", KEY_ENV],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 RECORDED = "SELECT count(*) FROM evaluation_judgecall WHERE cached = 0 AND status = 'ok'"
 
 
 def _kill_midway(db: Path, env: dict, ids: dict, server: FakeOpenAI) -> int:
     """Start the run, SIGKILL it with requests in flight once 80 calls are recorded; its id."""
-    cmd = [sys.executable, "manage.py", "judge", "--study", str(ids["study"])]
-    cmd += ["--judge", str(ids["judge"]), "--no-progress", "--repeat-rate", "0.05"]
+    cmd = bench.judge_cmd(ids, repeat_rate="0.05")
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -107,16 +91,10 @@ def test_a_killed_run_resumes_to_completion_without_paying_twice(tmp_path):
     server = FakeOpenAI(latency=0.05).start()
     try:
         env = _env(db)
-        run_id = _kill_midway(db, env, _scenario(env, server), server)
+        ids = bench.scenario(env, server.base_url, 240, 16, migrate=True, key_env=KEY_ENV)
+        run_id = _kill_midway(db, env, ids, server)
         done_before = _count(db, "SELECT count(*) FROM evaluation_judgecall")
-        resumed = subprocess.run(
-            [sys.executable, "manage.py", "judge", "--resume", str(run_id), "--no-progress"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        resumed = bench.resume(env, run_id)
         assert resumed.returncode == 0, resumed.stderr
         assert f"Run {run_id} done" in resumed.stdout
         planned = _count(db, f"SELECT n_planned FROM evaluation_judgerun WHERE id={run_id}")
