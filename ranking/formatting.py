@@ -13,6 +13,7 @@ import math
 import re
 from typing import Any
 
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 # Exact headers for names whose plain-English form is not just the words.
@@ -53,6 +54,62 @@ HEADERS: dict[str, Any] = {
     "macro_f1": _("Macro F1"),
 }
 
+# The other headers follow from the column name (``win_share`` -> "Win share"); these are
+# the ones the report has today, listed so that makemessages collects them for translation.
+GENERIC_HEADERS = (
+    gettext_noop("Accuracy"), gettext_noop("Accuracy pairwise"), gettext_noop("Accuracy star"),
+    gettext_noop("Agreement"), gettext_noop("Agreement no ties"), gettext_noop("Best model"),
+    gettext_noop("Best score"), gettext_noop("Both bad ratio to pool"),
+    gettext_noop("Both bad share"), gettext_noop("Consistency"),
+    gettext_noop("Consistency pairwise"), gettext_noop("Consistency star"),
+    gettext_noop("Cost per 1k"), gettext_noop("Criterion"), gettext_noop("Default judge"),
+    gettext_noop("Diff"), gettext_noop("Dimension"), gettext_noop("Draw"),
+    gettext_noop("Draw share"), gettext_noop("Draws"), gettext_noop("Elo rank"),
+    gettext_noop("Estimate"), gettext_noop("Excluded"), gettext_noop("Games"),
+    gettext_noop("Group"), gettext_noop("Group by"), gettext_noop("Human"),
+    gettext_noop("Human high"), gettext_noop("Human low"), gettext_noop("Judge"),
+    gettext_noop("Judge only"), gettext_noop("Kappa"), gettext_noop("Kendall ci high"),
+    gettext_noop("Kendall ci low"), gettext_noop("Kind a"), gettext_noop("Kind b"),
+    gettext_noop("Lam"), gettext_noop("Lc win rate"), gettext_noop("Left of decisive"),
+    gettext_noop("Left share"), gettext_noop("Length coef"), gettext_noop("Level"),
+    gettext_noop("Loss"), gettext_noop("Loss share"), gettext_noop("Losses"),
+    gettext_noop("Macro precision"), gettext_noop("Macro recall"), gettext_noop("Mae"),
+    gettext_noop("Max"), gettext_noop("Mean"), gettext_noop("Mean hint"),
+    gettext_noop("Mean no hint"), gettext_noop("Median"), gettext_noop("Metric"),
+    gettext_noop("Min"), gettext_noop("Mode"), gettext_noop("Model"), gettext_noop("N accurate"),
+    gettext_noop("N at least k"), gettext_noop("N both orders"), gettext_noop("N calls"),
+    gettext_noop("N consistent"), gettext_noop("N decisive"), gettext_noop("N hint"),
+    gettext_noop("N human items"), gettext_noop("N human ratings"),
+    gettext_noop("N items repeated"), gettext_noop("N judge only items"),
+    gettext_noop("N matches"), gettext_noop("N no hint"), gettext_noop("N no majority"),
+    gettext_noop("N pairs"), gettext_noop("N pairs no ties"), gettext_noop("N pairwise"),
+    gettext_noop("N questions"), gettext_noop("N rater pairs"), gettext_noop("N repeated"),
+    gettext_noop("N shuffles"), gettext_noop("N star"), gettext_noop("N subjects"),
+    gettext_noop("N values"), gettext_noop("Note"), gettext_noop("Observed sd mean"),
+    gettext_noop("Observed var max"), gettext_noop("Observed var mean"), gettext_noop("P"),
+    gettext_noop("P longer"), gettext_noop("Pearson"), gettext_noop("Points"),
+    gettext_noop("Points rank"), gettext_noop("Points score"), gettext_noop("Pool"),
+    gettext_noop("Pooled"), gettext_noop("Position consistency"), gettext_noop("Ppi"),
+    gettext_noop("Ppi high"), gettext_noop("Ppi low"), gettext_noop("Predicted"),
+    gettext_noop("Rank"), gettext_noop("Rank max"), gettext_noop("Rank mean"),
+    gettext_noop("Rank min"), gettext_noop("Rank sd"), gettext_noop("Ranking"),
+    gettext_noop("Ranking a"), gettext_noop("Ranking b"), gettext_noop("Rater a"),
+    gettext_noop("Rater b"), gettext_noop("Raters"), gettext_noop("Rating"),
+    gettext_noop("Raw win rate"), gettext_noop("Right share"), gettext_noop("Round"),
+    gettext_noop("Saved items"), gettext_noop("Saved ratings"), gettext_noop("Score"),
+    gettext_noop("Sd linear fit"), gettext_noop("Seconds per 1k"), gettext_noop("Share"),
+    gettext_noop("Share parsed"), gettext_noop("Shuffle"), gettext_noop("Shuffle max"),
+    gettext_noop("Shuffle mean"), gettext_noop("Shuffle min"), gettext_noop("Shuffle sd"),
+    gettext_noop("Spearman"), gettext_noop("Spearman ci high"), gettext_noop("Spearman ci low"),
+    gettext_noop("Spread"), gettext_noop("Star mean"), gettext_noop("Statistic"),
+    gettext_noop("Strength"), gettext_noop("Tie ratio to pool"), gettext_noop("Tie share"),
+    gettext_noop("Total"), gettext_noop("Truth"), gettext_noop("Value"),
+    gettext_noop("Var linear fit"), gettext_noop("Var taylor"), gettext_noop("Variant"),
+    gettext_noop("Width human"), gettext_noop("Width ppi"), gettext_noop("Win"),
+    gettext_noop("Win share"), gettext_noop("Wins"), gettext_noop("Worst model"),
+    gettext_noop("Worst score"),
+)  # fmt: skip
+
 # Figures on the Elo scale: whole numbers are precise enough (K = 32 moves them by tens).
 ELO_COLUMNS = {"elo", "rating", "ci_low", "ci_high", "shuffle_mean", "shuffle_min", "shuffle_max",
                "shuffle_sd", "sd_linear_fit", "observed_sd_mean"}  # fmt: skip
@@ -71,13 +128,15 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def header(column: str) -> str:
-    """``spearman_rho`` -> "Spearman ρ", ``n_at_least_k`` -> "N at least k"."""
+    """``spearman_rho`` -> "Spearman ρ", ``n_at_least_k`` -> "N at least k", in the active
+    language where the catalog has the header."""
     if column in HEADERS:
         return str(HEADERS[column])
     if not column or not _WORD.fullmatch(column.replace("_", "")):
         return column
     words = column.replace("_", " ").strip()
-    return words[:1].upper() + words[1:]
+    # Translated at run time: the catalog holds the forms listed in GENERIC_HEADERS.
+    return gettext(words[:1].upper() + words[1:])
 
 
 def kind_of(column: str, table: str = "") -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from django.utils.translation import gettext_lazy as _
 
 from ranking import formatting
 from ranking.services import ReportFilters, StudyReport, report_build
@@ -29,12 +30,14 @@ LEADERBOARDS = {
 # How each leaderboard's values are written, and its column title.
 SOURCE_KINDS = {"star": "number", "total": "number", "points": "share", "elo": "elo", "bt": "elo"}
 SOURCE_LABELS = {
-    "star": "Mean stars",
-    "total": "Total /100",
-    "points": "Points",
-    "elo": "Elo",
-    "bt": "Bradley-Terry",
+    "star": _("Mean stars"),
+    "total": _("Total /100"),
+    "points": _("Points"),
+    "elo": _("Elo"),
+    "bt": _("Bradley-Terry"),
 }
+# Rater kinds as the leaderboard column titles name them ("Elo / human").
+KIND_LABELS = {"human": _("human"), "judge": _("judge"), "all": _("all")}
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -132,17 +135,17 @@ def side_by_side(report: StudyReport) -> Table:
             s = _series(report.tables, source, kind)
             if len(s):
                 sub = df[df["rater_kind"].astype(str) == kind]
-                label = f"{SOURCE_LABELS[source]} / {kind}"
+                label = f"{SOURCE_LABELS[source]} / {KIND_LABELS[kind]}"
                 columns.append((label, s, sub if source == "bt" else None))
     if not columns:
         return Table("leaderboards", [], [], 0)
     models = list(columns[0][1].sort_values(ascending=False).index)
-    for _, s, _ in columns[1:]:
+    for _label, s, _bt in columns[1:]:
         models += [m for m in s.sort_values(ascending=False).index if m not in models]
     rows = []
     for m in models:
         row = [m]
-        for _, s, bt in columns:
+        for _label, s, bt in columns:
             if m not in s.index or pd.isna(s[m]):
                 row.append("")
                 continue
@@ -159,7 +162,7 @@ def side_by_side(report: StudyReport) -> Table:
                     cell += f" [{lo:.0f}, {hi:.0f}]"
             row.append(cell)
         rows.append(row)
-    return Table("leaderboards", ["Model", *[c[0] for c in columns]], rows, len(rows))
+    return Table("leaderboards", [str(_("Model")), *[c[0] for c in columns]], rows, len(rows))
 
 
 def star_by_criterion(report: StudyReport, kind: str) -> Table:
@@ -181,7 +184,7 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
         [m, *(formatting.number(v) for v in r)]
         for m, r in zip(wide.index, wide.to_numpy(), strict=True)
     ]
-    headers = ["Model", *(formatting.header(c) for c in cols)]
+    headers = [str(_("Model")), *(formatting.header(c) for c in cols)]
     return Table(f"star / {kind}", headers, rows, len(rows))
 
 
@@ -270,4 +273,4 @@ def compare_table(result: dict[str, Any]) -> Table:
             r = lk.get(m)
             row.append(f"{fmt(r['value'])} ({r['rank']})" if r else "")
         rows.append(row)
-    return Table("compare", ["model", *[c["label"] for c in cols]], rows, len(rows))
+    return Table("compare", [str(_("model")), *[c["label"] for c in cols]], rows, len(rows))
