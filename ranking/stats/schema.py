@@ -85,7 +85,11 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
     return values.astype(pd.CategoricalDtype(categories))
 
 
-def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
+def _coerce_common(df: pd.DataFrame | None, dtypes: dict[str, str], name: str) -> pd.DataFrame:
+    """A checked copy of ``df`` (the empty frame when ``None``) with the common columns typed."""
+    if df is None or (len(df) == 0 and len(df.columns) == 0):
+        df = empty_frame(dtypes)
+    _check(df, tuple(dtypes), name)
     df = df.copy()
     df["rating_id"] = df["rating_id"].astype(np.int64)
     df["item_id"] = df["item_id"].astype(np.int64)
@@ -102,10 +106,7 @@ def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
 
 def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the star columns checked and typed (an empty frame when ``None``)."""
-    if df is None or (len(df) == 0 and len(df.columns) == 0):
-        df = empty_star_df()
-    _check(df, STAR_COLUMNS, "star_df")
-    df = _coerce_common(df)
+    df = _coerce_common(df, STAR_DTYPES, "star_df")
     df["model"] = _as_category(df["model"])
     df["criterion"] = _as_category(df["criterion"])
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
@@ -115,10 +116,7 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
 
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
-    if df is None or (len(df) == 0 and len(df.columns) == 0):
-        df = empty_pair_df()
-    _check(df, PAIR_COLUMNS, "pair_df")
-    df = _coerce_common(df)
+    df = _coerce_common(df, PAIR_DTYPES, "pair_df")
     a = df["model_a"].astype(str)
     b = df["model_b"].astype(str)
     # model_a and model_b share one category list so that their codes are the same models.
