@@ -115,12 +115,27 @@ def _series(report_tables: dict, source: str, kind: str, criterion: str = "overa
     return df.set_index(df["model"].astype(str))[col].astype(float)
 
 
+def _board_cell(s: pd.Series, model: str, number_kind: str, bt: pd.DataFrame | None) -> str:
+    """ "value (rank)" of one model in one leaderboard column; Bradley-Terry adds its interval."""
+    if model not in s.index or pd.isna(s[model]):
+        return ""
+    rank = int(s.rank(ascending=False, method="min")[model])
+    cell = f"{formatting.number(float(s[model]), number_kind)} ({rank})"
+    if bt is not None:
+        r = bt[bt["model"].astype(str) == model]
+        if len(r) and {"ci_low", "ci_high"} <= set(r.columns) and pd.notna(r["ci_low"].iloc[0]):
+            lo, hi = float(r["ci_low"].iloc[0]), float(r["ci_high"].iloc[0])
+            cell += f" [{lo:.0f}, {hi:.0f}]"
+    return cell
+
+
 def side_by_side(report: StudyReport) -> Table:
     """One row per model: every leaderboard the report has, per rater kind, as "value (rank)".
 
-    Rows follow the first column's order. Bradley-Terry shows its bootstrap interval too.
+    Rows follow the first column's order. Bradley-Terry shows its bootstrap interval too. Each
+    column writes its values the way its leaderboard needs (``SOURCE_KINDS``).
     """
-    columns: list[tuple[str, pd.Series, pd.DataFrame | None]] = []
+    columns: list[tuple[str, pd.Series, str, pd.DataFrame | None]] = []
     for source, (name, _col) in LEADERBOARDS.items():
         if source == "total" and report.study.rubric.key != "llmeval2":
             continue
@@ -134,34 +149,15 @@ def side_by_side(report: StudyReport) -> Table:
         for kind in kinds:
             s = _series(report.tables, source, kind)
             if len(s):
-                sub = df[df["rater_kind"].astype(str) == kind]
+                sub = df[df["rater_kind"].astype(str) == kind] if source == "bt" else None
                 label = f"{SOURCE_LABELS[source]} / {KIND_LABELS[kind]}"
-                columns.append((label, s, sub if source == "bt" else None))
+                columns.append((label, s, SOURCE_KINDS[source], sub))
     if not columns:
         return Table("leaderboards", [], [], 0)
     models = list(columns[0][1].sort_values(ascending=False).index)
-    for _label, s, _bt in columns[1:]:
+    for _label, s, _kind, _bt in columns[1:]:
         models += [m for m in s.sort_values(ascending=False).index if m not in models]
-    rows = []
-    for m in models:
-        row = [m]
-        for _label, s, bt in columns:
-            if m not in s.index or pd.isna(s[m]):
-                row.append("")
-                continue
-            rank = int(s.rank(ascending=False, method="min")[m])
-            cell = f"{formatting.number(float(s[m]), SOURCE_KINDS[source])} ({rank})"
-            if bt is not None:
-                r = bt[bt["model"].astype(str) == m]
-                if (
-                    len(r)
-                    and {"ci_low", "ci_high"} <= set(r.columns)
-                    and pd.notna(r["ci_low"].iloc[0])
-                ):
-                    lo, hi = float(r["ci_low"].iloc[0]), float(r["ci_high"].iloc[0])
-                    cell += f" [{lo:.0f}, {hi:.0f}]"
-            row.append(cell)
-        rows.append(row)
+    rows = [[m, *(_board_cell(s, m, k, bt) for _label, s, k, bt in columns)] for m in models]
     return Table("leaderboards", [str(_("Model")), *[c[0] for c in columns]], rows, len(rows))
 
 

@@ -1,5 +1,6 @@
 """Report column headers: every header the report shows can be translated, the Chinese page shows
-the translations, and the downloads keep the English column names."""
+the translations, and the downloads keep the English column names. Also how the side-by-side
+leaderboard writes its cells."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from ranking import exports, formatting
+from ranking import exports, formatting, presenters
+from ranking.services import report_build
 from ranking.stats.report import build_report
 from ranking.stats.synthetic import generate
 
@@ -80,3 +82,19 @@ def test_the_chinese_report_page_shows_translated_headers(organizer_client, star
     # A table with rows is on the page with its translated headers.
     assert "discrimination" in response.context["tables"]
     assert "<th>最佳模型</th>" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_each_leaderboard_column_keeps_its_own_precision(star_study):
+    """Mean stars keep three significant digits and Total /100 is whole: each column is written
+    the way its own leaderboard needs, not the way the last leaderboard does."""
+    report = report_build(study=star_study.study)
+    boards = presenters.side_by_side(report)
+    star = report.table("leaderboard_star")
+    star = star[(star["rater_kind"] == "human") & (star["criterion"] == "overall")]
+    means = dict(zip(star["model"].astype(str), star["mean"], strict=True))
+    column = boards.columns.index("Mean stars / human")
+    for row in boards.rows:
+        shown = row[column].split(" ")[0]
+        assert shown == formatting.number(means[row[0]]), row
+    assert any("." in row[column] for row in boards.rows)
