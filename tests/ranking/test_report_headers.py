@@ -32,8 +32,8 @@ def test_every_report_column_has_a_header_the_catalog_can_translate():
     report = build_report(s.star_df, s.pair_df, n_bootstrap=10)
     columns = _columns({k: v for k, v in report.items() if k != "meta"})
     assert len(columns) > 100
-    explicit = {str(h) for h in formatting.HEADERS.values()}
     with translation.override("en"):
+        explicit = {str(h) for h in formatting.HEADERS.values()}
         untranslatable = sorted(
             c
             for c in columns
@@ -89,7 +89,8 @@ def test_each_leaderboard_column_keeps_its_own_precision(star_study):
     """Mean stars keep three significant digits and Total /100 is whole: each column is written
     the way its own leaderboard needs, not the way the last leaderboard does."""
     report = report_build(study=star_study.study)
-    boards = presenters.side_by_side(report)
+    with translation.override("en"):  # a page request before may have left another active
+        boards = presenters.side_by_side(report)
     star = report.table("leaderboard_star")
     star = star[(star["rater_kind"] == "human") & (star["criterion"] == "overall")]
     means = dict(zip(star["model"].astype(str), star["mean"], strict=True))
