@@ -163,14 +163,20 @@ def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
     return _svg(fig)
 
 
+def _of_kind(df: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, str]:
+    """The rows of one rater kind, or of the first kind present when ``kind`` has none."""
+    t = df[df["rater_kind"].astype(str) == kind]
+    if t.empty:
+        kind = str(df["rater_kind"].iloc[0])
+        t = df[df["rater_kind"].astype(str) == kind]
+    return t, kind
+
+
 def elo_trajectory(traj: pd.DataFrame, kind: str = "all", *, top: int = 8) -> str | None:
     """Figure 5: every model's Elo rating over the last rounds (top models by final rating)."""
     if not _has(traj, "rater_kind", "round", "model", "rating"):
         return None
-    t = traj[traj["rater_kind"].astype(str) == kind]
-    if t.empty:
-        kind = str(traj["rater_kind"].iloc[0])
-        t = traj[traj["rater_kind"].astype(str) == kind]
+    t, kind = _of_kind(traj, kind)
     last = t[t["round"] == t["round"].max()].sort_values("rating", ascending=False)
     models = last["model"].astype(str).head(top).tolist()
     with matplotlib.rc_context(_RC):
@@ -191,10 +197,7 @@ def elo_shuffles(shuffles: pd.DataFrame, kind: str = "all") -> str | None:
     """Figure 6: the spread of each model's final Elo over shuffled orders of the same matches."""
     if not _has(shuffles, "rater_kind", "shuffle", "model", "rating"):
         return None
-    t = shuffles[shuffles["rater_kind"].astype(str) == kind]
-    if t.empty:
-        kind = str(shuffles["rater_kind"].iloc[0])
-        t = shuffles[shuffles["rater_kind"].astype(str) == kind]
+    t, kind = _of_kind(shuffles, kind)
     order = t.groupby("model", observed=True)["rating"].median().sort_values().index
     data = [t.loc[t["model"] == m, "rating"].to_numpy(dtype=float) for m in order]
     n_shuffles = t["shuffle"].nunique()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
@@ -20,6 +22,17 @@ RANKINGS = [
 ]
 BT_TIE_CHOICES = [("half", _("tie = half a win")), ("exclude", _("ties left out"))]
 RATER_KINDS = [("all", _("all raters")), ("human", _("humans")), ("judge", _("LLM judges"))]
+
+
+def _share_field(label: Any) -> forms.FloatField:
+    """An optional threshold between 0 and 1 (a minimum accuracy or consistency)."""
+    return forms.FloatField(
+        label=label,
+        required=False,
+        min_value=0,
+        max_value=1,
+        widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
+    )
 
 
 class ReportFilterForm(forms.Form):
@@ -43,20 +56,8 @@ class ReportFilterForm(forms.Form):
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
     )
-    min_accuracy = forms.FloatField(
-        label=_("Min. accuracy"),
-        required=False,
-        min_value=0,
-        max_value=1,
-        widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
-    )
-    min_consistency = forms.FloatField(
-        label=_("Min. consistency"),
-        required=False,
-        min_value=0,
-        max_value=1,
-        widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
-    )
+    min_accuracy = _share_field(_("Min. accuracy"))
+    min_consistency = _share_field(_("Min. consistency"))
 
     exclude_simulated = forms.BooleanField(label=_("Leave out simulated raters"), required=False)
     bt_ties = forms.ChoiceField(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from django.utils.translation import gettext_lazy as _
 
 from ranking import formatting
 from ranking.services import ReportFilters, StudyReport, report_build
@@ -29,12 +30,14 @@ LEADERBOARDS = {
 # How each leaderboard's values are written, and its column title.
 SOURCE_KINDS = {"star": "number", "total": "number", "points": "share", "elo": "elo", "bt": "elo"}
 SOURCE_LABELS = {
-    "star": "Mean stars",
-    "total": "Total /100",
-    "points": "Points",
-    "elo": "Elo",
-    "bt": "Bradley-Terry",
+    "star": _("Mean stars"),
+    "total": _("Total /100"),
+    "points": _("Points"),
+    "elo": _("Elo"),
+    "bt": _("Bradley-Terry"),
 }
+# Rater kinds as the leaderboard column titles name them ("Elo / human").
+KIND_LABELS = {"human": _("human"), "judge": _("judge"), "all": _("all")}
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -112,12 +115,27 @@ def _series(report_tables: dict, source: str, kind: str, criterion: str = "overa
     return df.set_index(df["model"].astype(str))[col].astype(float)
 
 
+def _board_cell(s: pd.Series, model: str, number_kind: str, bt: pd.DataFrame | None) -> str:
+    """ "value (rank)" of one model in one leaderboard column; Bradley-Terry adds its interval."""
+    if model not in s.index or pd.isna(s[model]):
+        return ""
+    rank = int(s.rank(ascending=False, method="min")[model])
+    cell = f"{formatting.number(float(s[model]), number_kind)} ({rank})"
+    if bt is not None:
+        r = bt[bt["model"].astype(str) == model]
+        if len(r) and {"ci_low", "ci_high"} <= set(r.columns) and pd.notna(r["ci_low"].iloc[0]):
+            lo, hi = float(r["ci_low"].iloc[0]), float(r["ci_high"].iloc[0])
+            cell += f" [{lo:.0f}, {hi:.0f}]"
+    return cell
+
+
 def side_by_side(report: StudyReport) -> Table:
     """One row per model: every leaderboard the report has, per rater kind, as "value (rank)".
 
-    Rows follow the first column's order. Bradley-Terry shows its bootstrap interval too.
+    Rows follow the first column's order. Bradley-Terry shows its bootstrap interval too. Each
+    column writes its values the way its leaderboard needs (``SOURCE_KINDS``).
     """
-    columns: list[tuple[str, pd.Series, pd.DataFrame | None]] = []
+    columns: list[tuple[str, pd.Series, str, pd.DataFrame | None]] = []
     for source, (name, _col) in LEADERBOARDS.items():
         if source == "total" and report.study.rubric.key != "llmeval2":
             continue
@@ -131,35 +149,16 @@ def side_by_side(report: StudyReport) -> Table:
         for kind in kinds:
             s = _series(report.tables, source, kind)
             if len(s):
-                sub = df[df["rater_kind"].astype(str) == kind]
-                label = f"{SOURCE_LABELS[source]} / {kind}"
-                columns.append((label, s, sub if source == "bt" else None))
+                sub = df[df["rater_kind"].astype(str) == kind] if source == "bt" else None
+                label = f"{SOURCE_LABELS[source]} / {KIND_LABELS[kind]}"
+                columns.append((label, s, SOURCE_KINDS[source], sub))
     if not columns:
         return Table("leaderboards", [], [], 0)
     models = list(columns[0][1].sort_values(ascending=False).index)
-    for _, s, _ in columns[1:]:
+    for _label, s, _kind, _bt in columns[1:]:
         models += [m for m in s.sort_values(ascending=False).index if m not in models]
-    rows = []
-    for m in models:
-        row = [m]
-        for _, s, bt in columns:
-            if m not in s.index or pd.isna(s[m]):
-                row.append("")
-                continue
-            rank = int(s.rank(ascending=False, method="min")[m])
-            cell = f"{formatting.number(float(s[m]), SOURCE_KINDS[source])} ({rank})"
-            if bt is not None:
-                r = bt[bt["model"].astype(str) == m]
-                if (
-                    len(r)
-                    and {"ci_low", "ci_high"} <= set(r.columns)
-                    and pd.notna(r["ci_low"].iloc[0])
-                ):
-                    lo, hi = float(r["ci_low"].iloc[0]), float(r["ci_high"].iloc[0])
-                    cell += f" [{lo:.0f}, {hi:.0f}]"
-            row.append(cell)
-        rows.append(row)
-    return Table("leaderboards", ["Model", *[c[0] for c in columns]], rows, len(rows))
+    rows = [[m, *(_board_cell(s, m, k, bt) for _label, s, k, bt in columns)] for m in models]
+    return Table("leaderboards", [str(_("Model")), *[c[0] for c in columns]], rows, len(rows))
 
 
 def star_by_criterion(report: StudyReport, kind: str) -> Table:
@@ -181,7 +180,7 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
         [m, *(formatting.number(v) for v in r)]
         for m, r in zip(wide.index, wide.to_numpy(), strict=True)
     ]
-    headers = ["Model", *(formatting.header(c) for c in cols)]
+    headers = [str(_("Model")), *(formatting.header(c) for c in cols)]
     return Table(f"star / {kind}", headers, rows, len(rows))
 
 
@@ -270,4 +269,4 @@ def compare_table(result: dict[str, Any]) -> Table:
             r = lk.get(m)
             row.append(f"{fmt(r['value'])} ({r['rank']})" if r else "")
         rows.append(row)
-    return Table("compare", ["model", *[c["label"] for c in cols]], rows, len(rows))
+    return Table("compare", [str(_("model")), *[c["label"] for c in cols]], rows, len(rows))

@@ -228,17 +228,14 @@ def summarise_by_pool(by_rater: pd.DataFrame, value: str, num: str, den: str) ->
     return dist.reset_index()[list(_POOL_COLS)]
 
 
+# The groups of the per-criterion tables (pooled over the raters kept).
+_CRITERION_KEYS = {"mode": "str", "pool": "str", "criterion": "str"}
+
+
 def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.DataFrame:
     """Pooled accuracy per (mode, pool, criterion) over the raters kept in ``by_rater``."""
-    cols = {
-        "mode": "str",
-        "pool": "str",
-        "criterion": "str",
-        "n_judgements": "int64",
-        "accuracy": "float64",
-    }
     if flags.empty or by_rater.empty:
-        return empty_frame(cols)
+        return empty_frame({**_CRITERION_KEYS, "n_judgements": "int64", "accuracy": "float64"})
     kept = flags.merge(by_rater[["rater_id", "mode"]], on=["rater_id", "mode"])
     g = kept.groupby(["mode", "pool", "criterion"])["accurate"].agg(["size", "mean"]).reset_index()
     g.columns = ["mode", "pool", "criterion", "n_judgements", "accuracy"]
@@ -304,13 +301,7 @@ def consistency_by_rater(
 def consistency_by_criterion(
     units: pd.DataFrame, by_rater: pd.DataFrame, j: pd.DataFrame
 ) -> pd.DataFrame:
-    cols = {
-        "mode": "str",
-        "pool": "str",
-        "criterion": "str",
-        "n_repeated": "int64",
-        "consistency": "float64",
-    }
+    cols = {**_CRITERION_KEYS, "n_repeated": "int64", "consistency": "float64"}
     if units.empty or by_rater.empty:
         return empty_frame(cols)
     kept = units.merge(by_rater[["rater_id", "mode", "pool"]], on=["rater_id", "mode"])

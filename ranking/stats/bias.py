@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .rankings import match_arrays, points_arrays
-from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame
+from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame, rows_frame
 
 # --------------------------------------------------------------------------- length bias
 
@@ -96,9 +96,7 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
         for k in levels:
             hit = int((d.to_numpy() >= k - 1e-9).sum())
             rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
-    if not rows:
-        return empty_frame(_GAP_COLS)
-    return pd.DataFrame(rows, columns=list(_GAP_COLS))
+    return rows_frame(rows, _GAP_COLS)
 
 
 # --------------------------------------------------------------------------- discrimination
@@ -179,9 +177,7 @@ def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
             parts.append(t)
         if parts:
             rows += _spread_rows(pd.concat(parts), "pairwise", kind, "task_type", "task_type")
-    if not rows:
-        return empty_frame(_DISC_COLS)
-    return pd.DataFrame(rows, columns=list(_DISC_COLS))
+    return rows_frame(rows, _DISC_COLS)
 
 
 # --------------------------------------------------------------------------- hint effect
@@ -255,9 +251,7 @@ def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.
         diff = mn - mh
         rel = diff / mh if mh else np.nan
         out.append((mode, metric, crit, len(h), len(nh), mh, mn, diff, rel, *_compare(h, nh)))
-    if not out:
-        return empty_frame(_HINT_COLS)
-    return pd.DataFrame(out, columns=list(_HINT_COLS))
+    return rows_frame(out, _HINT_COLS)
 
 
 # --------------------------------------------------------------------------- position bias

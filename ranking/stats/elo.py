@@ -46,6 +46,21 @@ def analytic_variance(p: float) -> dict[str, float]:
     }
 
 
+def _play_py(r: np.ndarray, x: Any, y: Any, score: Any, k: float) -> None:
+    """One game (Equations 3-4): ``x`` scored ``score`` against ``y`` and both ratings in ``r``
+    move by the same amount. On scalars one chain plays; on index arrays (one slot per chain,
+    never repeated within a step) every chain plays its game at once."""
+    d = k * (score - 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400)))
+    r[x] += d
+    r[y] -= d
+
+
+# The compiled kernels call the compiled step (a plain Python function would not compile).
+_play: Callable[..., None] = (
+    numba.njit(cache=True, nogil=True)(_play_py) if HAVE_NUMBA else _play_py
+)
+
+
 def _elo_chains_py(
     a: np.ndarray,
     b: np.ndarray,
@@ -62,12 +77,7 @@ def _elo_chains_py(
         r = out[i]
         for t in range(n_steps):
             m = order[i, t]
-            x = a[m]
-            y = b[m]
-            e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
-            d = k * (s[m] - e)
-            r[x] += d
-            r[y] -= d
+            _play(r, a[m], b[m], s[m], k)
     return out
 
 
@@ -87,12 +97,7 @@ def _elo_history_py(
     for t in range(n_steps):
         if t == record_from:
             hist[0] = r
-        x = a[t]
-        y = b[t]
-        e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
-        d = k * (s[t] - e)
-        r[x] += d
-        r[y] -= d
+        _play(r, a[t], b[t], s[t], k)
         if t >= record_from:
             hist[t - record_from + 1] = r
     if record_from >= n_steps:
@@ -137,11 +142,7 @@ def _elo_shuffled_py(
             pair = code // 3
             x = pair // n_models
             y = pair - x * n_models
-            sa = (code - pair * 3) * 0.5
-            e = 1.0 / (1.0 + np.exp((r[y] - r[x]) * LN10_400))
-            d = k * (sa - e)
-            r[x] += d
-            r[y] -= d
+            _play(r, x, y, (code - pair * 3) * 0.5, k)
     return out
 
 
@@ -170,35 +171,6 @@ else:  # pragma: no cover
     _elo_shuffled = None
 
 
-def _elo_chains_numpy(
-    a: np.ndarray,
-    b: np.ndarray,
-    s: np.ndarray,
-    order: np.ndarray,
-    n_models: int,
-    k: float,
-    start: float,
-) -> np.ndarray:
-    """Fallback without numba: one Python step per match, each step vectorised over S chains."""
-    n_chains = order.shape[0]
-    flat = np.full(n_chains * n_models, start)
-    offs = np.arange(n_chains) * n_models
-    # Precompute flat indices, transposed so that step t reads one contiguous row.
-    ia = np.ascontiguousarray((a[order] + offs[:, None]).T)
-    ib = np.ascontiguousarray((b[order] + offs[:, None]).T)
-    ss = np.ascontiguousarray(s[order].T)
-    for t in range(order.shape[1]):
-        xa = ia[t]
-        xb = ib[t]
-        ra = flat[xa]
-        rb = flat[xb]
-        d = k * (ss[t] - 1.0 / (1.0 + np.exp((rb - ra) * LN10_400)))
-        # Within one step each chain touches its own two slots, so no index repeats.
-        flat[xa] = ra + d
-        flat[xb] = rb - d
-    return flat.reshape(n_chains, n_models)
-
-
 def elo_chains(
     a: np.ndarray,
     b: np.ndarray,
@@ -221,7 +193,17 @@ def elo_chains(
         return np.full((order.shape[0], n_models), float(start))
     if use_numba and _elo_chains is not None:
         return _elo_chains(a, b, s, order, n_models, float(k), float(start))
-    return _elo_chains_numpy(a, b, s, order, n_models, float(k), float(start))
+    # Without numba: one Python step per match, each step vectorised over the S chains, which
+    # share one flat rating array; the flat indices are transposed so step t reads one row.
+    n_chains = order.shape[0]
+    flat = np.full(n_chains * n_models, float(start))
+    offs = np.arange(n_chains)[:, None] * n_models
+    ia = np.ascontiguousarray((a[order] + offs).T)
+    ib = np.ascontiguousarray((b[order] + offs).T)
+    ss = np.ascontiguousarray(s[order].T)
+    for t in range(order.shape[1]):
+        _play_py(flat, ia[t], ib[t], ss[t], float(k))
+    return flat.reshape(n_chains, n_models)
 
 
 def elo_ratings(

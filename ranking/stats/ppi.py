@@ -52,10 +52,8 @@ class MeanResult:
 
 
 @dataclass(frozen=True)
-class Moments:
-    """Sufficient statistics of one or a batch of studies: labelled n, sums of Y, f, Y^2, f^2,
-    Yf; unlabelled N, sums of f~ and f~^2. Means, variances and covariances follow from them,
-    so a subsample is a matrix product (the width curve) rather than a pass over the items."""
+class _Sums:
+    """Labelled count and sums of Y, f, Y^2, f^2, Yf; unlabelled count and sums of f~, f~^2."""
 
     n: np.ndarray
     sy: np.ndarray
@@ -66,6 +64,13 @@ class Moments:
     n_u: np.ndarray
     su: np.ndarray
     suu: np.ndarray
+
+
+@dataclass(frozen=True)
+class Moments(_Sums):
+    """Sufficient statistics of one or a batch of studies (the sums of ``_Sums``). Means,
+    variances and covariances follow from them, so a subsample is a matrix product (the width
+    curve) rather than a pass over the items."""
 
     @classmethod
     def of(cls, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray) -> Moments:
@@ -163,22 +168,12 @@ class Games:
 
 
 @dataclass(frozen=True)
-class PairSums:
+class PairSums(_Sums):
     """Games aggregated per ordered pair of models (the loss depends on a game only through its
     pair and outcome, so fits and covariances need only these sums): design rows x (e_a - e_b
-    without the reference model's column), labelled count and sums of Y, f, Y^2, f^2, Yf,
-    unlabelled count and sums of f~, f~^2."""
+    without the reference model's column) and the sums of ``_Sums`` per row."""
 
     x: np.ndarray
-    n: np.ndarray
-    sy: np.ndarray
-    sf: np.ndarray
-    syy: np.ndarray
-    sff: np.ndarray
-    syf: np.ndarray
-    n_u: np.ndarray
-    su: np.ndarray
-    suu: np.ndarray
 
     @classmethod
     def of(cls, labelled: Games, f: np.ndarray, unlabelled: Games, n_models: int) -> PairSums:
@@ -196,10 +191,10 @@ class PairSums:
         x[np.arange(k), codes // n_models] += 1.0
         x[np.arange(k), codes % n_models] -= 1.0
         return cls(
-            x[:, :-1],
             *(total(il, np.ones(len(il))), total(il, y), total(il, f)),
             *(total(il, y * y), total(il, f * f), total(il, y * f)),
             *(total(iu, np.ones(len(iu))), total(iu, unlabelled.y), total(iu, unlabelled.y**2)),
+            x=x[:, :-1],
         )
 
 

@@ -81,15 +81,22 @@ NOTE_BT = "not enough data: Bradley-Terry needs human comparisons connecting at 
 # --------------------------------------------------------------------------- item outcomes
 
 
+def _who_and_what(ratings: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns every outcome row starts with: rater, rater kind, rating and item."""
+    return {
+        "rater_id": str_values(ratings["rater_id"]),
+        "rater_kind": str_values(ratings["rater_kind"]),
+        "rating_id": ratings["rating_id"].to_numpy(),
+        "item_id": ratings["item_id"].to_numpy(),
+    }
+
+
 def star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
     """One row per (rater, rating, criterion incl. overall): item, model, rater kind, score."""
     s = star[~star["is_repeat"]]
     base = pd.DataFrame(
         {
-            "rater_id": str_values(s["rater_id"]),
-            "rater_kind": str_values(s["rater_kind"]),
-            "rating_id": s["rating_id"].to_numpy(),
-            "item_id": s["item_id"].to_numpy(),
+            **_who_and_what(s),
             "model": str_values(s["model"]),
             "criterion": str_values(s["criterion"]),
             "score": s["score"].to_numpy(dtype=float),
@@ -106,10 +113,7 @@ def pair_outcomes(pair: pd.DataFrame) -> pd.DataFrame:
     p = pair[~pair["is_repeat"]]
     return pd.DataFrame(
         {
-            "rater_id": str_values(p["rater_id"]),
-            "rater_kind": str_values(p["rater_kind"]),
-            "rating_id": p["rating_id"].to_numpy(),
-            "item_id": p["item_id"].to_numpy(),
+            **_who_and_what(p),
             "model_a": str_values(p["model_a"]),
             "model_b": str_values(p["model_b"]),
             "score": p["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),

@@ -263,18 +263,10 @@ def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
     """
     common = x.dropna().index.intersection(y.dropna().index)
     n = len(common)
-    nan = float("nan")
-    if n < 3:
-        return {
-            "n_models": n,
-            "spearman_rho": nan,
-            "spearman_p": nan,
-            "kendall_tau_b": nan,
-            "kendall_p": nan,
-        }
     xv = x.loc[common].to_numpy(dtype=float)
     yv = y.loc[common].to_numpy(dtype=float)
-    if np.ptp(xv) == 0 or np.ptp(yv) == 0:
+    if n < 3 or np.ptp(xv) == 0 or np.ptp(yv) == 0:  # too few models, or a constant ranking
+        nan = float("nan")
         return {
             "n_models": n,
             "spearman_rho": nan,

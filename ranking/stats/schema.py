@@ -8,47 +8,49 @@ columns) behaves exactly like a frame built by the synthetic generator.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-STAR_COLUMNS: tuple[str, ...] = (
-    "rating_id",
-    "rater_id",
-    "rater_kind",
-    "pool",
-    "item_id",
-    "question_id",
-    "task_type",
-    "model",
-    "criterion",
-    "score",
-    "is_repeat",
-    "submitted_at",
-    "hint_shown",
-    "duration_s",
-    "length",
-)
-
-PAIR_COLUMNS: tuple[str, ...] = (
-    "rating_id",
-    "rater_id",
-    "rater_kind",
-    "pool",
-    "item_id",
-    "question_id",
-    "task_type",
-    "model_a",
-    "model_b",
-    "len_a",
-    "len_b",
-    "choice",
-    "left_is_a",
-    "is_repeat",
-    "submitted_at",
-    "hint_shown",
-    "duration_s",
-)
+# Column -> dtype of the two frames. The first and last columns are common to both.
+_RATING_HEAD = {
+    "rating_id": "int64",
+    "rater_id": "str",
+    "rater_kind": "str",
+    "pool": "str",
+    "item_id": "int64",
+    "question_id": "str",
+    "task_type": "str",
+}
+_RATING_TAIL = {
+    "is_repeat": "bool",
+    "submitted_at": "datetime64[ns, UTC]",
+    "hint_shown": "boolean",
+    "duration_s": "float64",
+}
+STAR_DTYPES: dict[str, str] = {
+    **_RATING_HEAD,
+    "model": "str",
+    "criterion": "str",
+    "score": "float64",
+    **_RATING_TAIL,
+    "length": "int64",
+}
+PAIR_DTYPES: dict[str, str] = {
+    **_RATING_HEAD,
+    "model_a": "str",
+    "model_b": "str",
+    "len_a": "int64",
+    "len_b": "int64",
+    "choice": "str",
+    "left_is_a": "bool",
+    **_RATING_TAIL,
+}
+STAR_COLUMNS: tuple[str, ...] = tuple(STAR_DTYPES)
+PAIR_COLUMNS: tuple[str, ...] = tuple(PAIR_DTYPES)
 
 POOLS: tuple[str, ...] = ("onsite", "crowd", "public", "judge")
 RATER_KINDS: tuple[str, ...] = ("human", "judge")
@@ -83,7 +85,11 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
     return values.astype(pd.CategoricalDtype(categories))
 
 
-def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
+def _coerce_common(df: pd.DataFrame | None, dtypes: dict[str, str], name: str) -> pd.DataFrame:
+    """A checked copy of ``df`` (the empty frame when ``None``) with the common columns typed."""
+    if df is None or (len(df) == 0 and len(df.columns) == 0):
+        df = empty_frame(dtypes)
+    _check(df, tuple(dtypes), name)
     df = df.copy()
     df["rating_id"] = df["rating_id"].astype(np.int64)
     df["item_id"] = df["item_id"].astype(np.int64)
@@ -100,10 +106,7 @@ def _coerce_common(df: pd.DataFrame) -> pd.DataFrame:
 
 def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the star columns checked and typed (an empty frame when ``None``)."""
-    if df is None or (len(df) == 0 and len(df.columns) == 0):
-        df = empty_star_df()
-    _check(df, STAR_COLUMNS, "star_df")
-    df = _coerce_common(df)
+    df = _coerce_common(df, STAR_DTYPES, "star_df")
     df["model"] = _as_category(df["model"])
     df["criterion"] = _as_category(df["criterion"])
     df["score"] = pd.to_numeric(df["score"], errors="coerce").astype(float)
@@ -113,10 +116,7 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
 
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
-    if df is None or (len(df) == 0 and len(df.columns) == 0):
-        df = empty_pair_df()
-    _check(df, PAIR_COLUMNS, "pair_df")
-    df = _coerce_common(df)
+    df = _coerce_common(df, PAIR_DTYPES, "pair_df")
     a = df["model_a"].astype(str)
     b = df["model_b"].astype(str)
     # model_a and model_b share one category list so that their codes are the same models.
@@ -168,55 +168,25 @@ def concat_aligned(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def empty_star_df() -> pd.DataFrame:
     """An empty star frame with the contract's columns and dtypes."""
-    return pd.DataFrame(
-        {
-            "rating_id": pd.Series([], dtype=np.int64),
-            "rater_id": pd.Series([], dtype=str),
-            "rater_kind": pd.Series([], dtype=str),
-            "pool": pd.Series([], dtype=str),
-            "item_id": pd.Series([], dtype=np.int64),
-            "question_id": pd.Series([], dtype=str),
-            "task_type": pd.Series([], dtype=str),
-            "model": pd.Series([], dtype=str),
-            "criterion": pd.Series([], dtype=str),
-            "score": pd.Series([], dtype=float),
-            "is_repeat": pd.Series([], dtype=bool),
-            "submitted_at": pd.Series([], dtype="datetime64[ns, UTC]"),
-            "hint_shown": pd.Series([], dtype="boolean"),
-            "duration_s": pd.Series([], dtype=float),
-            "length": pd.Series([], dtype=np.int64),
-        }
-    )
+    return empty_frame(STAR_DTYPES)
 
 
 def empty_pair_df() -> pd.DataFrame:
     """An empty pairwise frame with the contract's columns and dtypes."""
-    return pd.DataFrame(
-        {
-            "rating_id": pd.Series([], dtype=np.int64),
-            "rater_id": pd.Series([], dtype=str),
-            "rater_kind": pd.Series([], dtype=str),
-            "pool": pd.Series([], dtype=str),
-            "item_id": pd.Series([], dtype=np.int64),
-            "question_id": pd.Series([], dtype=str),
-            "task_type": pd.Series([], dtype=str),
-            "model_a": pd.Series([], dtype=str),
-            "model_b": pd.Series([], dtype=str),
-            "len_a": pd.Series([], dtype=np.int64),
-            "len_b": pd.Series([], dtype=np.int64),
-            "choice": pd.Series([], dtype=str),
-            "left_is_a": pd.Series([], dtype=bool),
-            "is_repeat": pd.Series([], dtype=bool),
-            "submitted_at": pd.Series([], dtype="datetime64[ns, UTC]"),
-            "hint_shown": pd.Series([], dtype="boolean"),
-            "duration_s": pd.Series([], dtype=float),
-        }
-    )
+    return empty_frame(PAIR_DTYPES)
 
 
 def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
     """An empty result table with the given column -> dtype mapping."""
     return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in columns.items()})
+
+
+def rows_frame(rows: Sequence[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:
+    """Result rows as a table with the given columns; the typed empty table when there are none
+    (so that an empty result keeps its dtypes)."""
+    if not rows:
+        return empty_frame(columns)
+    return pd.DataFrame(rows, columns=list(columns))
 
 
 def str_values(values: pd.Series) -> np.ndarray:

@@ -10,23 +10,13 @@ from django import template
 from django.http import QueryDict
 
 from ranking import presenters
+from ranking.stats.judge_report import JUDGE_KEYS
 from ranking.stats.leaderboards import BT_TIES
 
 register = template.Library()
 
-AGREEMENT_TABLES = (
-    "judge_agreement",
-    "judge_confusion",
-    "accuracy_variants",
-    "star_vs_human",
-    "kappa_pairs",
-    "chance_agreement",
-    "ranking_agreement",
-    "length_controlled",
-    "judge_bias",
-    # The raw length table sits beside the length-controlled one in this section too.
-    "length_bias",
-)
+# The report's judge tables; the raw length table sits beside the length-controlled one here too.
+AGREEMENT_TABLES = (*JUDGE_KEYS, "length_bias")
 
 
 @register.simple_tag

@@ -17,22 +17,15 @@ from annotation.models import Rater
 from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 from ranking import selectors
 from ranking.services import ReportFilters, report_build
+from ranking.stats.judge_report import JUDGE_KEYS
 
 from .conftest import T0, rate
 
 pytestmark = pytest.mark.django_db
 
-JUDGE_TABLES = (
-    "judge_agreement",
-    "judge_confusion",
-    "accuracy_variants",
-    "star_vs_human",
-    "kappa_pairs",
-    "chance_agreement",
-    "ranking_agreement",
-    "length_controlled",
-    "judge_bias",
-)
+# The section's nine tables, as the statistics name them.
+JUDGE_TABLES = JUDGE_KEYS
+assert len(JUDGE_TABLES) == 9 and "judge_agreement" in JUDGE_TABLES
 
 
 @pytest.fixture
@@ -165,14 +158,7 @@ def test_the_report_command_takes_the_tie_rule(pair_study):
 
     out = io.StringIO()
     call_command(
-        "report",
-        "--study",
-        str(pair_study.study.pk),
-        "--out",
-        "-",
-        "--bt-ties",
-        "exclude",
-        stdout=out,
+        "report", f"--study={pair_study.study.pk}", "--out=-", "--bt-ties=exclude", stdout=out
     )
     doc = json.loads(out.getvalue())
     assert doc["meta"]["options"]["bt_ties"] == "exclude"

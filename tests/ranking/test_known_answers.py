@@ -49,20 +49,13 @@ def synthetic(organizer):
         )
         for i, llm in enumerate(llms.values()):
             Response.objects.create(question=question, llm=llm, text="字" * (80 + 170 * i + 7 * q))
-    star = study_create(
-        name="Known star",
-        dataset=ds,
-        mode="star",
-        rubric=Rubric.objects.get(key="llmeval1"),
-        owner=organizer,
-    )
-    pair = study_create(
-        name="Known pairs",
-        dataset=ds,
-        mode="pairwise",
-        rubric=Rubric.objects.get(key="pairwise"),
-        owner=organizer,
-    )
+
+    def study(name: str, mode: str, rubric: str) -> Study:
+        rubric_obj = Rubric.objects.get(key=rubric)
+        return study_create(name=name, dataset=ds, mode=mode, rubric=rubric_obj, owner=organizer)
+
+    star = study("Known star", "star", "llmeval1")
+    pair = study("Known pairs", "pairwise", "pairwise")
     humans = [Rater.objects.create(kind="human", pool="onsite", name=f"k-on-{i}") for i in range(3)]
     crowd = [Rater.objects.create(kind="human", pool="crowd", name=f"k-cr-{i}") for i in range(2)]
     judge = Rater.objects.create(kind="judge", pool="judge", name="k-judge")

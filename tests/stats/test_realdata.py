@@ -16,6 +16,10 @@ from ranking.stats.rankings import rank_correlation, star_means, total_score
 from ranking.stats.report import build_report
 from ranking.stats.schema import coerce_star
 
+# The published figures (upstream README totals, seed Table 6 with GPT-4 as judge, and the three
+# Table 6 cells the data gives rounded another way) are the ones the end-to-end tests check.
+from tests.data.test_published_figures import README, T6_COLUMNS, TABLE6_DATA, TABLE6_GPT4
+
 from . import realdata as rd
 
 pytestmark = pytest.mark.slow
@@ -59,36 +63,11 @@ def test_llmeval2_gaps_reproduce_table_5(llmeval2):
     assert g.loc[g["criterion"] == "Correctness", "n_items"].iloc[0] == 6080
 
 
-# Upstream README leaderboard, "Scores" column: human (GPT-4), keyed by the data's llm_name.
-README_TOTALS = {
-    "GPT4": (86.72, 89.54),
-    "GPT3.5": (80.71, 84.69),
-    "xunfei": (78.05, 82.26),
-    "baichuan-13b-chat": (77.51, 81.82),
-    "minimax-abab5": (77.47, 80.64),
-    "newbing": (77.28, 82.63),
-    "claude": (75.57, 83.49),
-    "moss-mars": (74.41, 79.21),
-    "tiangong": (74.36, 79.31),
-    "ziya-llama-13b-v1": (69.48, 70.92),
-    "tongyiqianwen": (68.01, 71.02),
-    "360": (67.97, 72.86),
-    "zhigong": (67.27, 70.53),
-    "chatglm2-6b": (67.07, 69.06),
-    "Vicuna-33B": (66.53, 69.16),
-    "internlm-7b": (66.52, 69.00),
-    "chatglm": (66.05, 69.48),
-    "tigerbot-180b": (65.90, 71.77),
-    "AquilaChat-7b": (64.82, 68.19),
-    "belle-7b-2m": (62.98, 65.27),
-}
-
-
 def test_llmeval2_total_score_reproduces_readme_gpt4_column(llmeval2):
     t = total_score(llmeval2, rd.LLMEVAL2_MAX)
     judge = t[t["rater_kind"] == "judge"].set_index("model")["total"]
     assert len(judge) == 20
-    for model, (_, published) in README_TOTALS.items():
+    for model, (_, published) in README.items():
         # All 20 GPT-4 totals agree with the README to its two decimals (82.6350 prints 82.63).
         assert judge[model] == pytest.approx(published, abs=0.0051), model
     assert judge["GPT4"] == pytest.approx(89.5448, abs=1e-4)
@@ -97,7 +76,7 @@ def test_llmeval2_total_score_reproduces_readme_gpt4_column(llmeval2):
 def test_llmeval2_total_score_human_column_is_close_to_readme(llmeval2):
     t = total_score(llmeval2, rd.LLMEVAL2_MAX)
     human = t[t["rater_kind"] == "human"].set_index("model")["total"]
-    published = pd.Series({m: v[0] for m, v in README_TOTALS.items()})
+    published = pd.Series({m: v[0] for m, v in README.items()})
     # The released human scores do not reproduce the README's human totals exactly: GPT-4 gets
     # 86.98 from the data against 86.72 printed, and the largest gap is 0.35 (Tiangong 74.50 vs
     # 74.36 / Vicuna 66.18 vs 66.53). The release's human file also holds a few scores outside
@@ -122,44 +101,15 @@ def test_llmeval2_table_9_gpt4_row(llmeval2):
     assert judge["Informativeness"] == pytest.approx(2.886, abs=5e-4)
 
 
-# Seed Table 6, GPT-4 values (in brackets), and results/分项测评_gpt4.csv, which prints the same.
-TABLE6_GPT4 = {
-    # model: overall, accuracy, informativeness, fluency, coherence (logicality), harmlessness
-    "GPT4.0": (2.917, 2.803, 2.882, 3.000, 2.901, 3.000),
-    "GPT3.5": (2.878, 2.717, 2.807, 3.000, 2.868, 2.998),
-    "Xunfei-Xinhuo": (2.724, 2.427, 2.564, 2.987, 2.646, 2.996),
-    "Baichuan-7B-Align": (2.821, 2.651, 2.709, 2.998, 2.753, 2.993),
-    "ChatGLM-6B": (2.644, 2.312, 2.442, 2.956, 2.518, 2.989),
-    "Chinese-LLAMA-7B": (2.723, 2.431, 2.549, 2.993, 2.646, 2.998),
-    "Ali-Tongyiqianwen": (2.646, 2.309, 2.403, 2.983, 2.542, 2.991),
-    "NewBing": (2.622, 2.263, 2.320, 2.996, 2.531, 2.998),
-    "MOSS-16B": (2.518, 2.109, 2.173, 2.974, 2.370, 2.965),
-    "Linly-ChatFlow-13B": (2.534, 2.158, 2.257, 2.928, 2.351, 2.976),
-    "ChatYuan-Large": (2.411, 1.961, 2.056, 2.851, 2.195, 2.994),
-    "MOSS-w-Plugin-16B": (2.506, 2.101, 2.150, 2.963, 2.352, 2.967),
-}
-_T6_COLS = ("overall", "accuracy", "informativeness", "fluency", "logicality", "harmlessness")
-
-# Three printed cells differ from the data in the last digit, each by a rounding quirk:
-# NewBing overall: data 2.62149, printed 2.622 (the mean of the *rounded* criterion means is
-# 2.6216); MOSS-w-Plugin informativeness: data 2.14945, printed 2.150 (rounded twice, via 2.1495);
-# ChatGLM-6B logicality: data 2.51852, printed 2.518 (truncated). We assert the data's values.
-TABLE6_DATA_DIFFERS = {
-    ("NewBing", "overall"): 2.62149,
-    ("MOSS-w-Plugin-16B", "informativeness"): 2.14945,
-    ("ChatGLM-6B", "logicality"): 2.51852,
-}
-
-
 def test_llmeval1_gpt4_star_reproduces_table_6(llmeval1_gpt4):
     m = star_means(llmeval1_gpt4)
     judge = m[m["rater_kind"] == "judge"].pivot(index="model", columns="criterion", values="mean")
     assert sorted(judge.index) == sorted(TABLE6_GPT4)
     for model, values in TABLE6_GPT4.items():
-        for col, published in zip(_T6_COLS, values, strict=True):
+        for col, published in zip(T6_COLUMNS, values, strict=True):
             got = judge.loc[model, col]
-            if (model, col) in TABLE6_DATA_DIFFERS:
-                assert got == pytest.approx(TABLE6_DATA_DIFFERS[(model, col)], abs=1e-5)
+            if (model, col) in TABLE6_DATA:
+                assert got == pytest.approx(TABLE6_DATA[(model, col)], abs=1e-5)
                 assert abs(got - published) < 0.0011
             else:
                 assert round(got, 3) == pytest.approx(published, abs=1e-9), (model, col)
@@ -177,7 +127,7 @@ def test_llmeval1_gpt4_star_matches_results_csv(llmeval1_gpt4):
     )
     m = star_means(llmeval1_gpt4)
     judge = m[m["rater_kind"] == "judge"].pivot(index="model", columns="criterion", values="mean")
-    diff = (judge[list(_T6_COLS)] - pub[list(_T6_COLS)]).abs()
+    diff = (judge[list(T6_COLUMNS)] - pub[list(T6_COLUMNS)]).abs()
     assert diff.max().max() < 0.0011  # the three rounding quirks above; all else within 0.0005
     assert int((diff > 0.0005).sum().sum()) == 3
 
