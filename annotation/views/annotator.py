@@ -30,7 +30,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation import engine, inputs, leases
 from annotation.drafts import draft_pop, draft_refuse
-from annotation.htmx import leave
+from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
 from annotation.net import client_ip
@@ -148,7 +148,7 @@ _EXPOSURE = JoinedRead(
 
 def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
     a = (_EXPOSURE if for_display else _EXPOSURE_LIGHT).get(assignment_pid)
-    if a is None:
+    if not isinstance(a, Assignment):
         raise Http404
     return a
 
@@ -181,7 +181,7 @@ def _own_assignment(
 def _criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
     zh = translation.get_language() == "zh-hans"
     rows = []
-    for c in a.study.rubric.criteria_for(a.item.question):
+    for c in engine.criteria_for(a.study.rubric_id, a.item.question):
         descs = list(c.descriptions or [])
         stars = []
         for i, value in enumerate(c.stars):
@@ -198,7 +198,9 @@ def _criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
     return rows
 
 
-def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> dict:
+def _item_context(
+    a: Assignment, rater: Rater, *, posted=None, errors=None, done: int | None = None
+) -> dict:
     item = a.item
     rating = getattr(a, "rating", None) if a.status == Assignment.Status.SUBMITTED else None
     values: dict[str, int] = {}
@@ -219,7 +221,8 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
             if a.left_is_a
             else (item.response_b, item.response_a)
         )
-        answers = {"left": left.text, "right": right.text}
+        # A pairwise item has both answers; the outer join leaves None only to single ones.
+        answers = {"left": left.text if left else "", "right": right.text if right else ""}
     else:
         answers = {"single": item.response_a.text}
     return {
@@ -248,7 +251,7 @@ def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> d
         "choice": choice,
         "editing": a.status == Assignment.Status.SUBMITTED,
         "errors": errors or [],
-        "progress": engine.rater_progress(study=a.study, rater=rater),
+        "progress": engine.rater_progress(study=a.study, rater=rater, done=done),
     }
 
 
@@ -269,7 +272,7 @@ def _show(request, a: Assignment, rater: Rater) -> HttpResponse:
     return redirect("annotate:assignment", assignment_pid=a.public_id)
 
 
-def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
+def _serve_next(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResponse:
     try:
         a = engine.assignment_next(study=study, rater=rater, client_tag=client_tag(request))
     except (engine.StudyUnavailable, engine.NotAdmitted):
@@ -279,13 +282,20 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
     return _show_next(request, study, rater, a)
 
 
-def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
-    """The answer once the next exposure is decided: it, or the end page."""
+def _show_next(
+    request: HtmxHttpRequest,
+    study: Study,
+    rater: Rater,
+    a: Assignment | None,
+    done: int | None = None,
+) -> HttpResponse:
+    """The answer once the next exposure is decided: it, or the end page. done: the rater's
+    submitted count, when a submit just counted it."""
     if a is None:
         return leave(request, reverse("annotate:done", args=[study.public_id]))
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
-    return _render_item(request, _load_assignment(a.public_id), rater)
+    return _render_item(request, _load_assignment(a.public_id), rater, done=done)
 
 
 # -- Views -----------------------------------------------------------------------------------
@@ -297,7 +307,9 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
     study = _study(study_pid)
     rater = _rater_for(request, study)
     admitted = rater is not None and study.admits(rater.pool)
-    progress = engine.rater_progress(study=study, rater=rater) if admitted else None
+    progress = None
+    if rater is not None and admitted:
+        progress = engine.rater_progress(study=study, rater=rater)
     return render(
         request,
         "annotation/start.html",
@@ -306,7 +318,7 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
 
 
 @require_GET
-def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
+def study_next(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
     study = _study(study_pid)
     rater = _rater_for(request, study)
     if rater is None:
@@ -331,8 +343,8 @@ def _renew_lease(a: Assignment, rater: Rater) -> None:
     needs nothing, which keeps the hot path (serve, then show) at one statement less."""
     now = timezone.now()
     lease = a.study.reservation_timeout
-    fresh = a.status == Assignment.Status.SERVED and a.expires_at is not None
-    if fresh and (a.expires_at - now).total_seconds() > lease / 2:
+    expires = a.expires_at if a.status == Assignment.Status.SERVED else None
+    if expires is not None and (expires - now).total_seconds() > lease / 2:
         return
     leases.renew(study=a.study, rater=rater, now=now)
 
@@ -346,7 +358,7 @@ def _bad_active_ms(request, assignment_pid) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
     # A POST needs the study only; the answers are loaded when the form has to be shown again.
     a, rater = _own_assignment(request, assignment_pid, for_display=request.method == "GET")
@@ -367,7 +379,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return _bad_active_ms(request, assignment_pid)
     # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
     try:
-        _rating, following = engine.assignment_submit_and_next(
+        result = engine.assignment_submit_and_next(
             assignment=a,
             rater=rater,
             scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
@@ -392,11 +404,11 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return draft_refuse(request, assignment=a, post=post)
     except leases.AddressBusy:
         return _address_busy(request, a.study)
-    return _show_next(request, a.study, rater, following)
+    return _show_next(request, a.study, rater, result[1], done=result.done)
 
 
 @require_POST
-def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_skip(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid, for_display=False)
     if _throttled(rater):
         return _too_many()
@@ -428,7 +440,7 @@ def assignment_lease(request: HttpRequest, assignment_pid) -> HttpResponse:
 
 
 @require_GET
-def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_previous(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
     _renew_lease(a, rater)
     previous = engine.assignment_previous(study=a.study, rater=rater, before=a)
