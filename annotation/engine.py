@@ -226,24 +226,10 @@ class SubmitResult(tuple[Rating, Assignment | None]):
         return result
 
 
-def _submit_locked(
-    *,
-    assignment: Assignment,
-    rater: Rater,
-    scores: dict[str, object] | None,
-    choice: str | None,
-    active_ms: int | None,
-    now: datetime,
-) -> Submitted:
+def _submit_locked(assignment: Assignment, rater: Rater, now: datetime, **answer: Any) -> Submitted:
+    """Take the rater's lock and record the answer (scores, choice, active_ms)."""
     lock_rater(rater)
-    done = submit(
-        assignment=assignment,
-        rater=rater,
-        scores=scores,
-        choice=choice,
-        active_ms=active_ms,
-        now=now,
-    )
+    done = submit(assignment=assignment, rater=rater, now=now, **answer)
     if not done.resubmitted:
         engine_adaptive.note_submit(assignment.study)
     return done
@@ -264,14 +250,8 @@ def assignment_submit(
     scores: criterion key -> stars (star studies); choice: left / right / tie / both_bad as shown
     (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
     """
-    return _submit_locked(
-        assignment=assignment,
-        rater=rater,
-        scores=scores,
-        choice=choice,
-        active_ms=active_ms,
-        now=now or timezone.now(),
-    ).rating
+    answer = {"scores": scores, "choice": choice, "active_ms": active_ms}
+    return _submit_locked(assignment, rater, now or timezone.now(), **answer).rating
 
 
 @transaction.atomic
@@ -295,14 +275,8 @@ def assignment_submit_and_next(
     their latest exposure, with what its first submit answered (see _next)."""
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
-    done = _submit_locked(
-        assignment=assignment,
-        rater=rater,
-        scores=scores,
-        choice=choice,
-        active_ms=active_ms,
-        now=now,
-    )
+    answer = {"scores": scores, "choice": choice, "active_ms": active_ms}
+    done = _submit_locked(assignment, rater, now, **answer)
     a = assignment
     # The submitted exposure is the rater's latest (the usual case): _next knows it already.
     last = None

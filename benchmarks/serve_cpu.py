@@ -23,39 +23,17 @@ import os
 import re
 import sys
 import time
-import uuid
 from pathlib import Path
 
-from serve_data import log, prepare_database
+from serve_data import log, prepare_database, server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _configure(db_url: str) -> None:
-    os.environ.update(
-        {
-            "DATABASE_URL": db_url,
-            "DEBUG": "false",
-            "SECRET_KEY": "benchmark-only-" + uuid.uuid4().hex,
-            "ALLOWED_HOSTS": "testserver,127.0.0.1",
-            "SESSION_COOKIE_SECURE": "false",
-            "CSRF_COOKIE_SECURE": "false",
-            "DB_CONN_MAX_AGE": "600",
-            "LOG_LEVEL": "ERROR",
-            "ANNOTATION_OPEN_PER_ADDRESS": "0",
-            "STATIC_ROOT": "/tmp/serve_cpu_static",
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-        }
-    )
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
-    from serve_load import redis_reachable
-
-    if redis_reachable(redis_url):
-        os.environ["REDIS_URL"] = redis_url
-        log(f"cache and sessions: {redis_url}")
-    else:
-        os.environ.pop("REDIS_URL", None)
-        log("Redis is not reachable: per-process cache, database sessions")
+    os.environ.update(server_env(db_url))
+    os.environ["STATIC_ROOT"] = "/tmp/serve_cpu_static"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     sys.path.insert(0, str(ROOT))
     import django
 

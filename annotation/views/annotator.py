@@ -122,6 +122,15 @@ def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
     return redirect("annotate:study", study_pid=study.public_id)
 
 
+def _study_and_rater(request: HttpRequest, study_pid: str) -> tuple[Study, Rater] | HttpResponse:
+    """The study and the visitor's rater in it, or where a visitor without one goes."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    return study, rater
+
+
 # The annotator page's read: an assignment with its rater, study, rubric, item, question and
 # answers, compiled once (see annotation/joined.py). POSTs need only the rater and the study.
 _EXPOSURE_PARTS = [
@@ -319,10 +328,10 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
 
 @require_GET
 def study_next(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
+    found = _study_and_rater(request, study_pid)
+    if isinstance(found, HttpResponse):
+        return found
+    study, rater = found
     if _throttled(rater):
         return _too_many()
     if study.status != Study.Status.LIVE or not study.admits(rater.pool):
@@ -455,10 +464,10 @@ def assignment_previous(request: HtmxHttpRequest, assignment_pid) -> HttpRespons
 @require_GET
 def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
     """From the end page: back to the rater's latest rating."""
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
+    found = _study_and_rater(request, study_pid)
+    if isinstance(found, HttpResponse):
+        return found
+    study, rater = found
     previous = engine.assignment_previous(study=study, rater=rater)
     if previous is None:
         return redirect("annotate:study", study_pid=study.public_id)
