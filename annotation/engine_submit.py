@@ -192,24 +192,33 @@ def submit(
         return Submitted(rating, True, latest_seq, done, check_kind or "")
     if a.status == Assignment.Status.SKIPPED:
         raise AssignmentGone("skipped")
-    if not a.is_repeat and not check_kind:
-        _take_place(a)
+    # A regular item's place under N: a live reservation turns into a rating (written with the
+    # rating below), a lapsed one takes a place if the item still has room.
+    holds_place = not a.is_repeat and not check_kind
+    if holds_place and a.status != Assignment.Status.SERVED:
+        _take_lapsed_place(a)
     rating = _rating_create(
-        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now
-    )
+        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now,
+        reserved=holds_place and a.status == Assignment.Status.SERVED,
+    )  # fmt: skip
     return Submitted(rating, False, latest_seq, done + 1, check_kind or "")
 
 
-def _take_place(a: Assignment) -> None:
-    """Turn the exposure's reservation into a rating under N, or (expired) take a place if the
-    item still has room for it."""
-    if a.status == Assignment.Status.SERVED:
-        _sql(
-            "UPDATE annotation_item SET n_reserved = n_reserved - 1, "
-            "n_ratings = n_ratings + 1 WHERE id = %s",
-            [a.item_id],
-        )
-        return
+_RESERVATION_TO_RATING = (
+    "UPDATE annotation_item SET n_reserved = n_reserved - 1, n_ratings = n_ratings + 1 "
+    "WHERE id = %s"
+)
+_SUBMITTED = (
+    "UPDATE annotation_assignment SET status = %s, submitted_at = %s, active_ms = %s WHERE id = %s"
+)
+_RATING_INSERT = (
+    "INSERT INTO annotation_rating (assignment_id, item_id, rater_id, choice, comment, "
+    "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"
+)
+
+
+def _take_lapsed_place(a: Assignment) -> None:
+    """An expired exposure takes a place under N if its item still has room for it."""
     taken = _sql(
         "UPDATE annotation_item SET n_ratings = n_ratings + 1 "
         "WHERE id = %s AND n_ratings + n_reserved < %s RETURNING id",
@@ -227,16 +236,13 @@ def _rating_create(
     values: dict[Criterion, int],
     active_ms: int | None,
     now: datetime,
+    reserved: bool,
 ) -> Rating:
-    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path)."""
+    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path);
+    reserved: the exposure's reservation becomes a rating of the item in the same write."""
     a.status = Assignment.Status.SUBMITTED
     a.submitted_at = now
     a.active_ms = active_ms
-    _sql(
-        "UPDATE annotation_assignment SET status = %s, submitted_at = %s, active_ms = %s "
-        "WHERE id = %s",
-        [a.status, _db(Assignment, "submitted_at", now), active_ms, a.pk],
-    )
     rating = Rating(
         assignment=a,
         item_id=a.item_id,
@@ -246,12 +252,20 @@ def _rating_create(
         created_at=now,
         updated_at=now,
     )
-    rating.pk = _sql(
-        "INSERT INTO annotation_rating (assignment_id, item_id, rater_id, choice, comment, "
-        "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        [a.pk, a.item_id, rater.pk, canonical, "", _db(Rating, "created_at", now),
-         _db(Rating, "updated_at", now)],
-    )[0][0]  # fmt: skip
+    item = [a.item_id] if reserved else []
+    submitted = [a.status, _db(Assignment, "submitted_at", now), active_ms, a.pk]
+    insert = [a.pk, a.item_id, rater.pk, canonical, "", _db(Rating, "created_at", now),
+              _db(Rating, "updated_at", now)]  # fmt: skip
+    if connection.vendor == "postgresql":
+        # One round trip: PostgreSQL runs the updates as parts of the insert (writable CTEs).
+        ctes = ([f"i AS ({_RESERVATION_TO_RATING})"] if reserved else []) + [f"x AS ({_SUBMITTED})"]
+        statement = f"WITH {', '.join(ctes)} {_RATING_INSERT}"
+        rating.pk = _sql(statement, [*item, *submitted, *insert])[0][0]
+    else:
+        if reserved:
+            _sql(_RESERVATION_TO_RATING, item)
+        _sql(_SUBMITTED, submitted)
+        rating.pk = _sql(_RATING_INSERT, insert)[0][0]
     rating._state.adding = False
     rating._state.db = connection.alias
     if values:

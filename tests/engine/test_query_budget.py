@@ -1,7 +1,7 @@
 """The annotator hot path's SQL statements, counted: a page and a submit-and-next (as the page's
 JavaScript posts it) each run a fixed number, so a change that adds a round trip per request
-fails here. The figures are per backend: SQLite reserves through the ORM (a read, then an
-update), PostgreSQL in one statement; SQLite's transactions show up as savepoints here on both."""
+fails here. The figures are per backend: PostgreSQL writes a rating and reserves the next item in one
+statement each, SQLite in several; the transaction shows up as a savepoint in tests."""
 
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ PG = connection.vendor == "postgresql"
 # Session, the joined read of the exposure, the rater's submitted count.
 PAGE = 3
 # Session and the exposure (light read); savepoint; rater lock; exposure lock (with the rater's
-# latest seq and count); item counters; exposure submitted; rating; address cap; pick (SQLite:
-# read + update); new exposure; savepoint release; the next exposure's joined read.
-SUBMIT_PAIRWISE = 13 if PG else 14
-# Star answers also read the rubric's criteria: to check the scores and to draw the next form.
+# latest seq and count); the rating with the item's counters and the exposure's status (one
+# statement on PostgreSQL, three on SQLite); address cap; pick (SQLite: read + update); new
+# exposure; savepoint release; the next exposure's joined read.
+SUBMIT_PAIRWISE = 11 if PG else 14
+# Star answers also read the item's question (which criteria apply) and write their scores; the
+# criteria of a built-in rubric come from memory.
 SUBMIT_STAR = SUBMIT_PAIRWISE + 2
 
 
