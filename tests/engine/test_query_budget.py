@@ -1,7 +1,7 @@
 """The annotator hot path's SQL statements, counted: a page and a submit-and-next (as the page's
 JavaScript posts it) each run a fixed number, so a change that adds a round trip per request
-fails here. The figures are per backend: PostgreSQL writes a rating and reserves the next item in one
-statement each, SQLite in several; the transaction shows up as a savepoint in tests."""
+fails here. The figures are per backend: PostgreSQL writes a rating and reserves the next item
+in one statement each, SQLite in several; the transaction shows up as a savepoint in tests."""
 
 from __future__ import annotations
 
