@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.db import transaction
 from django.db.models import F
@@ -226,10 +226,28 @@ class SubmitResult(tuple[Rating, Assignment | None]):
         return result
 
 
-def _submit_locked(assignment: Assignment, rater: Rater, now: datetime, **answer: Any) -> Submitted:
-    """Take the rater's lock and record the answer (scores, choice, active_ms)."""
+class Answer(TypedDict, total=False):
+    """What an annotator sends: scores (criterion key -> stars) for a star item, choice (left,
+    right, tie, both_bad as shown) for a pair, and the active time on the item."""
+
+    scores: dict[str, object] | None
+    choice: str | None
+    active_ms: int | None
+
+
+def _submit_locked(
+    assignment: Assignment, rater: Rater, now: datetime, answer: Answer
+) -> Submitted:
+    """Take the rater's lock and record the answer."""
     lock_rater(rater)
-    done = submit(assignment=assignment, rater=rater, now=now, **answer)
+    done = submit(
+        assignment=assignment,
+        rater=rater,
+        now=now,
+        scores=answer.get("scores"),
+        choice=answer.get("choice"),
+        active_ms=answer.get("active_ms"),
+    )
     if not done.resubmitted:
         engine_adaptive.note_submit(assignment.study)
     return done
@@ -237,21 +255,14 @@ def _submit_locked(assignment: Assignment, rater: Rater, now: datetime, **answer
 
 @transaction.atomic
 def assignment_submit(
-    *,
-    assignment: Assignment,
-    rater: Rater,
-    scores: dict[str, object] | None = None,
-    choice: str | None = None,
-    active_ms: int | None = None,
-    now: datetime | None = None,
+    *, assignment: Assignment, rater: Rater, now: datetime | None = None, **answer: Unpack[Answer]
 ) -> Rating:
     """Record (or, for a recent submitted assignment, update) the rater's answer.
 
     scores: criterion key -> stars (star studies); choice: left / right / tie / both_bad as shown
     (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
     """
-    answer = {"scores": scores, "choice": choice, "active_ms": active_ms}
-    return _submit_locked(assignment, rater, now or timezone.now(), **answer).rating
+    return _submit_locked(assignment, rater, now or timezone.now(), answer).rating
 
 
 @transaction.atomic
@@ -259,12 +270,10 @@ def assignment_submit_and_next(
     *,
     assignment: Assignment,
     rater: Rater,
-    scores: dict[str, object] | None = None,
-    choice: str | None = None,
-    active_ms: int | None = None,
     now: datetime | None = None,
     rng: random.Random | None = None,
     client_tag: str = "",
+    **answer: Unpack[Answer],
 ) -> SubmitResult:
     """Submit and reserve what comes next in one transaction (one commit per item). Raises as
     assignment_submit does, before anything is written; a study that stopped running or stopped
@@ -275,8 +284,7 @@ def assignment_submit_and_next(
     their latest exposure, with what its first submit answered (see _next)."""
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
-    answer = {"scores": scores, "choice": choice, "active_ms": active_ms}
-    done = _submit_locked(assignment, rater, now, **answer)
+    done = _submit_locked(assignment, rater, now, answer)
     a = assignment
     # The submitted exposure is the rater's latest (the usual case): _next knows it already.
     last = None
