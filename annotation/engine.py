@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
+from typing import Any, TypedDict, Unpack
 
 from django.db import transaction
 from django.db.models import F
@@ -46,7 +47,13 @@ from annotation.engine_base import (
 )
 from annotation.engine_hidden import hidden_exposure
 from annotation.engine_pick import assignments_expire, reserve_or_reclaim
-from annotation.engine_submit import canonical_choice, criteria_for, display_choice, submit
+from annotation.engine_submit import (
+    Submitted,
+    canonical_choice,
+    criteria_for,
+    display_choice,
+    submit,
+)
 from annotation.models import Assignment, Item, Rater, Rating, Rubric, Study
 from annotation.progress import (
     RaterProgress,
@@ -64,6 +71,7 @@ __all__ = [
     "NotAdmitted",
     "RaterProgress",
     "StudyUnavailable",
+    "SubmitResult",
     "assignment_next",
     "assignment_previous",
     "assignment_skip",
@@ -125,16 +133,20 @@ def _next(
     rater_locked: bool = False,
     client_tag: str = "",
     resubmitted_seq: int | None = None,
+    known: tuple[tuple[Any, ...] | None, int] | None = None,
 ) -> Assignment | None:
+    """known: (the latest exposure's row as _LAST_EXPOSURE reads it, or None to read it; the
+    rater's submitted count), when a submit under the same rater lock has read them already."""
     check_admission(study=study, rater=rater)
     if not rater_locked:
         lock_rater(rater)
 
     # Only the latest exposure can be open: next always resumes an open one before creating.
-    last = engine_sql.sql(_LAST_EXPOSURE + engine_sql.for_update(), [study.pk, rater.pk])
-    last_pk, last_seq, last_status, last_is_repeat, last_item, last_check = (
-        last[0] if last else (None, 0, None, False, None, "")
-    )
+    last = known[0] if known is not None else None
+    if last is None:
+        rows = engine_sql.sql(_LAST_EXPOSURE + engine_sql.for_update(), [study.pk, rater.pk])
+        last = rows[0] if rows else (None, 0, None, False, None, "")
+    last_pk, last_seq, last_status, last_is_repeat, last_item, last_check = last
     if last_pk is not None:
         resumed = _resume(
             study=study, now=now, pk=last_pk, status=last_status, item_id=last_item,
@@ -148,7 +160,10 @@ def _next(
         return None
 
     quota = study.quota_for(rater.pool)
-    if quota is not None and rater_submitted_count(study=study, rater=rater) >= quota:
+    done = known[1] if known is not None else None
+    if done is None and quota is not None:
+        done = rater_submitted_count(study=study, rater=rater)
+    if quota is not None and done is not None and done >= quota:
         return None
     leases.check_address(study=study, rater=rater, tag=client_tag, now=now)
     slot = Slot(
@@ -199,33 +214,55 @@ def _resume(
     return None
 
 
+class SubmitResult(tuple[Rating, Assignment | None]):
+    """(rating, following), plus done: how many the rater has submitted in the study now (the
+    progress figure, counted under the rater's lock, so the page needs no count of its own)."""
+
+    done: int
+
+    def __new__(cls, rating: Rating, following: Assignment | None, done: int) -> SubmitResult:
+        result = super().__new__(cls, (rating, following))
+        result.done = done
+        return result
+
+
+class Answer(TypedDict, total=False):
+    """What an annotator sends: scores (criterion key -> stars) for a star item, choice (left,
+    right, tie, both_bad as shown) for a pair, and the active time on the item."""
+
+    scores: dict[str, object] | None
+    choice: str | None
+    active_ms: int | None
+
+
+def _submit_locked(
+    assignment: Assignment, rater: Rater, now: datetime, answer: Answer
+) -> Submitted:
+    """Take the rater's lock and record the answer."""
+    lock_rater(rater)
+    done = submit(
+        assignment=assignment,
+        rater=rater,
+        now=now,
+        scores=answer.get("scores"),
+        choice=answer.get("choice"),
+        active_ms=answer.get("active_ms"),
+    )
+    if not done.resubmitted:
+        engine_adaptive.note_submit(assignment.study)
+    return done
+
+
 @transaction.atomic
 def assignment_submit(
-    *,
-    assignment: Assignment,
-    rater: Rater,
-    scores: dict[str, object] | None = None,
-    choice: str | None = None,
-    active_ms: int | None = None,
-    now: datetime | None = None,
+    *, assignment: Assignment, rater: Rater, now: datetime | None = None, **answer: Unpack[Answer]
 ) -> Rating:
     """Record (or, for a recent submitted assignment, update) the rater's answer.
 
     scores: criterion key -> stars (star studies); choice: left / right / tie / both_bad as shown
     (pairwise), stored canonically. Submitting the same assignment twice leaves one rating.
     """
-    lock_rater(rater)
-    rating, resubmitted = submit(
-        assignment=assignment,
-        rater=rater,
-        scores=scores,
-        choice=choice,
-        active_ms=active_ms,
-        now=now or timezone.now(),
-    )
-    if not resubmitted:
-        engine_adaptive.note_submit(assignment.study)
-    return rating
+    return _submit_locked(assignment, rater, now or timezone.now(), answer).rating
 
 
 @transaction.atomic
@@ -233,13 +270,11 @@ def assignment_submit_and_next(
     *,
     assignment: Assignment,
     rater: Rater,
-    scores: dict[str, object] | None = None,
-    choice: str | None = None,
-    active_ms: int | None = None,
     now: datetime | None = None,
     rng: random.Random | None = None,
     client_tag: str = "",
-) -> tuple[Rating, Assignment | None]:
+    **answer: Unpack[Answer],
+) -> SubmitResult:
     """Submit and reserve what comes next in one transaction (one commit per item). Raises as
     assignment_submit does, before anything is written; a study that stopped running or stopped
     admitting this rater's pool takes no more ratings (StudyUnavailable / NotAdmitted).
@@ -249,27 +284,23 @@ def assignment_submit_and_next(
     their latest exposure, with what its first submit answered (see _next)."""
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
-    lock_rater(rater)
-    rating, resubmitted = submit(
-        assignment=assignment,
-        rater=rater,
-        scores=scores,
-        choice=choice,
-        active_ms=active_ms,
-        now=now,
-    )
-    if not resubmitted:
-        engine_adaptive.note_submit(assignment.study)
+    done = _submit_locked(assignment, rater, now, answer)
+    a = assignment
+    # The submitted exposure is the rater's latest (the usual case): _next knows it already.
+    last = None
+    if done.latest_seq == a.seq:
+        last = (a.pk, a.seq, a.status, a.is_repeat, a.item_id, done.check_kind)
     following = _next(
-        study=assignment.study,
+        study=a.study,
         rater=rater,
         now=now,
         rng=rng or rng_default,
         rater_locked=True,
         client_tag=client_tag,
-        resubmitted_seq=assignment.seq if resubmitted else None,
+        resubmitted_seq=a.seq if done.resubmitted else None,
+        known=(last, done.done),
     )
-    return rating, following
+    return SubmitResult(done.rating, following, done.done)
 
 
 @transaction.atomic

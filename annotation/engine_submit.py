@@ -5,9 +5,12 @@ submits touch no item counter."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.db import connection
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 from django.utils.translation import gettext as _
 
 from annotation import engine_sql, inputs
@@ -28,9 +31,37 @@ _sql = engine_sql.sql
 _db = engine_sql.db_value
 
 
+# Criteria of built-in rubrics, per process: they are read-only (the admin refuses changes; only
+# a release's seed rewrites them, before the servers restart), so the rubric's builtin flag is
+# their version key. Criteria of organizers' rubrics can be edited, so they are read every time.
+_BUILTIN_CRITERIA: dict[int, list[Criterion]] = {}
+
+
+@receiver([post_save, post_delete], sender=Criterion)
+@receiver([post_save, post_delete], sender=Rubric)
+def _forget_criteria(**kwargs: object) -> None:
+    # A seed run or a test database's flush (which re-creates the built-in rubrics) in this
+    # process starts afresh.
+    _BUILTIN_CRITERIA.clear()
+
+
+def rubric_criteria(rubric_id: int) -> list[Criterion]:
+    """A rubric's criteria in their order (from memory for a built-in rubric)."""
+    cached = _BUILTIN_CRITERIA.get(rubric_id)
+    if cached is not None:
+        return cached
+    rows = list(
+        Criterion.objects.filter(rubric_id=rubric_id)
+        .select_related("rubric")
+        .order_by("order", "id")
+    )
+    if rows and rows[0].rubric.builtin:
+        _BUILTIN_CRITERIA[rubric_id] = rows
+    return rows
+
+
 def criteria_for(rubric_id: int, question: Question) -> list[Criterion]:
-    rows = Criterion.objects.filter(rubric_id=rubric_id).order_by("order", "id")
-    return [c for c in rows if c.applies(question)]
+    return [c for c in rubric_criteria(rubric_id) if c.applies(question)]
 
 
 def _score_of(c: Criterion, raw: object) -> tuple[int | None, str | None]:
@@ -101,12 +132,31 @@ def _is_recent(assignment: Assignment) -> bool:
 
 
 # Lock the exposure and read its state fresh (a double click waits here for the first); whether
-# its item is a quality check comes along without locking the item.
+# its item is a quality check comes along without locking the item, and so do the rater's latest
+# position in the study and how many they have submitted there (both index-only reads, stable
+# under the rater's lock): the engine then needs neither the latest-exposure read nor the count
+# for the quota and the progress bar (annotation/engine.py, Submitted).
 _LOCK_EXPOSURE = (
-    "SELECT status, item_id, is_repeat, left_is_a, seq, active_ms, "
-    "(SELECT check_kind FROM annotation_item WHERE id = item_id) "
-    "FROM annotation_assignment WHERE id = %s AND rater_id = %s"
+    "SELECT x.status, x.item_id, x.is_repeat, x.left_is_a, x.seq, x.active_ms, "
+    "(SELECT check_kind FROM annotation_item WHERE id = x.item_id), "
+    "(SELECT max(seq) FROM annotation_assignment WHERE rater_id = x.rater_id "
+    "AND study_id = x.study_id), "
+    "(SELECT count(*) FROM annotation_assignment WHERE rater_id = x.rater_id "
+    "AND study_id = x.study_id AND status = %s) "
+    "FROM annotation_assignment x WHERE x.id = %s AND x.rater_id = %s"
 )
+
+
+class Submitted(NamedTuple):
+    """What a submit leaves: the rating, whether it was a second submit (an edit, a double
+    click), and, under the rater's lock, the rater's latest seq and submitted count in the study
+    after this submit."""
+
+    rating: Rating
+    resubmitted: bool
+    latest_seq: int
+    done: int
+    check_kind: str
 
 
 def submit(
@@ -117,14 +167,18 @@ def submit(
     choice: str | None,
     active_ms: int | None,
     now: datetime,
-) -> tuple[Rating, bool]:
-    """The rating, and whether the assignment had been submitted before (an edit or a repeat
-    of the same request). The caller holds the rater's lock."""
-    row = _sql(_LOCK_EXPOSURE + engine_sql.for_update(), [assignment.pk, rater.pk])
+) -> Submitted:
+    """The rating and what the engine needs next (Submitted). The caller holds the rater's
+    lock."""
+    row = _sql(
+        _LOCK_EXPOSURE + engine_sql.for_update(),
+        [Assignment.Status.SUBMITTED, assignment.pk, rater.pk],
+    )
     if not row:
         raise Assignment.DoesNotExist
     a = assignment
-    a.status, a.item_id, a.is_repeat, a.left_is_a, a.seq, a.active_ms, check_kind = row[0]
+    a.status, a.item_id, a.is_repeat, a.left_is_a, a.seq, a.active_ms, check_kind = row[0][:7]
+    latest_seq, done = int(row[0][7]), int(row[0][8])
     canonical, values = "", {}
     if a.study.mode == Rubric.Mode.PAIRWISE:
         canonical = canonical_choice(choice or "", left_is_a=a.left_is_a)
@@ -134,27 +188,37 @@ def submit(
         active_ms = max(0, min(int(active_ms), 24 * 3600 * 1000))
 
     if a.status == Assignment.Status.SUBMITTED:
-        return _edit(a, canonical=canonical, values=values, active_ms=active_ms, now=now), True
+        rating = _edit(a, canonical=canonical, values=values, active_ms=active_ms, now=now)
+        return Submitted(rating, True, latest_seq, done, check_kind or "")
     if a.status == Assignment.Status.SKIPPED:
         raise AssignmentGone("skipped")
-    if not a.is_repeat and not check_kind:
-        _take_place(a)
+    # A regular item's place under N: a live reservation turns into a rating (written with the
+    # rating below), a lapsed one takes a place if the item still has room.
+    holds_place = not a.is_repeat and not check_kind
+    if holds_place and a.status != Assignment.Status.SERVED:
+        _take_lapsed_place(a)
     rating = _rating_create(
-        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now
-    )
-    return rating, False
+        a, rater, canonical=canonical, values=values, active_ms=active_ms, now=now,
+        reserved=holds_place and a.status == Assignment.Status.SERVED,
+    )  # fmt: skip
+    return Submitted(rating, False, latest_seq, done + 1, check_kind or "")
 
 
-def _take_place(a: Assignment) -> None:
-    """Turn the exposure's reservation into a rating under N, or (expired) take a place if the
-    item still has room for it."""
-    if a.status == Assignment.Status.SERVED:
-        _sql(
-            "UPDATE annotation_item SET n_reserved = n_reserved - 1, "
-            "n_ratings = n_ratings + 1 WHERE id = %s",
-            [a.item_id],
-        )
-        return
+_RESERVATION_TO_RATING = (
+    "UPDATE annotation_item SET n_reserved = n_reserved - 1, n_ratings = n_ratings + 1 "
+    "WHERE id = %s"
+)
+_SUBMITTED = (
+    "UPDATE annotation_assignment SET status = %s, submitted_at = %s, active_ms = %s WHERE id = %s"
+)
+_RATING_INSERT = (
+    "INSERT INTO annotation_rating (assignment_id, item_id, rater_id, choice, comment, "
+    "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"
+)
+
+
+def _take_lapsed_place(a: Assignment) -> None:
+    """An expired exposure takes a place under N if its item still has room for it."""
     taken = _sql(
         "UPDATE annotation_item SET n_ratings = n_ratings + 1 "
         "WHERE id = %s AND n_ratings + n_reserved < %s RETURNING id",
@@ -172,16 +236,13 @@ def _rating_create(
     values: dict[Criterion, int],
     active_ms: int | None,
     now: datetime,
+    reserved: bool,
 ) -> Rating:
-    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path)."""
+    """Mark the exposure submitted and write its rating and scores (plain SQL, hot path);
+    reserved: the exposure's reservation becomes a rating of the item in the same write."""
     a.status = Assignment.Status.SUBMITTED
     a.submitted_at = now
     a.active_ms = active_ms
-    _sql(
-        "UPDATE annotation_assignment SET status = %s, submitted_at = %s, active_ms = %s "
-        "WHERE id = %s",
-        [a.status, _db(Assignment, "submitted_at", now), active_ms, a.pk],
-    )
     rating = Rating(
         assignment=a,
         item_id=a.item_id,
@@ -191,12 +252,20 @@ def _rating_create(
         created_at=now,
         updated_at=now,
     )
-    rating.pk = _sql(
-        "INSERT INTO annotation_rating (assignment_id, item_id, rater_id, choice, comment, "
-        "created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        [a.pk, a.item_id, rater.pk, canonical, "", _db(Rating, "created_at", now),
-         _db(Rating, "updated_at", now)],
-    )[0][0]  # fmt: skip
+    item = [a.item_id] if reserved else []
+    submitted = [a.status, _db(Assignment, "submitted_at", now), active_ms, a.pk]
+    insert = [a.pk, a.item_id, rater.pk, canonical, "", _db(Rating, "created_at", now),
+              _db(Rating, "updated_at", now)]  # fmt: skip
+    if connection.vendor == "postgresql":
+        # One round trip: PostgreSQL runs the updates as parts of the insert (writable CTEs).
+        ctes = ([f"i AS ({_RESERVATION_TO_RATING})"] if reserved else []) + [f"x AS ({_SUBMITTED})"]
+        statement = f"WITH {', '.join(ctes)} {_RATING_INSERT}"
+        rating.pk = _sql(statement, [*item, *submitted, *insert])[0][0]
+    else:
+        if reserved:
+            _sql(_RESERVATION_TO_RATING, item)
+        _sql(_SUBMITTED, submitted)
+        rating.pk = _sql(_RATING_INSERT, insert)[0][0]
     rating._state.adding = False
     rating._state.db = connection.alias
     if values:

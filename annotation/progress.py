@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -39,8 +40,10 @@ class RaterProgress:
         return round(100 * self.done / total) if total else 100
 
 
-def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
-    done = rater_submitted_count(study=study, rater=rater)
+def rater_progress(*, study: Study, rater: Rater, done: int | None = None) -> RaterProgress:
+    """done: the rater's submitted count when the caller knows it (a submit counted it)."""
+    if done is None:
+        done = rater_submitted_count(study=study, rater=rater)
     quota = study.quota_for(rater.pool)
     remaining = None
     if quota is None:
@@ -54,8 +57,27 @@ def rater_progress(*, study: Study, rater: Rater) -> RaterProgress:
             )
             return max(0, (agg["c"] or 0) * n - (agg["r"] or 0))
 
-        remaining = cache.get_or_set(f"annot-remaining:{study.public_id}", outstanding, 5)
+        remaining = _remaining_memo(study.public_id, outstanding)
     return RaterProgress(done=done, quota=quota, remaining=remaining)
+
+
+# {study public id: (monotonic deadline, outstanding ratings)}: one figure per process for
+# REMAINING_SECONDS. Kept in the process, not the shared cache, so the annotator's page costs no
+# cache round trip for it; each server process computes it at most once per interval.
+REMAINING_SECONDS = 5.0
+_remaining: dict[str, tuple[float, int]] = {}
+
+
+def _remaining_memo(key: str, compute: Callable[[], int]) -> int:
+    now = time.monotonic()
+    hit = _remaining.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    if len(_remaining) > 1000:  # studies come and go; keep the map small
+        _remaining.clear()
+    value = compute()
+    _remaining[key] = (now + REMAINING_SECONDS, value)
+    return value
 
 
 def study_progress(*, study: Study, now: datetime | None = None) -> dict[str, Any]:

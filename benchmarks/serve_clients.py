@@ -175,6 +175,18 @@ class Annotator(threading.Thread):
         self.abandoned += 1
         return True
 
+    def back_for_more(self, location: str, *, htmx: bool) -> str:
+        """At the end page: like a crowd that keeps arriving, come back while the study still
+        needs ratings (an item skipped or abandoned by someone else may be free again). The next
+        answer's location, or "" to stop."""
+        if "/done/" not in location:
+            raise RuntimeError(f"unexpected answer {location!r}")
+        self.finished = True
+        if not self.wait_for_work():
+            return ""
+        _status, location, _ = self.request("entry", f"/s/{self.study_pid}/next/", htmx=htmx)
+        return location
+
     def loop(self):
         time.sleep(self.rng.uniform(0, max(self.ramp, 0.1)))  # staggered arrival
         # The consent answers with a redirect to the first item (or the end page).
@@ -185,15 +197,10 @@ class Annotator(threading.Thread):
         while time.time() < self.stop_at:
             m = self.UUID.search(location)
             if not m:
-                if "/done/" in location:
-                    self.finished = True
-                    # Like a crowd that keeps arriving: come back while the study still needs
-                    # ratings (an item skipped or abandoned by someone else may be free again).
-                    if not self.wait_for_work():
-                        return
-                    status, location, _ = self.request("entry", f"/s/{self.study_pid}/next/")
-                    continue
-                raise RuntimeError(f"unexpected redirect {location!r}")
+                location = self.back_for_more(location, htmx=False)
+                if not location:
+                    return
+                continue
             pid = m.group(1)
             status, _, body = self.request("page", f"/a/{pid}/")
             if status != 200:
@@ -215,15 +222,10 @@ class Annotator(threading.Thread):
         while time.time() < self.stop_at:
             m = self.UUID.search(location)
             if not m:
-                if "/done/" in location:
-                    self.finished = True
-                    if not self.wait_for_work():
-                        return
-                    status, location, _ = self.request(
-                        "entry", f"/s/{self.study_pid}/next/", htmx=True
-                    )
-                    continue
-                raise RuntimeError(f"unexpected answer {location!r}")
+                location = self.back_for_more(location, htmx=True)
+                if not location:
+                    return
+                continue
             pid = m.group(1)
             self.pause()
             if self.abandons():

@@ -342,3 +342,56 @@ def _set_assignment_mode(db_url: str, study_id: int, mode: str) -> None:
             "UPDATE annotation_study SET assignment_mode = %s WHERE id = %s", [mode, study_id]
         )
     log(f"assignment mode: {mode}")
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))
+    return values[k]
+
+
+def cpu_times() -> list[int]:
+    """The machine's CPU time counters (Linux /proc/stat: user nice system idle iowait irq
+    softirq steal), or [] elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return []
+
+
+def redis_reachable(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def server_env(db_url: str) -> dict[str, str]:
+    """The environment the app runs in during a benchmark, as in production: DEBUG off,
+    persistent database connections, the shared Redis cache (and sessions) when Redis answers."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "DEBUG": "false",
+        "SECRET_KEY": "benchmark-only-" + uuid.uuid4().hex,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "DB_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "ERROR",
+        # Every simulated worker comes from 127.0.0.1: no per-address cap on open items.
+        "ANNOTATION_OPEN_PER_ADDRESS": "0",
+    }
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+    if redis_reachable(redis_url):
+        env["REDIS_URL"] = redis_url
+        log(f"cache and sessions: {redis_url}")
+    else:
+        env.pop("REDIS_URL", None)
+        log("Redis is not reachable: per-process cache, database sessions")
+    return env

@@ -39,67 +39,27 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 from serve_clients import run_group
-from serve_data import ROOT, drop_database, integrity, log, prepare_database
-
-
-def pct(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))
-    return values[k]
-
-
-def cpu_times() -> list[int]:
-    """The machine's CPU time counters (Linux /proc/stat: user nice system idle iowait irq
-    softirq steal), or [] elsewhere."""
-    try:
-        with open("/proc/stat") as f:
-            return [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return []
-
+from serve_data import (
+    ROOT,
+    cpu_times,
+    drop_database,
+    integrity,
+    log,
+    pct,
+    prepare_database,
+    server_env,
+)
 
 # -- Server --------------------------------------------------------------------------------------
-
-
-def redis_reachable(url: str) -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
-    except redis.RedisError:
-        return False
 
 
 def start_server(
     db_url: str, port: int, workers: int, threads: int, access_log: Path
 ) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DATABASE_URL": db_url,
-        "DEBUG": "false",
-        "SECRET_KEY": "benchmark-only-" + uuid.uuid4().hex,
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "DB_CONN_MAX_AGE": "600",
-        "LOG_LEVEL": "ERROR",
-        # Every simulated worker comes from 127.0.0.1: no per-address cap on open items.
-        "ANNOTATION_OPEN_PER_ADDRESS": "0",
-    }
-    # As in production: the shared Redis cache, which also serves the sessions (cached_db).
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
-    if redis_reachable(redis_url):
-        env["REDIS_URL"] = redis_url
-        log(f"cache and sessions: {redis_url}")
-    else:
-        env.pop("REDIS_URL", None)
-        log("Redis is not reachable: per-process cache, database sessions")
+    env = server_env(db_url)
     # The gunicorn of the interpreter running this script (its virtualenv), not whatever PATH
     # finds first.
     cmd = [

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from serve_async import Plan, run_async_group
+from serve_data import cpu_times, pct
 
 TARGET_MS = 50.0
 
@@ -25,14 +26,6 @@ def levels_of(args) -> list[int]:
         return sorted({int(x) for x in args.levels.split(",") if x.strip()})
     step = 400 if args.quick else 200
     return list(range(step, args.max_annotators + 1, step))
-
-
-def cpu_times() -> list[int]:
-    try:
-        with open("/proc/stat") as f:
-            return [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return []
 
 
 def tree_cpu(root: int) -> float:
@@ -48,13 +41,6 @@ def tree_cpu(root: int) -> float:
         if pid == root or int(parts[1]) == root:
             total += int(parts[11]) + int(parts[12])
     return total / ticks
-
-
-def pct(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))]
 
 
 def _step_figures(k: int, level: int, plan: Plan, reports: list, snap: dict) -> dict:

@@ -275,7 +275,8 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 if os.environ.get("REDIS_URL"):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's RedisCache, keeping its client between calls (config/redis_cache.py).
+            "BACKEND": "config.redis_cache.KeptRedisCache",
             "LOCATION": os.environ["REDIS_URL"],
         }
     }

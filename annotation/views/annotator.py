@@ -22,7 +22,7 @@ from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.encoding import force_str
 from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
 from django.utils.translation import gettext as _
@@ -30,10 +30,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation import engine, inputs, leases
 from annotation.drafts import draft_pop, draft_refuse
-from annotation.htmx import leave
+from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
 from annotation.net import client_ip
+from annotation.views.annotator_item import item_context
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
 SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
@@ -122,6 +123,15 @@ def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
     return redirect("annotate:study", study_pid=study.public_id)
 
 
+def _study_and_rater(request: HttpRequest, study_pid: str) -> tuple[Study, Rater] | HttpResponse:
+    """The study and the visitor's rater in it, or where a visitor without one goes."""
+    study = _study(study_pid)
+    rater = _rater_for(request, study)
+    if rater is None:
+        return _no_rater(request, study)
+    return study, rater
+
+
 # The annotator page's read: an assignment with its rater, study, rubric, item, question and
 # answers, compiled once (see annotation/joined.py). POSTs need only the rater and the study.
 _EXPOSURE_PARTS = [
@@ -148,7 +158,7 @@ _EXPOSURE = JoinedRead(
 
 def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
     a = (_EXPOSURE if for_display else _EXPOSURE_LIGHT).get(assignment_pid)
-    if a is None:
+    if not isinstance(a, Assignment):
         raise Http404
     return a
 
@@ -178,85 +188,11 @@ def _own_assignment(
 # -- Rendering ------------------------------------------------------------------------------
 
 
-def _criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
-    zh = translation.get_language() == "zh-hans"
-    rows = []
-    for c in a.study.rubric.criteria_for(a.item.question):
-        descs = list(c.descriptions or [])
-        stars = []
-        for i, value in enumerate(c.stars):
-            d = descs[i] if i < len(descs) else {}
-            stars.append({"value": value, "desc": (d.get("zh") if zh else d.get("en")) or ""})
-        rows.append(
-            {
-                "key": c.key,
-                "label": (c.label_zh if zh else c.label_en) or c.label_en,
-                "stars": stars,
-                "selected": values.get(c.key),
-            }
-        )
-    return rows
-
-
-def _item_context(a: Assignment, rater: Rater, *, posted=None, errors=None) -> dict:
-    item = a.item
-    rating = getattr(a, "rating", None) if a.status == Assignment.Status.SUBMITTED else None
-    values: dict[str, int] = {}
-    choice = ""
-    if rating is not None:
-        values = rating.scores_dict()
-        choice = engine.display_choice(rating.choice, left_is_a=a.left_is_a)
-    if posted is not None:
-        values = {
-            k[2:]: n
-            for k, v in posted.items()
-            if k.startswith("c_") and (n := inputs.small_int(v)) is not None
-        }
-        choice = posted.get("choice", choice)
-    if a.study.mode == Rubric.Mode.PAIRWISE:
-        left, right = (
-            (item.response_a, item.response_b)
-            if a.left_is_a
-            else (item.response_b, item.response_a)
-        )
-        answers = {"left": left.text, "right": right.text}
-    else:
-        answers = {"single": item.response_a.text}
-    return {
-        "study": a.study,
-        "assignment": a,
-        # Reversed once here rather than twice each in the template.
-        "urls": {
-            name: reverse(f"annotate:{view}", args=[a.public_id])
-            for name, view in (
-                ("rate", "assignment"),
-                ("skip", "skip"),
-                ("previous", "previous"),
-                ("lease", "lease"),
-            )
-        },
-        "question": item.question.text,
-        "reference": item.question.reference if a.hint_shown else "",
-        "answers": answers,
-        "criteria": _criteria_rows(a, values) if a.study.mode == Rubric.Mode.STAR else [],
-        "choices": [
-            ("left", _("Left is better")),
-            ("tie", _("Tie")),
-            ("both_bad", _("Both are bad")),
-            ("right", _("Right is better")),
-        ],
-        "choice": choice,
-        "editing": a.status == Assignment.Status.SUBMITTED,
-        "errors": errors or [],
-        "progress": engine.rater_progress(study=a.study, rater=rater),
-    }
-
-
 def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
     template = "annotation/annotate.html"
     if request.htmx:
         template += "#item"
-    response = render(request, template, _item_context(a, rater, **kw), status=status)
+    response = render(request, template, item_context(a, rater, **kw), status=status)
     if request.htmx:
         response["HX-Push-Url"] = reverse("annotate:assignment", args=[a.public_id])
     return response
@@ -269,7 +205,7 @@ def _show(request, a: Assignment, rater: Rater) -> HttpResponse:
     return redirect("annotate:assignment", assignment_pid=a.public_id)
 
 
-def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
+def _serve_next(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResponse:
     try:
         a = engine.assignment_next(study=study, rater=rater, client_tag=client_tag(request))
     except (engine.StudyUnavailable, engine.NotAdmitted):
@@ -279,13 +215,20 @@ def _serve_next(request: HttpRequest, study: Study, rater: Rater) -> HttpRespons
     return _show_next(request, study, rater, a)
 
 
-def _show_next(request: HttpRequest, study: Study, rater: Rater, a: Assignment | None):
-    """The answer once the next exposure is decided: it, or the end page."""
+def _show_next(
+    request: HtmxHttpRequest,
+    study: Study,
+    rater: Rater,
+    a: Assignment | None,
+    done: int | None = None,
+) -> HttpResponse:
+    """The answer once the next exposure is decided: it, or the end page. done: the rater's
+    submitted count, when a submit just counted it."""
     if a is None:
         return leave(request, reverse("annotate:done", args=[study.public_id]))
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
-    return _render_item(request, _load_assignment(a.public_id), rater)
+    return _render_item(request, _load_assignment(a.public_id), rater, done=done)
 
 
 # -- Views -----------------------------------------------------------------------------------
@@ -297,7 +240,9 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
     study = _study(study_pid)
     rater = _rater_for(request, study)
     admitted = rater is not None and study.admits(rater.pool)
-    progress = engine.rater_progress(study=study, rater=rater) if admitted else None
+    progress = None
+    if rater is not None and admitted:
+        progress = engine.rater_progress(study=study, rater=rater)
     return render(
         request,
         "annotation/start.html",
@@ -306,11 +251,11 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
 
 
 @require_GET
-def study_next(request: HttpRequest, study_pid: str) -> HttpResponse:
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
+def study_next(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
+    found = _study_and_rater(request, study_pid)
+    if isinstance(found, HttpResponse):
+        return found
+    study, rater = found
     if _throttled(rater):
         return _too_many()
     if study.status != Study.Status.LIVE or not study.admits(rater.pool):
@@ -331,8 +276,8 @@ def _renew_lease(a: Assignment, rater: Rater) -> None:
     needs nothing, which keeps the hot path (serve, then show) at one statement less."""
     now = timezone.now()
     lease = a.study.reservation_timeout
-    fresh = a.status == Assignment.Status.SERVED and a.expires_at is not None
-    if fresh and (a.expires_at - now).total_seconds() > lease / 2:
+    expires = a.expires_at if a.status == Assignment.Status.SERVED else None
+    if expires is not None and (expires - now).total_seconds() > lease / 2:
         return
     leases.renew(study=a.study, rater=rater, now=now)
 
@@ -346,7 +291,7 @@ def _bad_active_ms(request, assignment_pid) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
     # A POST needs the study only; the answers are loaded when the form has to be shown again.
     a, rater = _own_assignment(request, assignment_pid, for_display=request.method == "GET")
@@ -367,7 +312,7 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return _bad_active_ms(request, assignment_pid)
     # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
     try:
-        _rating, following = engine.assignment_submit_and_next(
+        result = engine.assignment_submit_and_next(
             assignment=a,
             rater=rater,
             scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
@@ -392,11 +337,11 @@ def assignment_page(request: HttpRequest, assignment_pid) -> HttpResponse:
         return draft_refuse(request, assignment=a, post=post)
     except leases.AddressBusy:
         return _address_busy(request, a.study)
-    return _show_next(request, a.study, rater, following)
+    return _show_next(request, a.study, rater, result[1], done=result.done)
 
 
 @require_POST
-def assignment_skip(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_skip(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid, for_display=False)
     if _throttled(rater):
         return _too_many()
@@ -428,7 +373,7 @@ def assignment_lease(request: HttpRequest, assignment_pid) -> HttpResponse:
 
 
 @require_GET
-def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
+def assignment_previous(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
     _renew_lease(a, rater)
     previous = engine.assignment_previous(study=a.study, rater=rater, before=a)
@@ -443,10 +388,10 @@ def assignment_previous(request: HttpRequest, assignment_pid) -> HttpResponse:
 @require_GET
 def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
     """From the end page: back to the rater's latest rating."""
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
+    found = _study_and_rater(request, study_pid)
+    if isinstance(found, HttpResponse):
+        return found
+    study, rater = found
     previous = engine.assignment_previous(study=study, rater=rater)
     if previous is None:
         return redirect("annotate:study", study_pid=study.public_id)

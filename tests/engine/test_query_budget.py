@@ -1,0 +1,72 @@
+"""The annotator hot path's SQL statements, counted: a page and a submit-and-next (as the page's
+JavaScript posts it) each run a fixed number, so a change that adds a round trip per request
+fails here. The figures are per backend: PostgreSQL writes a rating and reserves the next item
+in one statement each, SQLite in several; the transaction shows up as a savepoint in tests."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+
+from annotation import progress
+from annotation.models import SHUFFLE_MAX, Assignment, Item
+
+from .conftest import crowd_enter, make_study
+
+PG = connection.vendor == "postgresql"
+
+# Session, the joined read of the exposure, the rater's submitted count.
+PAGE = 3
+# Session and the exposure (light read); savepoint; rater lock; exposure lock (with the rater's
+# latest seq and count); the rating with the item's counters and the exposure's status (one
+# statement on PostgreSQL, three on SQLite); address cap; pick (SQLite: read + update); new
+# exposure; savepoint release; the next exposure's joined read.
+SUBMIT_PAIRWISE = 11 if PG else 14
+# Star answers also read the item's question (which criteria apply) and write their scores; the
+# criteria of a built-in rubric come from memory.
+SUBMIT_STAR = SUBMIT_PAIRWISE + 2
+
+
+@pytest.fixture
+def worker(client, db, monkeypatch):
+    # One figure of "ratings still needed" for the whole test, however slow the machine.
+    monkeypatch.setattr(progress, "REMAINING_SECONDS", 3600.0)
+
+    def enter(mode: str) -> str:
+        study = make_study(mode=mode, admit_crowd=True)
+        # Every item at the end of shuffle order: the pick finds one in its first range, so the
+        # count does not depend on the random pivot.
+        Item.objects.filter(study=study).update(shuffle=SHUFFLE_MAX)
+        response = crowd_enter(client, study, {"PROLIFIC_PID": f"w-{mode}", "STUDY_ID": "s"})
+        assert response.status_code == 302
+        client.get(response["Location"])  # fills the per-process figure
+        return response["Location"]
+
+    return enter
+
+
+def _answer(page: bytes) -> dict:
+    """Left is better, or 3 stars on every criterion the form asks for."""
+    criteria = set(re.findall(rb'name="(c_[a-z_]+)"', page))
+    if not criteria:
+        return {"choice": "left", "active_ms": "900"}
+    return {name.decode(): "3" for name in criteria} | {"active_ms": "900"}
+
+
+@pytest.mark.parametrize(("mode", "submit"), [("pairwise", SUBMIT_PAIRWISE), ("star", SUBMIT_STAR)])
+def test_a_page_and_a_submit_and_next_run_a_fixed_number_of_statements(
+    client, worker, mode, submit, django_assert_num_queries
+):
+    url = worker(mode)
+    for _ in range(3):
+        with django_assert_num_queries(PAGE):
+            page = client.get(url)
+        assert page.status_code == 200
+        with django_assert_num_queries(submit):
+            response = client.post(url, _answer(page.content), headers={"HX-Request": "true"})
+        assert response.status_code == 200, response.content[:300]
+        pid = re.search(rb'data-assignment="([0-9a-f-]{36})"', response.content).group(1)
+        assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() >= 1
+        url = f"/a/{pid.decode()}/"
