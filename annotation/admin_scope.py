@@ -68,8 +68,10 @@ def rubrics_owned(user) -> QuerySet[Rubric]:
     return qs.exclude(Exists(others))
 
 
-class ScopedAdminMixin:
-    """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`."""
+class ScopedAdminMixin(admin.ModelAdmin):
+    """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`.
+    A ModelAdmin itself, so that its super() calls are typed; admins list it before another
+    ModelAdmin base (ReadOnlyAdmin) to put its rules first."""
 
     # Foreign-key form fields whose choices are limited: field name -> fn(user) -> queryset.
     fk_choices: dict = {}

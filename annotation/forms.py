@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation import limits
 from annotation.catalogue import dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
+from annotation.services import IMPORT_OPTIONS
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
@@ -53,6 +54,14 @@ class DecimalNumberField(forms.FloatField):
     def to_python(self, value):
         text = _checked_number(self, value, _ASCII_DECIMAL)
         return None if text is None else float(text)
+
+
+def _field[F: forms.Field](form: forms.BaseForm, name: str, kind: type[F]) -> F:
+    """A form's own copy of a declared field, with its type (Form.fields holds plain Fields)."""
+    field = form.fields[name]
+    if not isinstance(field, kind):
+        raise TypeError(f"{name} is a {type(field).__name__}, not a {kind.__name__}")
+    return field
 
 
 def _number(cls, label, **kwargs):
@@ -180,14 +189,14 @@ class StudyForm(forms.Form):
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
         )
         self.llm_choices = dataset_llms(self.chosen_dataset) if self.chosen_dataset else []
-        self.fields["task_types"].choices = [
+        _field(self, "task_types", forms.ChoiceField).choices = [
             (c.value, _choice_label(c, _("questions"))) for c in self.task_type_choices
         ]
-        self.fields["llms"].choices = [
+        _field(self, "llms", forms.ChoiceField).choices = [
             (c.value, _choice_label(c, _("answers"))) for c in self.llm_choices
         ]
         if self.chosen_dataset:
-            self.fields["baseline_llm"].queryset = LLM.objects.filter(
+            _field(self, "baseline_llm", forms.ModelChoiceField).queryset = LLM.objects.filter(
                 name__in=[c.value for c in self.llm_choices]
             )
 
@@ -335,10 +344,14 @@ class MultipleFileField(forms.FileField):
 class DataImportForm(forms.Form):
     """The in-app import page: the same options as the import command, as form fields."""
 
-    OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
+    OPTIONS = IMPORT_OPTIONS
 
     format = forms.ChoiceField(label=_("Format"))
-    files = MultipleFileField(label=_("Files"), help_text=_("One or more files of that format."))
+    # The form's metaclass moves declared fields into base_fields, so this does not shadow
+    # BaseForm.files (the uploads) at run time; the stubs cannot see that.
+    files = MultipleFileField(  # type: ignore[assignment]
+        label=_("Files"), help_text=_("One or more files of that format.")
+    )
     dataset = forms.CharField(
         required=False,
         max_length=200,
@@ -370,8 +383,8 @@ class DataImportForm(forms.Form):
     def __init__(self, *args, formats: dict, **kwargs):
         super().__init__(*args, **kwargs)
         self.formats = formats
-        self.fields["format"].choices = [(name, name) for name in formats]
-        self.fields["rubric"].choices = [("", "—")] + [
+        _field(self, "format", forms.ChoiceField).choices = [(name, name) for name in formats]
+        _field(self, "rubric", forms.ChoiceField).choices = [("", "—")] + [
             (key, key) for key in Rubric.objects.order_by("key").values_list("key", flat=True)
         ]
 

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from annotation.catalogue import selection_check
 from annotation.checks import ATTENTION_LLMS, check_remove
+from annotation.importers import ImportResult, dataset_import, save_uploads
 from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
+
+# The import options a caller may pass on (which ones a format uses is the importer's check).
+IMPORT_OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
 
 
 def _selected_questions(dataset: Dataset, selection: dict[str, Any]):
@@ -249,3 +256,22 @@ def study_set_status(*, study: Study, status: str) -> Study:
     study.status = status
     study.save(update_fields=["status"])
     return study
+
+
+def uploads_import(
+    *,
+    format: str,
+    files: Sequence[UploadedFile],
+    folder: str,
+    user: User | AnonymousUser,
+    dry_run: bool,
+    options: Mapping[str, str | None],
+) -> ImportResult:
+    """Import uploaded files (the API and the admin page): written to a temporary folder for
+    the importers, everything or nothing (raises ImportRefused). An empty option is no option."""
+    given = {name: options.get(name) or None for name in IMPORT_OPTIONS}
+    with tempfile.TemporaryDirectory(prefix="import-") as tmp:
+        paths = save_uploads(files, folder, tmp)
+        return dataset_import(
+            format=format, paths=paths, user=user, dry_run=dry_run, progress=False, **given
+        )

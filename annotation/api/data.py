@@ -5,8 +5,6 @@ exports. Organizer-only (the default permission); someone else's study is a 404.
 
 from __future__ import annotations
 
-import tempfile
-
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -20,11 +18,11 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.api import serializers as s
 from annotation.exports import CONTENT_TYPES, export_filename, export_iter
-from annotation.importers import ImportRefused, dataset_import, save_uploads
+from annotation.importers import ImportRefused
 from annotation.limits import parse_id
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
-from annotation.services import study_create
+from annotation.services import study_create, uploads_import
 
 
 def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
@@ -195,27 +193,21 @@ class ImportListCreate(generics.ListAPIView):
         data = s.ImportIn(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        with tempfile.TemporaryDirectory(prefix="import-") as tmp:
-            paths = save_uploads(v["files"], v.get("folder") or "", tmp)
-            try:
-                result = dataset_import(
-                    format=v["format"],
-                    paths=paths,
-                    user=request.user,
-                    dry_run=v["dry_run"],
-                    progress=False,
-                    dataset=v.get("dataset") or None,
-                    study=v.get("study") or None,
-                    rater=v.get("rater") or None,
-                    rater_kind=v.get("rater_kind") or None,
-                    rubric=v.get("rubric") or None,
-                )
-            except ImportRefused as exc:
-                # Every bad record, one line each (file, line, why), so a client can show them all.
-                return ApiResponse(
-                    {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
+        try:
+            result = uploads_import(
+                format=v["format"],
+                files=v["files"],
+                folder=v.get("folder") or "",
+                user=request.user,
+                dry_run=v["dry_run"],
+                options=v,
+            )
+        except ImportRefused as exc:
+            # Every bad record, one line each (file, line, why), so a client can show them all.
+            return ApiResponse(
+                {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         out = {
             "format": result.format,
             "dry_run": result.dry_run,
