@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import URLPattern, include, path
+from rest_framework.views import APIView
 
 from annotation.api import checks as checks_api
 from annotation.api import data, engine
@@ -34,44 +35,37 @@ data_api = [
     path("imports/", data.ImportListCreate.as_view(), name="api-imports"),
 ]
 
+
+def study_api(specs: list[tuple[str, type[APIView], str]]) -> list[URLPattern]:
+    """API endpoints under one study: (path after studies/<id>/, view class, url name)."""
+    return [
+        path(f"studies/<int:study_id>/{suffix}", view.as_view(), name=name)
+        for suffix, view, name in specs
+    ]
+
+
 engine_api = [
-    path(
-        "studies/<int:study_id>/launch/", engine.StudyLaunchApi.as_view(), name="api-study-launch"
+    *study_api(
+        [
+            ("launch/", engine.StudyLaunchApi, "api-study-launch"),
+            ("pause/", engine.StudyPauseApi, "api-study-pause"),
+            ("close/", engine.StudyCloseApi, "api-study-close"),
+            ("progress/", engine.StudyProgressApi, "api-study-progress"),
+            ("links/", engine.StudyLinksApi, "api-study-links"),
+        ]
     ),
-    path("studies/<int:study_id>/pause/", engine.StudyPauseApi.as_view(), name="api-study-pause"),
-    path("studies/<int:study_id>/close/", engine.StudyCloseApi.as_view(), name="api-study-close"),
-    path(
-        "studies/<int:study_id>/progress/",
-        engine.StudyProgressApi.as_view(),
-        name="api-study-progress",
-    ),
-    path("studies/<int:study_id>/links/", engine.StudyLinksApi.as_view(), name="api-study-links"),
     path("annotators/", engine.OnsiteAnnotatorsApi.as_view(), name="api-annotators"),
 ]
 
-quality_api = [
-    path("studies/<int:study_id>/checks/", checks_api.StudyChecksApi.as_view(), name="api-checks"),
-    path(
-        "studies/<int:study_id>/checks/gold/",
-        checks_api.GoldChecksApi.as_view(),
-        name="api-checks-gold",
-    ),
-    path(
-        "studies/<int:study_id>/checks/attention/",
-        checks_api.AttentionCheckApi.as_view(),
-        name="api-checks-attention",
-    ),
-    path(
-        "studies/<int:study_id>/quality/",
-        checks_api.StudyQualityApi.as_view(),
-        name="api-study-quality",
-    ),
-    path(
-        "studies/<int:study_id>/exclusions/",
-        checks_api.ExclusionsApi.as_view(),
-        name="api-study-exclusions",
-    ),
-]
+quality_api = study_api(
+    [
+        ("checks/", checks_api.StudyChecksApi, "api-checks"),
+        ("checks/gold/", checks_api.GoldChecksApi, "api-checks-gold"),
+        ("checks/attention/", checks_api.AttentionCheckApi, "api-checks-attention"),
+        ("quality/", checks_api.StudyQualityApi, "api-study-quality"),
+        ("exclusions/", checks_api.ExclusionsApi, "api-study-exclusions"),
+    ]
+)
 
 study_pages = "organize/studies/<int:study_id>"
 organizer_pages = [
