@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib.auth.models import User
@@ -11,6 +12,9 @@ from annotation import limits
 from annotation.catalogue import dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
 from annotation.services import IMPORT_OPTIONS
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
@@ -64,6 +68,17 @@ def _field[F: forms.Field](form: forms.BaseForm, name: str, kind: type[F]) -> F:
     return field
 
 
+def _picker(label: StrOrPromise, invalid: StrOrPromise) -> forms.MultipleChoiceField:
+    """Tick boxes over what the chosen dataset has (choices set per form); none ticked: all."""
+    return forms.MultipleChoiceField(
+        required=False,
+        label=label,
+        help_text=_("None ticked: all."),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"invalid_choice": invalid},
+    )
+
+
 def _number(cls, label, **kwargs):
     return cls(label=label, error_messages=NAMED_NUMBER_ERRORS, **kwargs)
 
@@ -89,13 +104,7 @@ class StudyForm(forms.Form):
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
     )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    task_types = forms.MultipleChoiceField(
-        required=False,
-        label=_("Task types"),
-        help_text=_("None ticked: all."),
-        widget=forms.CheckboxSelectMultiple,
-        error_messages={"invalid_choice": _("%(value)s is not a task type of this dataset.")},
-    )
+    task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
     max_questions = _number(
         WholeNumberField,
         _("Max questions"),
@@ -103,13 +112,7 @@ class StudyForm(forms.Form):
         max_value=limits.MAX_QUESTIONS,
         required=False,
     )
-    llms = forms.MultipleChoiceField(
-        required=False,
-        label=_("LLMs"),
-        help_text=_("None ticked: all."),
-        widget=forms.CheckboxSelectMultiple,
-        error_messages={"invalid_choice": _("%(value)s is not an LLM of this dataset.")},
-    )
+    llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))
     pair_design = forms.ChoiceField(
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
     )

@@ -30,20 +30,17 @@ def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
 
 
 # --- data (read) ------------------------------------------------------------------------------
+# A class-level queryset is safe: DRF reads it through .all() on every request, never cached.
 
 
 class DatasetList(generics.ListAPIView):
+    queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
-
-    def get_queryset(self):
-        return selectors.dataset_list()
 
 
 class DatasetDetail(generics.RetrieveAPIView):
+    queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
-
-    def get_queryset(self):
-        return selectors.dataset_list()
 
 
 QUESTION_FILTERS = [
@@ -69,10 +66,8 @@ class QuestionList(generics.ListAPIView):
 
 
 class QuestionDetail(generics.RetrieveAPIView):
+    queryset = selectors.question_list()
     serializer_class = s.QuestionOut
-
-    def get_queryset(self):
-        return selectors.question_list()
 
 
 RESPONSE_FILTERS = [
@@ -98,32 +93,24 @@ class ResponseList(generics.ListAPIView):
 
 
 class ResponseDetail(generics.RetrieveAPIView):
+    queryset = selectors.response_list()
     serializer_class = s.ResponseOut
-
-    def get_queryset(self):
-        return selectors.response_list()
 
 
 class LLMList(generics.ListAPIView):
+    queryset = selectors.llm_list()
     serializer_class = s.LLMOut
-
-    def get_queryset(self):
-        return selectors.llm_list()
 
 
 class RubricList(generics.ListAPIView):
+    queryset = selectors.rubric_list()
     serializer_class = s.RubricOut
-
-    def get_queryset(self):
-        return selectors.rubric_list()
 
 
 class RubricDetail(generics.RetrieveAPIView):
+    queryset = selectors.rubric_list()
     serializer_class = s.RubricOut
     lookup_field = "key"
-
-    def get_queryset(self):
-        return selectors.rubric_list()
 
 
 # --- studies ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -34,7 +35,7 @@ SCORES_STUDY = "LLMEval-2 (imported scores)"
 SIM_PAIR_STUDY = "Demo: LLMEval-2 pairwise (simulated raters)"
 # The live demo studies admit every pool, so each entry path (login, crowd link, public sign-up)
 # can be tried.
-OPEN_TO_ALL = {"admit_onsite": True, "admit_crowd": True, "admit_public": True}
+OPEN_TO_ALL: dict[str, Any] = {"admit_onsite": True, "admit_crowd": True, "admit_public": True}
 DEMO_JUDGE = "Demo judge (local test server)"
 DEMO_JUDGE_KEY_ENV = "LLMEVAL_DEMO_JUDGE_KEY"
 
