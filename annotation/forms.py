@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth.models import User
@@ -9,12 +10,14 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
 from annotation import limits
-from annotation.catalogue import dataset_llms, dataset_task_types, duplicate_groups
+from annotation.catalogue import Choice, dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
 from annotation.services import IMPORT_OPTIONS
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
+
+    from annotation.importers import Format
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
@@ -30,7 +33,7 @@ NAMED_NUMBER_ERRORS = {
 }
 
 
-def _checked_number(field: forms.Field, value, pattern: re.Pattern) -> str | None:
+def _checked_number(field: forms.Field, value: Any, pattern: re.Pattern[str]) -> str | None:
     if value in field.empty_values:
         return None
     text = str(value).strip()
@@ -49,13 +52,15 @@ class WholeNumberField(forms.IntegerField):
     """An integer typed with ASCII digits only: Python's int() would read '٣' as 3, and a
     5,000-digit number would reach the database."""
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> int | None:
         text = _checked_number(self, value, _ASCII_INT)
         return None if text is None else int(text)
 
 
 class DecimalNumberField(forms.FloatField):
-    def to_python(self, value):
+    # django-stubs gives FloatField the to_python of its base IntegerField (int); Django's
+    # FloatField.to_python returns a float, as this does.
+    def to_python(self, value: Any) -> float | None:  # type: ignore[override]
         text = _checked_number(self, value, _ASCII_DECIMAL)
         return None if text is None else float(text)
 
@@ -79,7 +84,7 @@ def _picker(label: StrOrPromise, invalid: StrOrPromise) -> forms.MultipleChoiceF
     )
 
 
-def _number(cls, label, **kwargs):
+def _number[F: forms.Field](cls: type[F], label: StrOrPromise, **kwargs: Any) -> F:
     return cls(label=label, error_messages=NAMED_NUMBER_ERRORS, **kwargs)
 
 
@@ -185,7 +190,7 @@ class StudyForm(forms.Form):
     )
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
 
-    def __init__(self, *args, dataset: Dataset | None = None, **kwargs):
+    def __init__(self, *args: Any, dataset: Dataset | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
@@ -216,8 +221,9 @@ class StudyForm(forms.Form):
     def duplicate_llms(self) -> list[list]:
         return duplicate_groups(self.llm_choices)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         rubric, mode = data.get("rubric"), data.get("mode")
         if rubric and mode and rubric.mode != mode:
             self.add_error(
@@ -262,7 +268,7 @@ class StudyForm(forms.Form):
         return initial
 
 
-def _choice_label(choice, unit) -> str:
+def _choice_label(choice: Choice, unit: StrOrPromise) -> str:
     label = f"{choice.value} ({choice.count} {unit})"
     if choice.duplicate_of:
         label += " ⚠ " + str(_("near-duplicate of %(names)s")) % {
@@ -280,7 +286,7 @@ class AnnotatorCreateForm(forms.Form):
         help_text=_("Leave blank to get an invitation link instead."),
     )
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         # The account stores the NFKC form ('²' becomes '2'): check that form, or a lookalike of
         # a taken name would pass here and fail in the database.
         username = User.normalize_username(self.cleaned_data["username"].strip())
@@ -289,7 +295,7 @@ class AnnotatorCreateForm(forms.Form):
             raise forms.ValidationError(_("This username is taken."))
         return username
 
-    def clean_password(self):
+    def clean_password(self) -> str:
         password = self.cleaned_data.get("password") or ""
         if password and len(password) < 8:
             raise forms.ValidationError(_("Use at least 8 characters."))
@@ -329,12 +335,12 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """One or more uploaded files, as a list."""
 
-    def __init__(self, *args, max_files: int = 50, **kwargs):
+    def __init__(self, *args: Any, max_files: int = 50, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
         self.max_files = max_files
         super().__init__(*args, **kwargs)
 
-    def clean(self, data, initial=None):
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
         files = data if isinstance(data, list | tuple) else [data]
         if len(files) > self.max_files:
             raise forms.ValidationError(
@@ -383,7 +389,7 @@ class DataImportForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args, formats: dict, **kwargs):
+    def __init__(self, *args: Any, formats: Mapping[str, Format], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.formats = formats
         _field(self, "format", forms.ChoiceField).choices = [(name, name) for name in formats]
@@ -391,9 +397,10 @@ class DataImportForm(forms.Form):
             (key, key) for key in Rubric.objects.order_by("key").values_list("key", flat=True)
         ]
 
-    def clean(self):
-        data = super().clean()
-        spec = self.formats.get(data.get("format"))
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        spec = self.formats.get(data.get("format", ""))
         if spec is None:
             return data
         for name in self.OPTIONS:

@@ -86,7 +86,7 @@ class JoinedRead:
             out.append(convs)
         return out
 
-    def get(self, *params) -> models.Model | None:
+    def get(self, *params: object) -> models.Model | None:
         """The root instance with its related instances attached, or None if no row matches."""
         values = [
             f.get_db_prep_value(v, connection)

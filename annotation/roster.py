@@ -14,6 +14,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
@@ -24,13 +25,13 @@ MAX_BULK = 500
 USERNAME_MAX = 150
 
 
-def onsite_annotators_for(user):
+def onsite_annotators_for(user) -> QuerySet[Rater]:
     """The onsite accounts an organizer created (superusers: all)."""
     qs = Rater.objects.filter(pool=Rater.Pool.ONSITE).select_related("user")
     return qs if user.is_superuser else qs.filter(invited_by=user)
 
 
-def _invite_path(user) -> str:
+def _invite_path(user: User) -> str:
     uid = urlsafe_base64_encode(force_bytes(user.pk))
     return reverse("annotate:invite", args=[uid, default_token_generator.make_token(user)])
 
