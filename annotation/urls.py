@@ -53,23 +53,15 @@ def _callable(view: Callable[..., Any] | type[APIView]) -> Callable[..., Any]:
     return view
 
 
-engine_api = [
-    *routes(
-        "studies/<int:study_id>/",
-        [
-            ("launch/", engine.StudyLaunchApi, "api-study-launch"),
-            ("pause/", engine.StudyPauseApi, "api-study-pause"),
-            ("close/", engine.StudyCloseApi, "api-study-close"),
-            ("progress/", engine.StudyProgressApi, "api-study-progress"),
-            ("links/", engine.StudyLinksApi, "api-study-links"),
-        ],
-    ),
-    path("annotators/", engine.OnsiteAnnotatorsApi.as_view(), name="api-annotators"),
-]
-
-quality_api = routes(
+# The engine's (lifecycle, progress, links) and the quality checks' endpoints of one study.
+study_api = routes(
     "studies/<int:study_id>/",
     [
+        ("launch/", engine.StudyLaunchApi, "api-study-launch"),
+        ("pause/", engine.StudyPauseApi, "api-study-pause"),
+        ("close/", engine.StudyCloseApi, "api-study-close"),
+        ("progress/", engine.StudyProgressApi, "api-study-progress"),
+        ("links/", engine.StudyLinksApi, "api-study-links"),
         ("checks/", checks_api.StudyChecksApi, "api-checks"),
         ("checks/gold/", checks_api.GoldChecksApi, "api-checks-gold"),
         ("checks/attention/", checks_api.AttentionCheckApi, "api-checks-attention"),
@@ -77,6 +69,9 @@ quality_api = routes(
         ("exclusions/", checks_api.ExclusionsApi, "api-study-exclusions"),
     ],
 )
+annotator_api = [
+    path("annotators/", engine.OnsiteAnnotatorsApi.as_view(), name="api-annotators"),
+]
 
 organizer_pages = [
     path("organize/studies/", studies.study_list, name="studies"),
@@ -132,7 +127,7 @@ annotator_pages = [
 ]
 
 urlpatterns = [
-    path("api/", include(data_api + engine_api + quality_api)),
+    path("api/", include(data_api + study_api + annotator_api)),
     path("", include((organizer_pages, "organize"))),
     path("", include((annotator_pages, "annotate"))),
 ]
