@@ -9,8 +9,6 @@ records. Organizers who are not superusers see and edit only their own objects: 
 
 from __future__ import annotations
 
-import tempfile
-
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -34,7 +32,7 @@ from annotation.admin_scope import (
     raters_visible,
     rubrics_owned,
 )
-from annotation.importers import FORMATS, ImportRefused, dataset_import, save_uploads
+from annotation.importers import FORMATS, ImportRefused
 from annotation.models import (
     LLM,
     Assignment,
@@ -52,6 +50,7 @@ from annotation.models import (
     Study,
 )
 from annotation.permissions import is_organizer
+from annotation.services import uploads_import
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -114,28 +113,22 @@ class DatasetAdmin(ScopedAdminMixin, admin.ModelAdmin):
         form = ImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            with tempfile.TemporaryDirectory(prefix="import-") as tmp:
-                paths = save_uploads(data["files"], data["folder"], tmp)
-                try:
-                    result = dataset_import(
-                        format=data["format"],
-                        paths=paths,
-                        user=request.user,
-                        dry_run=data["dry_run"],
-                        progress=False,
-                        dataset=data["dataset"] or None,
-                        study=data["study"] or None,
-                        rater=data["rater"] or None,
-                        rater_kind=data["rater_kind"] or None,
-                        rubric=data["rubric"] or None,
-                    )
-                except ImportRefused as exc:
-                    messages.error(request, f"Refused, nothing was written: {exc}")
-                else:
-                    level = messages.INFO if result.dry_run else messages.SUCCESS
-                    messages.add_message(
-                        request, level, f"Import done: {result.total_added} rows added."
-                    )
+            try:
+                result = uploads_import(
+                    format=data["format"],
+                    files=data["files"],
+                    folder=data["folder"],
+                    user=request.user,
+                    dry_run=data["dry_run"],
+                    options=form.options(),
+                )
+            except ImportRefused as exc:
+                messages.error(request, f"Refused, nothing was written: {exc}")
+            else:
+                level = messages.INFO if result.dry_run else messages.SUCCESS
+                messages.add_message(
+                    request, level, f"Import done: {result.total_added} rows added."
+                )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

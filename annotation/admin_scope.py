@@ -15,10 +15,14 @@ edit everything. Evaluation models reuse `evaluation.services.judges_for` / `tem
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.http import Http404
+from django.db.models import Exists, ForeignKey, Model, OuterRef, Q, QuerySet
+from django.db.models.options import Options
+from django.forms import ModelChoiceField
+from django.http import Http404, HttpRequest, HttpResponseRedirect
 
 from annotation.models import Assignment, Dataset, Question, Rater, Response, Rubric, Study
 from annotation.permissions import studies_for
@@ -68,46 +72,52 @@ def rubrics_owned(user) -> QuerySet[Rubric]:
     return qs.exclude(Exists(others))
 
 
-class ScopedAdminMixin:
-    """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`."""
+class ScopedAdminMixin(admin.ModelAdmin):
+    """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`.
+    A ModelAdmin itself, so that its super() calls are typed; admins list it before another
+    ModelAdmin base (ReadOnlyAdmin) to put its rules first."""
 
     # Foreign-key form fields whose choices are limited: field name -> fn(user) -> queryset.
     fk_choices: dict = {}
 
-    def visible(self, request, qs: QuerySet) -> QuerySet:
+    def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs
 
-    def owned(self, request, qs: QuerySet) -> QuerySet:
+    def owned(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
         qs = super().get_queryset(request)
         return qs if request.user.is_superuser else self.visible(request, qs)
 
-    def _is_owned(self, request, obj) -> bool:
+    def _is_owned(self, request: HttpRequest, obj: Model | None) -> bool:
         if obj is None or request.user.is_superuser:
             return True
         qs = self.model._default_manager.filter(pk=obj.pk)
         return self.owned(request, self.visible(request, qs)).exists()
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return super().has_change_permission(request, obj) and self._is_owned(request, obj)
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return super().has_delete_permission(request, obj) and self._is_owned(request, obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         # The "delete selected" action asks has_delete_permission without an object.
         owned = self.owned(request, queryset).values("pk")
         if not request.user.is_superuser and queryset.exclude(pk__in=owned).exists():
             raise PermissionDenied
         super().delete_queryset(request, queryset)
 
-    def _get_obj_does_not_exist_redirect(self, request, opts, object_id):
+    def _get_obj_does_not_exist_redirect(
+        self, request: HttpRequest, opts: Options, object_id: str
+    ) -> HttpResponseRedirect:
         # Someone else's object answers exactly as a missing one: 404, no hint it exists.
         raise Http404
 
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> ModelChoiceField | None:
         choices = self.fk_choices.get(db_field.name)
         if choices is not None and not request.user.is_superuser:
             kwargs["queryset"] = choices(request.user)
@@ -119,7 +129,7 @@ class StudyScoped(ScopedAdminMixin):
 
     study_path = "study"
 
-    def visible(self, request, qs):
+    def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs.filter(**{f"{self.study_path}__in": studies_for(request.user)})
 
 
@@ -129,10 +139,10 @@ class DatasetScoped(ScopedAdminMixin):
 
     dataset_path = "dataset"
 
-    def visible(self, request, qs):
+    def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs.filter(**{f"{self.dataset_path}__in": datasets_visible(request.user)})
 
-    def owned(self, request, qs):
+    def owned(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs.filter(**{f"{self.dataset_path}__in": datasets_owned(request.user)})
 
 

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from annotation.htmx import leave
+from annotation.htmx import HtmxHttpRequest, leave
 
 SESSION_DRAFTS = "annotation_drafts"
 MAX_DRAFTS = 20
@@ -65,7 +65,7 @@ def posted_int(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() and len(value) <= 12 else None
 
 
-def draft_refuse(request: HttpRequest, *, assignment, post) -> HttpResponse:
+def draft_refuse(request: HtmxHttpRequest, *, assignment, post) -> HttpResponse:
     """The study stopped taking ratings while the annotator was on the item: nothing is recorded,
     what they gave is kept as a draft, and the browser goes to the study page with a message."""
     if draft_save(request, assignment_pid=assignment.public_id, post=post):

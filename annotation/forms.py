@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth.models import User
@@ -8,8 +10,14 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
 
 from annotation import limits
-from annotation.catalogue import dataset_llms, dataset_task_types, duplicate_groups
+from annotation.catalogue import Choice, dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
+from annotation.services import IMPORT_OPTIONS
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+    from annotation.importers import Format
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
@@ -25,7 +33,7 @@ NAMED_NUMBER_ERRORS = {
 }
 
 
-def _checked_number(field: forms.Field, value, pattern: re.Pattern) -> str | None:
+def _checked_number(field: forms.Field, value: Any, pattern: re.Pattern[str]) -> str | None:
     if value in field.empty_values:
         return None
     text = str(value).strip()
@@ -44,18 +52,39 @@ class WholeNumberField(forms.IntegerField):
     """An integer typed with ASCII digits only: Python's int() would read '٣' as 3, and a
     5,000-digit number would reach the database."""
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> int | None:
         text = _checked_number(self, value, _ASCII_INT)
         return None if text is None else int(text)
 
 
 class DecimalNumberField(forms.FloatField):
-    def to_python(self, value):
+    # django-stubs gives FloatField the to_python of its base IntegerField (int); Django's
+    # FloatField.to_python returns a float, as this does.
+    def to_python(self, value: Any) -> float | None:  # type: ignore[override]
         text = _checked_number(self, value, _ASCII_DECIMAL)
         return None if text is None else float(text)
 
 
-def _number(cls, label, **kwargs):
+def _field[F: forms.Field](form: forms.BaseForm, name: str, kind: type[F]) -> F:
+    """A form's own copy of a declared field, with its type (Form.fields holds plain Fields)."""
+    field = form.fields[name]
+    if not isinstance(field, kind):
+        raise TypeError(f"{name} is a {type(field).__name__}, not a {kind.__name__}")
+    return field
+
+
+def _picker(label: StrOrPromise, invalid: StrOrPromise) -> forms.MultipleChoiceField:
+    """Tick boxes over what the chosen dataset has (choices set per form); none ticked: all."""
+    return forms.MultipleChoiceField(
+        required=False,
+        label=label,
+        help_text=_("None ticked: all."),
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={"invalid_choice": invalid},
+    )
+
+
+def _number[F: forms.Field](cls: type[F], label: StrOrPromise, **kwargs: Any) -> F:
     return cls(label=label, error_messages=NAMED_NUMBER_ERRORS, **kwargs)
 
 
@@ -80,13 +109,7 @@ class StudyForm(forms.Form):
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
     )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    task_types = forms.MultipleChoiceField(
-        required=False,
-        label=_("Task types"),
-        help_text=_("None ticked: all."),
-        widget=forms.CheckboxSelectMultiple,
-        error_messages={"invalid_choice": _("%(value)s is not a task type of this dataset.")},
-    )
+    task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
     max_questions = _number(
         WholeNumberField,
         _("Max questions"),
@@ -94,13 +117,7 @@ class StudyForm(forms.Form):
         max_value=limits.MAX_QUESTIONS,
         required=False,
     )
-    llms = forms.MultipleChoiceField(
-        required=False,
-        label=_("LLMs"),
-        help_text=_("None ticked: all."),
-        widget=forms.CheckboxSelectMultiple,
-        error_messages={"invalid_choice": _("%(value)s is not an LLM of this dataset.")},
-    )
+    llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))
     pair_design = forms.ChoiceField(
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
     )
@@ -173,21 +190,21 @@ class StudyForm(forms.Form):
     )
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
 
-    def __init__(self, *args, dataset: Dataset | None = None, **kwargs):
+    def __init__(self, *args: Any, dataset: Dataset | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
         )
         self.llm_choices = dataset_llms(self.chosen_dataset) if self.chosen_dataset else []
-        self.fields["task_types"].choices = [
+        _field(self, "task_types", forms.ChoiceField).choices = [
             (c.value, _choice_label(c, _("questions"))) for c in self.task_type_choices
         ]
-        self.fields["llms"].choices = [
+        _field(self, "llms", forms.ChoiceField).choices = [
             (c.value, _choice_label(c, _("answers"))) for c in self.llm_choices
         ]
         if self.chosen_dataset:
-            self.fields["baseline_llm"].queryset = LLM.objects.filter(
+            _field(self, "baseline_llm", forms.ModelChoiceField).queryset = LLM.objects.filter(
                 name__in=[c.value for c in self.llm_choices]
             )
 
@@ -204,8 +221,9 @@ class StudyForm(forms.Form):
     def duplicate_llms(self) -> list[list]:
         return duplicate_groups(self.llm_choices)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         rubric, mode = data.get("rubric"), data.get("mode")
         if rubric and mode and rubric.mode != mode:
             self.add_error(
@@ -250,7 +268,7 @@ class StudyForm(forms.Form):
         return initial
 
 
-def _choice_label(choice, unit) -> str:
+def _choice_label(choice: Choice, unit: StrOrPromise) -> str:
     label = f"{choice.value} ({choice.count} {unit})"
     if choice.duplicate_of:
         label += " ⚠ " + str(_("near-duplicate of %(names)s")) % {
@@ -268,7 +286,7 @@ class AnnotatorCreateForm(forms.Form):
         help_text=_("Leave blank to get an invitation link instead."),
     )
 
-    def clean_username(self):
+    def clean_username(self) -> str:
         # The account stores the NFKC form ('²' becomes '2'): check that form, or a lookalike of
         # a taken name would pass here and fail in the database.
         username = User.normalize_username(self.cleaned_data["username"].strip())
@@ -277,7 +295,7 @@ class AnnotatorCreateForm(forms.Form):
             raise forms.ValidationError(_("This username is taken."))
         return username
 
-    def clean_password(self):
+    def clean_password(self) -> str:
         password = self.cleaned_data.get("password") or ""
         if password and len(password) < 8:
             raise forms.ValidationError(_("Use at least 8 characters."))
@@ -317,12 +335,12 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """One or more uploaded files, as a list."""
 
-    def __init__(self, *args, max_files: int = 50, **kwargs):
+    def __init__(self, *args: Any, max_files: int = 50, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
         self.max_files = max_files
         super().__init__(*args, **kwargs)
 
-    def clean(self, data, initial=None):
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
         files = data if isinstance(data, list | tuple) else [data]
         if len(files) > self.max_files:
             raise forms.ValidationError(
@@ -335,10 +353,14 @@ class MultipleFileField(forms.FileField):
 class DataImportForm(forms.Form):
     """The in-app import page: the same options as the import command, as form fields."""
 
-    OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
+    OPTIONS = IMPORT_OPTIONS
 
     format = forms.ChoiceField(label=_("Format"))
-    files = MultipleFileField(label=_("Files"), help_text=_("One or more files of that format."))
+    # The form's metaclass moves declared fields into base_fields, so this does not shadow
+    # BaseForm.files (the uploads) at run time; the stubs cannot see that.
+    files = MultipleFileField(  # type: ignore[assignment]
+        label=_("Files"), help_text=_("One or more files of that format.")
+    )
     dataset = forms.CharField(
         required=False,
         max_length=200,
@@ -367,17 +389,18 @@ class DataImportForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args, formats: dict, **kwargs):
+    def __init__(self, *args: Any, formats: Mapping[str, Format], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.formats = formats
-        self.fields["format"].choices = [(name, name) for name in formats]
-        self.fields["rubric"].choices = [("", "—")] + [
+        _field(self, "format", forms.ChoiceField).choices = [(name, name) for name in formats]
+        _field(self, "rubric", forms.ChoiceField).choices = [("", "—")] + [
             (key, key) for key in Rubric.objects.order_by("key").values_list("key", flat=True)
         ]
 
-    def clean(self):
-        data = super().clean()
-        spec = self.formats.get(data.get("format"))
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        spec = self.formats.get(data.get("format", ""))
         if spec is None:
             return data
         for name in self.OPTIONS:

@@ -14,7 +14,7 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def leave(request: HttpRequest, url: str) -> HttpResponse:
+def leave(request: HtmxHttpRequest, url: str) -> HttpResponse:
     """Go to another page. An htmx request gets a client-side redirect (HX-Redirect): a plain 302
     would be followed by htmx and the whole next page swapped into the fragment's place."""
     if request.htmx:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.db import connection, models
+from django.db.models.expressions import Col
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,20 @@ class Part:
     # "alias.field" this model is attached to (None: the root), and whether the join may be empty.
     attach_to: str | None = None
     outer: bool = False
+
+
+def _column(field: models.Field) -> str:
+    if field.column is None:  # only non-concrete fields lack a column
+        raise TypeError(f"{field} has no column")
+    return field.column
+
+
+def _forward_fk(model: type[models.Model], name: str) -> models.ForeignKey:
+    """The forward relation a part is attached through (a configuration error otherwise)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.ForeignKey):
+        raise TypeError(f"{model.__name__}.{name} is not a foreign key")
+    return field
 
 
 class JoinedRead:
@@ -44,21 +59,21 @@ class JoinedRead:
         joins = [f"{qn(root.model._meta.db_table)} {root.alias}"]
         by_alias = {p.alias: p for p in self.parts}
         for part in self.parts:
-            columns += [f"{part.alias}.{qn(f.column)}" for f in part.model._meta.concrete_fields]
+            columns += [f"{part.alias}.{qn(_column(f))}" for f in part.model._meta.concrete_fields]
             if part.attach_to is None:
                 continue
             parent_alias, field_name = part.attach_to.split(".")
-            fk = by_alias[parent_alias].model._meta.get_field(field_name)
+            fk = _forward_fk(by_alias[parent_alias].model, field_name)
             kind = "LEFT OUTER JOIN" if part.outer else "INNER JOIN"
             joins.append(
                 f"{kind} {qn(part.model._meta.db_table)} {part.alias} ON "
-                f"{part.alias}.{qn(part.model._meta.pk.column)} = "
-                f"{parent_alias}.{qn(fk.column)}"
+                f"{part.alias}.{qn(_column(part.model._meta.pk))} = "
+                f"{parent_alias}.{qn(_column(fk))}"
             )
         return f"SELECT {', '.join(columns)} FROM {' '.join(joins)} WHERE {self.where}"
 
     @cached_property
-    def _converters(self) -> list[list[tuple[int, list, models.Expression]]]:
+    def _converters(self) -> list[list[tuple[int, list, Col]]]:
         """Per part: (column position, converters, column expression), as the compiler does."""
         out = []
         for part in self.parts:
@@ -71,7 +86,7 @@ class JoinedRead:
             out.append(convs)
         return out
 
-    def get(self, *params) -> models.Model | None:
+    def get(self, *params: object) -> models.Model | None:
         """The root instance with its related instances attached, or None if no row matches."""
         values = [
             f.get_db_prep_value(v, connection)
@@ -102,7 +117,6 @@ class JoinedRead:
                 parent = instances[parent_alias]
                 if parent is not None:
                     # What select_related does: fill the forward relation's cache.
-                    parent._meta.get_field(field_name).set_cached_value(
-                        parent, instances[part.alias]
-                    )
+                    fk = _forward_fk(type(parent), field_name)
+                    fk.set_cached_value(parent, instances[part.alias])
         return instances[self.parts[0].alias]

@@ -8,11 +8,13 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.contrib.auth.tokens import default_token_generator
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
@@ -23,13 +25,13 @@ MAX_BULK = 500
 USERNAME_MAX = 150
 
 
-def onsite_annotators_for(user):
+def onsite_annotators_for(user) -> QuerySet[Rater]:
     """The onsite accounts an organizer created (superusers: all)."""
     qs = Rater.objects.filter(pool=Rater.Pool.ONSITE).select_related("user")
     return qs if user.is_superuser else qs.filter(invited_by=user)
 
 
-def _invite_path(user) -> str:
+def _invite_path(user: User) -> str:
     uid = urlsafe_base64_encode(force_bytes(user.pk))
     return reverse("annotate:invite", args=[uid, default_token_generator.make_token(user)])
 
@@ -119,11 +121,13 @@ def onsite_annotators_bulk_create(*, text: str, invited_by, invite: bool) -> lis
     return made
 
 
-def _own_rater(rater: Rater, by) -> None:
+def _own_account(rater: Rater, by) -> User:
+    """The onsite rater's account, if `by` may manage it."""
     if rater.pool != Rater.Pool.ONSITE or rater.user is None:
         raise ValidationError("Only onsite accounts are managed here.")
     if not (by.is_superuser or rater.invited_by_id == by.id):
         raise PermissionDenied("This annotator belongs to another organizer.")
+    return rater.user
 
 
 @transaction.atomic
@@ -131,8 +135,7 @@ def invite_reissue(*, rater: Rater, by) -> str:
     """A fresh invitation link for an onsite account. The account's password is replaced by an
     unusable one, which invalidates every earlier link (the token hashes the password) and any
     password the annotator had: they choose a new one through the new link."""
-    _own_rater(rater, by)
-    user = rater.user
+    user = _own_account(rater, by)
     user.set_unusable_password()
     user.save(update_fields=["password"])
     return _invite_path(user)
@@ -142,7 +145,7 @@ def invite_reissue(*, rater: Rater, by) -> str:
 def onsite_annotator_set_active(*, rater: Rater, active: bool, by) -> Rater:
     """Deactivate (the account can no longer log in; its session ends at its next request) or
     reactivate an onsite account. Ratings already given stay in the data."""
-    _own_rater(rater, by)
-    rater.user.is_active = active
-    rater.user.save(update_fields=["is_active"])
+    user = _own_account(rater, by)
+    user.is_active = active
+    user.save(update_fields=["is_active"])
     return rater

@@ -34,6 +34,11 @@ def _in_dataset(qs: QuerySet, dataset: int | str, *, path: str) -> QuerySet:
     return qs.filter(**{f"{path}__name": dataset})
 
 
+def _given(**lookups: Any) -> dict[str, Any]:
+    """The lookups whose value was given: a filter left empty filters nothing."""
+    return {lookup: value for lookup, value in lookups.items() if value}
+
+
 def question_list(
     *,
     dataset: int | str | None = None,
@@ -44,10 +49,7 @@ def question_list(
     qs = Question.objects.select_related("dataset").annotate(n_responses=Count("responses"))
     if dataset:
         qs = _in_dataset(qs, dataset, path="dataset")
-    if task_type:
-        qs = qs.filter(task_type=task_type)
-    if kind:
-        qs = qs.filter(kind=kind)
+    qs = qs.filter(**_given(task_type=task_type, kind=kind))
     if search:
         qs = qs.filter(Q(text__icontains=search) | Q(external_id__icontains=search))
     return qs.order_by("dataset_id", "id")
@@ -63,12 +65,7 @@ def response_list(
     qs = Response.objects.select_related("question__dataset", "llm")
     if dataset:
         qs = _in_dataset(qs, dataset, path="question__dataset")
-    if question:
-        qs = qs.filter(question_id=question)
-    if llm:
-        qs = qs.filter(llm__name=llm)
-    if task_type:
-        qs = qs.filter(question__task_type=task_type)
+    qs = qs.filter(**_given(question_id=question, llm__name=llm, question__task_type=task_type))
     return qs.order_by("question_id", "llm__name")
 
 

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from annotation.catalogue import selection_check
-from annotation.checks import ATTENTION_LLMS
+from annotation.checks import ATTENTION_LLMS, check_remove
+from annotation.importers import ImportResult, dataset_import, save_uploads
 from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
+
+# The import options a caller may pass on (which ones a format uses is the importer's check).
+IMPORT_OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
 
 
 def _selected_questions(dataset: Dataset, selection: dict[str, Any]):
@@ -82,8 +89,8 @@ def _check_design(
     selection_check(dataset=dataset, selection=selection, baseline_llm=baseline_llm, mode=mode)
 
 
-def _build_items(study: Study, *, seed: int) -> int:
-    """Create the study's items from its dataset subset and design; returns how many."""
+def _planned_items(study: Study, *, seed: int) -> list[Item]:
+    """The study's items (unsaved) from its dataset subset and design."""
     selection, mode = study.selection, study.mode
     questions = list(_selected_questions(study.dataset, selection))
     responses = Response.objects.filter(question__in=questions).select_related("llm")
@@ -112,8 +119,30 @@ def _build_items(study: Study, *, seed: int) -> int:
             items.append(Item(study=study, question_id=qid, response_a=lo, response_b=hi))
     if not items:
         raise ValidationError("The selection yields no items: check task types, kinds and LLMs.")
-    Item.objects.bulk_create(items, batch_size=2000)
-    return len(items)
+    return items
+
+
+def _item_key(item: Item) -> tuple[int, int | None]:
+    return item.response_a_id, item.response_b_id
+
+
+def _rebuild_items(study: Study, *, seed: int, checks_fit: bool) -> None:
+    """Bring a draft's items in line with its edited definition. An item the new definition
+    still asks for is kept as it is, with its gold mark (set on the quality page); only the
+    others go and the missing ones are created. When the mode, rubric or dataset changed the
+    checks no longer fit (answers name the old criteria; an attention check's question lives in
+    the old dataset), so gold marks are cleared and attention checks dropped."""
+    planned = _planned_items(study, seed=seed)
+    if not checks_fit:
+        for item in study.items.filter(check_kind=Item.CheckKind.ATTENTION):
+            check_remove(study=study, item_id=item.pk)
+        study.items.update(check_kind="", check_answer={})
+    kept = study.items.exclude(check_kind=Item.CheckKind.ATTENTION)
+    existing = {_item_key(item): item.pk for item in kept.only("response_a", "response_b")}
+    wanted = {_item_key(item) for item in planned}
+    kept.exclude(pk__in=[pk for key, pk in existing.items() if key in wanted]).delete()
+    new = [item for item in planned if _item_key(item) not in existing]
+    Item.objects.bulk_create(new, batch_size=2000)
 
 
 def _definition(
@@ -175,7 +204,7 @@ def study_create(
     study = Study(owner=owner, **fields, **design)
     study.full_clean()
     study.save()
-    _build_items(study, seed=seed)
+    Item.objects.bulk_create(_planned_items(study, seed=seed), batch_size=2000)
     return study
 
 
@@ -206,12 +235,12 @@ def study_update(
         pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
         exclude_pk=study.pk,
     ) | design  # fmt: skip
+    checks_fit = (study.mode, study.rubric_id, study.dataset_id) == (mode, rubric.pk, dataset.pk)
     for key, value in fields.items():
         setattr(study, key, value)
     study.full_clean()
     study.save()
-    study.items.all().delete()
-    _build_items(study, seed=seed)
+    _rebuild_items(study, seed=seed, checks_fit=checks_fit)
     return study
 
 
@@ -227,3 +256,22 @@ def study_set_status(*, study: Study, status: str) -> Study:
     study.status = status
     study.save(update_fields=["status"])
     return study
+
+
+def uploads_import(
+    *,
+    format: str,
+    files: Sequence[UploadedFile],
+    folder: str,
+    user: User | AnonymousUser,
+    dry_run: bool,
+    options: Mapping[str, str | None],
+) -> ImportResult:
+    """Import uploaded files (the API and the admin page): written to a temporary folder for
+    the importers, everything or nothing (raises ImportRefused). An empty option is no option."""
+    given = {name: options.get(name) or None for name in IMPORT_OPTIONS}
+    with tempfile.TemporaryDirectory(prefix="import-") as tmp:
+        paths = save_uploads(files, folder, tmp)
+        return dataset_import(
+            format=format, paths=paths, user=user, dry_run=dry_run, progress=False, **given
+        )

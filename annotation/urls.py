@@ -10,7 +10,11 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from collections.abc import Callable
+from typing import Any
+
+from django.urls import URLPattern, include, path
+from rest_framework.views import APIView
 
 from annotation.api import checks as checks_api
 from annotation.api import data, engine
@@ -34,86 +38,67 @@ data_api = [
     path("imports/", data.ImportListCreate.as_view(), name="api-imports"),
 ]
 
-engine_api = [
-    path(
-        "studies/<int:study_id>/launch/", engine.StudyLaunchApi.as_view(), name="api-study-launch"
-    ),
-    path("studies/<int:study_id>/pause/", engine.StudyPauseApi.as_view(), name="api-study-pause"),
-    path("studies/<int:study_id>/close/", engine.StudyCloseApi.as_view(), name="api-study-close"),
-    path(
-        "studies/<int:study_id>/progress/",
-        engine.StudyProgressApi.as_view(),
-        name="api-study-progress",
-    ),
-    path("studies/<int:study_id>/links/", engine.StudyLinksApi.as_view(), name="api-study-links"),
+
+def routes(
+    prefix: str, specs: list[tuple[str, Callable[..., Any] | type[APIView], str]]
+) -> list[URLPattern]:
+    """URL patterns under one prefix, from (rest of the path, view, url name); an API view is
+    given as its class."""
+    return [path(prefix + rest, _callable(view), name=name) for rest, view, name in specs]
+
+
+def _callable(view: Callable[..., Any] | type[APIView]) -> Callable[..., Any]:
+    if isinstance(view, type) and issubclass(view, APIView):
+        return view.as_view()
+    return view
+
+
+# The engine's (lifecycle, progress, links) and the quality checks' endpoints of one study.
+study_api = routes(
+    "studies/<int:study_id>/",
+    [
+        ("launch/", engine.StudyLaunchApi, "api-study-launch"),
+        ("pause/", engine.StudyPauseApi, "api-study-pause"),
+        ("close/", engine.StudyCloseApi, "api-study-close"),
+        ("progress/", engine.StudyProgressApi, "api-study-progress"),
+        ("links/", engine.StudyLinksApi, "api-study-links"),
+        ("checks/", checks_api.StudyChecksApi, "api-checks"),
+        ("checks/gold/", checks_api.GoldChecksApi, "api-checks-gold"),
+        ("checks/attention/", checks_api.AttentionCheckApi, "api-checks-attention"),
+        ("quality/", checks_api.StudyQualityApi, "api-study-quality"),
+        ("exclusions/", checks_api.ExclusionsApi, "api-study-exclusions"),
+    ],
+)
+annotator_api = [
     path("annotators/", engine.OnsiteAnnotatorsApi.as_view(), name="api-annotators"),
 ]
 
-quality_api = [
-    path("studies/<int:study_id>/checks/", checks_api.StudyChecksApi.as_view(), name="api-checks"),
-    path(
-        "studies/<int:study_id>/checks/gold/",
-        checks_api.GoldChecksApi.as_view(),
-        name="api-checks-gold",
-    ),
-    path(
-        "studies/<int:study_id>/checks/attention/",
-        checks_api.AttentionCheckApi.as_view(),
-        name="api-checks-attention",
-    ),
-    path(
-        "studies/<int:study_id>/quality/",
-        checks_api.StudyQualityApi.as_view(),
-        name="api-study-quality",
-    ),
-    path(
-        "studies/<int:study_id>/exclusions/",
-        checks_api.ExclusionsApi.as_view(),
-        name="api-study-exclusions",
-    ),
-]
-
-study_pages = "organize/studies/<int:study_id>"
 organizer_pages = [
     path("organize/studies/", studies.study_list, name="studies"),
     path("organize/studies/new/", studies.study_new, name="study_new"),
-    path(f"{study_pages}/", studies.study_detail, name="study"),
-    path(f"{study_pages}/edit/", studies.study_edit, name="study_edit"),
-    path(
-        f"{study_pages}/download/<str:what>.<str:fmt>",
-        downloads.study_download,
-        name="study_download",
+    *routes(
+        "organize/studies/<int:study_id>/",
+        [
+            ("", studies.study_detail, "study"),
+            ("edit/", studies.study_edit, "study_edit"),
+            ("download/<str:what>.<str:fmt>", downloads.study_download, "study_download"),
+            ("quality/", quality.quality_page, "study_quality"),
+            ("quality/gold/", quality.gold_upload, "study_gold_upload"),
+            ("quality/attention/", quality.attention_create, "study_attention_create"),
+            ("quality/checks/<int:item_id>/remove/", quality.check_remove, "study_check_remove"),
+            ("quality/<str:action>/", quality.exclusion, "study_exclusion"),
+            ("quality/approvals/<str:platform>.csv", quality.approvals_download, "study_approvals"),
+            ("<str:action>/", studies.study_status, "study_status"),
+        ],
     ),
-    path(f"{study_pages}/quality/", quality.quality_page, name="study_quality"),
-    path(f"{study_pages}/quality/gold/", quality.gold_upload, name="study_gold_upload"),
-    path(
-        f"{study_pages}/quality/attention/",
-        quality.attention_create,
-        name="study_attention_create",
-    ),
-    path(
-        f"{study_pages}/quality/checks/<int:item_id>/remove/",
-        quality.check_remove,
-        name="study_check_remove",
-    ),
-    path(f"{study_pages}/quality/<str:action>/", quality.exclusion, name="study_exclusion"),
-    path(
-        f"{study_pages}/quality/approvals/<str:platform>.csv",
-        quality.approvals_download,
-        name="study_approvals",
-    ),
-    path(f"{study_pages}/<str:action>/", studies.study_status, name="study_status"),
     path("organize/annotators/", annotators.annotators, name="annotators"),
     path("organize/annotators/bulk/", annotators.annotators_bulk, name="annotators_bulk"),
-    path(
-        "organize/annotators/<int:rater_id>/invite/",
-        annotators.annotator_invite,
-        name="annotator_invite",
-    ),
-    path(
-        "organize/annotators/<int:rater_id>/active/",
-        annotators.annotator_active,
-        name="annotator_active",
+    *routes(
+        "organize/annotators/<int:rater_id>/",
+        [
+            ("invite/", annotators.annotator_invite, "annotator_invite"),
+            ("active/", annotators.annotator_active, "annotator_active"),
+        ],
     ),
     path("organize/import/", imports.import_page, name="import"),
     path("organize/import/confirm/", imports.import_confirm, name="import_confirm"),
@@ -142,7 +127,7 @@ annotator_pages = [
 ]
 
 urlpatterns = [
-    path("api/", include(data_api + engine_api + quality_api)),
+    path("api/", include(data_api + study_api + annotator_api)),
     path("", include((organizer_pages, "organize"))),
     path("", include((annotator_pages, "annotate"))),
 ]

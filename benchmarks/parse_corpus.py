@@ -117,14 +117,7 @@ def _views(rubric_key: str) -> dict[str, list[prompts.CriterionView]]:
     spec = next(r for r in builtin_rubric_specs() if r["key"] == rubric_key)
     out: dict[str, list[prompts.CriterionView]] = {}
     for crit in spec["criteria"]:
-        view = prompts.CriterionView(
-            key=crit["key"],
-            label_en=crit["label_en"],
-            label_zh=crit["label_zh"],
-            min_score=crit["min_score"],
-            max_score=crit["max_score"],
-            descriptions=tuple(d.get("en", "") for d in crit["descriptions"]),
-        )
+        view = prompts.CriterionView.of(SimpleNamespace(**crit))  # as from a Criterion row
         kinds = [k for k in crit["applies_to"].split(",") if k] or ["any"]
         for kind in kinds:
             out.setdefault(kind, []).append(view)

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from annotation.permissions import studies_for
 from evaluation import launch, recording, selectors, services
-from evaluation.forms import JUDGE_FIELDS, non_ascii_numbers
+from evaluation.forms import JUDGE_FIELDS, PromptTemplateForm, non_ascii_numbers
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
 
@@ -57,18 +57,8 @@ class JudgeIn(serializers.ModelSerializer):
 class TemplateSer(serializers.ModelSerializer):
     class Meta:
         model = PromptTemplate
-        fields = [
-            "id",
-            "key",
-            "name",
-            "kind",
-            "parser",
-            "system",
-            "user",
-            "hint_format",
-            "json_instructions",
-            "builtin",
-        ]
+        # What the template page edits, plus the id and whether it ships with the platform.
+        fields = ["id", *PromptTemplateForm.Meta.fields, "builtin"]
         read_only_fields = ["id", "builtin"]
         extra_kwargs: dict[str, dict[str, Any]] = {"key": {"validators": []}}
 

@@ -5,8 +5,6 @@ exports. Organizer-only (the default permission); someone else's study is a 404.
 
 from __future__ import annotations
 
-import tempfile
-
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -20,11 +18,11 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.api import serializers as s
 from annotation.exports import CONTENT_TYPES, export_filename, export_iter
-from annotation.importers import ImportRefused, dataset_import, save_uploads
+from annotation.importers import ImportRefused
 from annotation.limits import parse_id
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
-from annotation.services import study_create
+from annotation.services import study_create, uploads_import
 from ranking.services import reports_warm
 
 
@@ -33,20 +31,17 @@ def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
 
 
 # --- data (read) ------------------------------------------------------------------------------
+# A class-level queryset is safe: DRF reads it through .all() on every request, never cached.
 
 
 class DatasetList(generics.ListAPIView):
+    queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
-
-    def get_queryset(self):
-        return selectors.dataset_list()
 
 
 class DatasetDetail(generics.RetrieveAPIView):
+    queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
-
-    def get_queryset(self):
-        return selectors.dataset_list()
 
 
 QUESTION_FILTERS = [
@@ -72,10 +67,8 @@ class QuestionList(generics.ListAPIView):
 
 
 class QuestionDetail(generics.RetrieveAPIView):
+    queryset = selectors.question_list()
     serializer_class = s.QuestionOut
-
-    def get_queryset(self):
-        return selectors.question_list()
 
 
 RESPONSE_FILTERS = [
@@ -101,32 +94,24 @@ class ResponseList(generics.ListAPIView):
 
 
 class ResponseDetail(generics.RetrieveAPIView):
+    queryset = selectors.response_list()
     serializer_class = s.ResponseOut
-
-    def get_queryset(self):
-        return selectors.response_list()
 
 
 class LLMList(generics.ListAPIView):
+    queryset = selectors.llm_list()
     serializer_class = s.LLMOut
-
-    def get_queryset(self):
-        return selectors.llm_list()
 
 
 class RubricList(generics.ListAPIView):
+    queryset = selectors.rubric_list()
     serializer_class = s.RubricOut
-
-    def get_queryset(self):
-        return selectors.rubric_list()
 
 
 class RubricDetail(generics.RetrieveAPIView):
+    queryset = selectors.rubric_list()
     serializer_class = s.RubricOut
     lookup_field = "key"
-
-    def get_queryset(self):
-        return selectors.rubric_list()
 
 
 # --- studies ----------------------------------------------------------------------------------
@@ -196,27 +181,21 @@ class ImportListCreate(generics.ListAPIView):
         data = s.ImportIn(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        with tempfile.TemporaryDirectory(prefix="import-") as tmp:
-            paths = save_uploads(v["files"], v.get("folder") or "", tmp)
-            try:
-                result = dataset_import(
-                    format=v["format"],
-                    paths=paths,
-                    user=request.user,
-                    dry_run=v["dry_run"],
-                    progress=False,
-                    dataset=v.get("dataset") or None,
-                    study=v.get("study") or None,
-                    rater=v.get("rater") or None,
-                    rater_kind=v.get("rater_kind") or None,
-                    rubric=v.get("rubric") or None,
-                )
-            except ImportRefused as exc:
-                # Every bad record, one line each (file, line, why), so a client can show them all.
-                return ApiResponse(
-                    {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
+        try:
+            result = uploads_import(
+                format=v["format"],
+                files=v["files"],
+                folder=v.get("folder") or "",
+                user=request.user,
+                dry_run=v["dry_run"],
+                options=v,
+            )
+        except ImportRefused as exc:
+            # Every bad record, one line each (file, line, why), so a client can show them all.
+            return ApiResponse(
+                {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
         out = {
             "format": result.format,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -75,7 +76,7 @@ class StudyLifecycleApi(APIView):
     action_name = ""
 
     @extend_schema(request=None, responses=StudyStatusOutput)
-    def post(self, request, study_id: int):
+    def post(self, request: Request, study_id: int) -> Response:
         study = get_study_for_organizer(request.user, study_id)
         try:
             study_set_status(study=study, status=STATUS_ACTIONS[self.action_name])
@@ -98,7 +99,7 @@ class StudyCloseApi(StudyLifecycleApi):
 
 class StudyProgressApi(APIView):
     @extend_schema(responses=ProgressOutput)
-    def get(self, request, study_id: int):
+    def get(self, request: Request, study_id: int) -> Response:
         study = get_study_for_organizer(request.user, study_id)
         engine.assignments_expire(study=study)
         return Response(ProgressOutput(engine.study_progress(study=study)).data)
@@ -106,19 +107,19 @@ class StudyProgressApi(APIView):
 
 class StudyLinksApi(APIView):
     @extend_schema(responses=LinksOutput)
-    def get(self, request, study_id: int):
+    def get(self, request: Request, study_id: int) -> Response:
         study = get_study_for_organizer(request.user, study_id)
         return Response(LinksOutput(study_links(request, study)).data)
 
 
 class OnsiteAnnotatorsApi(APIView):
     @extend_schema(responses=AnnotatorOutput(many=True))
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         raters = onsite_annotators_for(request.user).order_by("id")
         return Response(AnnotatorOutput(raters, many=True).data)
 
     @extend_schema(request=AnnotatorInput, responses=AnnotatorOutput)
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         data = AnnotatorInput(data=request.data)
         data.is_valid(raise_exception=True)
         form = AnnotatorCreateForm(data.validated_data)

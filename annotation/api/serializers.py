@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
@@ -30,7 +33,9 @@ class DatasetOut(serializers.ModelSerializer):
 
 
 class QuestionOut(serializers.ModelSerializer):
-    dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    dataset: serializers.SlugRelatedField[Dataset] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     n_responses = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -59,7 +64,9 @@ class LLMOut(serializers.ModelSerializer):
 
 
 class ResponseOut(serializers.ModelSerializer):
-    llm = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    llm: serializers.SlugRelatedField[LLM] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     question_external_id = serializers.CharField(source="question.external_id", read_only=True)
     dataset = serializers.CharField(source="question.dataset.name", read_only=True)
 
@@ -120,10 +127,18 @@ DESIGN_FIELDS = [
 
 
 class StudyOut(serializers.ModelSerializer):
-    dataset = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    rubric = serializers.SlugRelatedField(slug_field="key", read_only=True)
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    baseline_llm = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    dataset: serializers.SlugRelatedField[Dataset] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
+    rubric: serializers.SlugRelatedField[Rubric] = serializers.SlugRelatedField(
+        slug_field="key", read_only=True
+    )
+    owner: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    baseline_llm: serializers.SlugRelatedField[LLM] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     n_items = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -149,10 +164,41 @@ class StudyOut(serializers.ModelSerializer):
         ]
 
 
-class StudyCreateIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+class StudyDesignIn(serializers.Serializer):
+    """The texts and the assignment design: what a study is created with and may change later.
+    A partial update (PATCH) leaves out what was not sent: DRF applies no defaults then."""
+
     description = serializers.CharField(required=False, allow_blank=True, default="")
     instructions = serializers.CharField(required=False, allow_blank=True, default="")
+    ratings_per_item = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
+    )
+    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
+    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
+    reservation_timeout = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
+    )
+    admit_onsite = serializers.BooleanField(required=False)
+    admit_crowd = serializers.BooleanField(required=False)
+    admit_public = serializers.BooleanField(required=False)
+    quota_onsite = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_crowd = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    quota_public = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
+    )
+    completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    completion_url = serializers.URLField(required=False, allow_blank=True)
+
+
+class StudyCreateIn(StudyDesignIn):
+    name = serializers.CharField(max_length=200)
     dataset = serializers.SlugRelatedField(slug_field="name", queryset=Dataset.objects.all())
     mode = serializers.ChoiceField(choices=Rubric.Mode.choices)
     rubric = serializers.SlugRelatedField(slug_field="key", queryset=Rubric.objects.all())
@@ -174,70 +220,18 @@ class StudyCreateIn(serializers.Serializer):
     seed = serializers.IntegerField(
         required=False, default=0, min_value=0, max_value=limits.MAX_SEED
     )
-    ratings_per_item = serializers.IntegerField(
-        required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
-    )
-    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
-    assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
-    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
-    hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
-    reservation_timeout = serializers.IntegerField(
-        required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
-    )
-    admit_onsite = serializers.BooleanField(required=False)
-    admit_crowd = serializers.BooleanField(required=False)
-    admit_public = serializers.BooleanField(required=False)
-    quota_onsite = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    quota_crowd = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    quota_public = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    completion_url = serializers.URLField(required=False, allow_blank=True)
 
-    def validate_selection(self, value):
+    def validate_selection(self, value: Any) -> dict[str, Any]:
         try:
             return limits.clean_selection(value)
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.messages) from None
 
 
-class StudyUpdateIn(serializers.Serializer):
+class StudyUpdateIn(StudyDesignIn):
     """What can change after creation: texts and the assignment design (not the items)."""
 
     name = serializers.CharField(max_length=200, required=False)
-    description = serializers.CharField(required=False, allow_blank=True)
-    instructions = serializers.CharField(required=False, allow_blank=True)
-    ratings_per_item = serializers.IntegerField(
-        required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
-    )
-    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
-    assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
-    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
-    hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
-    reservation_timeout = serializers.IntegerField(
-        required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
-    )
-    admit_onsite = serializers.BooleanField(required=False)
-    admit_crowd = serializers.BooleanField(required=False)
-    admit_public = serializers.BooleanField(required=False)
-    quota_onsite = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    quota_crowd = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    quota_public = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
-    )
-    completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    no_more_work_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    completion_url = serializers.URLField(required=False, allow_blank=True)
 
 
 class ImportIn(serializers.Serializer):
@@ -287,7 +281,9 @@ class ImportOut(serializers.Serializer):
 
 
 class ImportRecordOut(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    user: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = ImportRecord

@@ -168,12 +168,13 @@ class Study(models.Model):
         return self.name
 
     def admits(self, pool: str) -> bool:
-        return {
+        admitted: dict[str, bool] = {
             Rater.Pool.ONSITE: self.admit_onsite,
             Rater.Pool.CROWD: self.admit_crowd,
             Rater.Pool.PUBLIC: self.admit_public,
             Rater.Pool.JUDGE: True,
-        }.get(pool, False)
+        }
+        return admitted.get(pool, False)
 
     def draws_hint(self, rng: random.Random) -> bool:
         """Whether an exposure shows the reference answer: always (shown), on a fair coin drawn
@@ -185,11 +186,12 @@ class Study(models.Model):
         return False
 
     def quota_for(self, pool: str) -> int | None:
-        return {
+        quotas: dict[str, int | None] = {
             Rater.Pool.ONSITE: self.quota_onsite,
             Rater.Pool.CROWD: self.quota_crowd,
             Rater.Pool.PUBLIC: self.quota_public,
-        }.get(pool)
+        }
+        return quotas.get(pool)
 
 
 class Item(models.Model):

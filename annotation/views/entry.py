@@ -62,17 +62,21 @@ def _has_ids(query) -> bool:
     return bool(query.get("PROLIFIC_PID") or query.get("workerId"))
 
 
+def _missing_worker_id(request: HttpRequest, study: Study) -> HttpResponse:
+    return _message(
+        request,
+        study,
+        _("Missing worker id"),
+        _("Open this study from the link on your crowd-sourcing platform."),
+        status=400,
+    )
+
+
 def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
     try:
         platform, worker, meta = _crowd_identity(request.GET)
     except LookupError:
-        return _message(
-            request,
-            study,
-            _("Missing worker id"),
-            _("Open this study from the link on your crowd-sourcing platform."),
-            status=400,
-        )
+        return _missing_worker_id(request, study)
     except ValueError:
         return _message(
             request,
@@ -117,9 +121,10 @@ def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
     rater = _rater_for(request, study)
     if rater is None or rater.pool != Rater.Pool.CROWD or _has_ids(request.GET):
         # A new arrival, or a link with ids (which always win over the session).
-        rater = _crowd_rater(request, study)
-        if isinstance(rater, HttpResponse):
-            return rater
+        arrived = _crowd_rater(request, study)
+        if isinstance(arrived, HttpResponse):
+            return arrived
+        rater = arrived
     if study.status == Study.Status.PAUSED:
         return redirect("annotate:study", study_pid=study.public_id)
     if has_consented(rater, study) and study.status == Study.Status.LIVE:
@@ -132,13 +137,7 @@ def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
 def _crowd_consent(request: HttpRequest, study: Study) -> HttpResponse:
     rater = _rater_for(request, study)
     if rater is None or rater.pool != Rater.Pool.CROWD:
-        return _message(
-            request,
-            study,
-            _("Missing worker id"),
-            _("Open this study from the link on your crowd-sourcing platform."),
-            status=400,
-        )
+        return _missing_worker_id(request, study)
     if request.POST.get("consent") != "yes":
         context = {"study": study, "error": _("Tick the box to agree before you start.")}
         return render(request, "annotation/crowd_start.html", context, status=400)

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exports import FORMATS, WHATS, export_write
 from annotation.models import Study
+from config.cli import add_study_argument, object_by_ref
 
 
 class Command(BaseCommand):
@@ -22,17 +23,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", required=True, help="Study id or exact name.")
+        add_study_argument(parser)
         parser.add_argument("--what", choices=WHATS, default="ratings")
         parser.add_argument("--format", choices=FORMATS, default="csv")
         parser.add_argument("--out", help="File to write (default: standard output).")
 
     def handle(self, *args, **opts):
-        ref = opts["study"]
-        study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else None
-        study = study or Study.objects.filter(name=ref).first()
-        if study is None:
-            raise CommandError(f"No study with id or name {ref!r}.")
+        study = object_by_ref(Study, opts["study"])
         if opts["format"] == "xlsx" and not opts["out"] and sys.stdout.isatty():
             raise CommandError("XLSX is binary: give --out PATH.")
         if opts["out"]:

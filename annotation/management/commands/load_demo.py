@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -32,6 +33,9 @@ STAR_STUDY = "Demo: LLMEval-2 star"
 PAIR_STUDY = "Demo: ChineseAlpacaEval pairwise"
 SCORES_STUDY = "LLMEval-2 (imported scores)"
 SIM_PAIR_STUDY = "Demo: LLMEval-2 pairwise (simulated raters)"
+# The live demo studies admit every pool, so each entry path (login, crowd link, public sign-up)
+# can be tried.
+OPEN_TO_ALL: dict[str, Any] = {"admit_onsite": True, "admit_crowd": True, "admit_public": True}
 DEMO_JUDGE = "Demo judge (local test server)"
 DEMO_JUDGE_KEY_ENV = "LLMEVAL_DEMO_JUDGE_KEY"
 
@@ -213,9 +217,7 @@ class Command(BaseCommand):
                     owner=organizer,
                     selection={"task_types": subjects},
                     description="Rate LLMEval-2 answers (three subjects) on the LLMEval-2 rubric.",
-                    admit_onsite=True,
-                    admit_crowd=True,
-                    admit_public=True,
+                    **OPEN_TO_ALL,
                     hint_policy=Study.HintPolicy.SHOWN,
                     completion_code="LLMEVAL-DEMO",
                 )
@@ -236,9 +238,7 @@ class Command(BaseCommand):
                     baseline_llm=baseline,
                     description="Compare gpt-4-0613 and gpt-3.5-turbo-0613 with the baseline "
                     "text-davinci-003 on ChineseAlpacaEval instructions.",
-                    admit_onsite=True,
-                    admit_crowd=True,
-                    admit_public=True,
+                    **OPEN_TO_ALL,
                     completion_code="CAE-DEMO",
                 )
                 study_set_status(study=study, status=Study.Status.LIVE)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import engine
 from annotation.forms import StudyForm
+from annotation.htmx import HtmxHttpRequest
 from annotation.models import Study
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
 from annotation.services import study_create, study_set_status, study_update
@@ -64,7 +65,7 @@ def _refresh_initial(post) -> dict:
     return initial
 
 
-def _study_form_page(request: HttpRequest, *, study: Study | None) -> HttpResponse:
+def _study_form_page(request: HtmxHttpRequest, *, study: Study | None) -> HttpResponse:
     """Create (study None) or edit a draft: one form, one template, the same checks."""
     initial = StudyForm.initial_for(study) if study else {}
     if request.GET.get("dataset"):
@@ -95,13 +96,13 @@ def _study_form_page(request: HttpRequest, *, study: Study | None) -> HttpRespon
 
 @organizer_required
 @require_http_methods(["GET", "POST"])
-def study_new(request: HttpRequest) -> HttpResponse:
+def study_new(request: HtmxHttpRequest) -> HttpResponse:
     return _study_form_page(request, study=None)
 
 
 @organizer_required
 @require_http_methods(["GET", "POST"])
-def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
+def study_edit(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     study = get_study_for_organizer(request.user, study_id)
     if study.status != Study.Status.DRAFT:
         messages.error(
@@ -115,7 +116,7 @@ def study_edit(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @organizer_required
 @require_GET
-def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
+def study_detail(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     study = get_study_for_organizer(request.user, study_id)
     engine.assignments_expire(study=study)
     context = {

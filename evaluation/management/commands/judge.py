@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotation.models import Study
+from config.cli import add_study_argument, object_by_ref
 from evaluation import launch, recording, selectors
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.runner import execute_run
@@ -29,15 +30,6 @@ def _budget(value: str) -> Decimal:
     return budget
 
 
-def _get(model, value: str, field: str):
-    try:
-        if value.isdigit():
-            return model.objects.get(pk=int(value))
-        return model.objects.get(**{field: value})
-    except model.DoesNotExist:
-        raise CommandError(f"No {model._meta.verbose_name} {value!r}.") from None
-
-
 class Command(BaseCommand):
     help = (
         "Run an LLM judge over a study's items (or resume / re-parse a run). A new run starts "
@@ -46,7 +38,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", help="Study id or name.")
+        add_study_argument(parser, required=False)
         parser.add_argument("--judge", help="Judge configuration id or name.")
         parser.add_argument("--limit", type=int, help="Judge at most N items.")
         parser.add_argument(
@@ -160,8 +152,8 @@ class Command(BaseCommand):
                 raise CommandError(f"No run {opts['resume']}.") from None
         if not opts["study"] or not opts["judge"]:
             raise CommandError("Give --study and --judge (or --resume RUN_ID).")
-        study = _get(Study, opts["study"], "name")
-        judge = _get(JudgeConfig, opts["judge"], "name")
+        study = object_by_ref(Study, opts["study"])
+        judge = object_by_ref(JudgeConfig, opts["judge"])
         if opts["reparse"]:
             run = JudgeRun.objects.filter(study=study, judge=judge).first()
             if run is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
+from config.cli import add_study_argument, object_by_ref
 from ranking import exports, selectors
 from ranking.services import ReportFilters, report_build
 from ranking.stats.leaderboards import BT_TIES
@@ -30,7 +31,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", required=True, help="Study id or exact name.")
+        add_study_argument(parser)
         parser.add_argument("--format", choices=exports.FORMATS, default="json", dest="fmt")
         parser.add_argument(
             "--out",
@@ -68,11 +69,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, study, fmt, out, **opts):
-        found = Study.objects.filter(pk=int(study)) if study.isdigit() else Study.objects.none()
-        found = found or Study.objects.filter(name=study)
-        obj = found.first()
-        if obj is None:
-            raise CommandError(f"No study with id or name {study!r}.")
+        obj = object_by_ref(Study, study)
         choices = selectors.study_filter_choices(obj)
         checks = {
             "--pool": (opts["pool"], {"onsite", "crowd", "public", "judge"}),

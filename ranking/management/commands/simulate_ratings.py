@@ -7,6 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
+from config.cli import add_study_argument, object_by_ref
 from ranking.simulate import POOLS, simulate_ratings
 
 
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--study", required=True, help="Study id or exact name.")
+        add_study_argument(parser)
         parser.add_argument("--raters-per-pool", type=int, default=8)
         parser.add_argument("--ratings-per-item", type=int, default=1, help="Per pool (default 1).")
         parser.add_argument(
@@ -36,11 +37,7 @@ class Command(BaseCommand):
         group.add_argument("--more", action="store_true", help="Add another round with new raters.")
 
     def handle(self, *args, **opts):
-        study = opts["study"]
-        found = Study.objects.filter(pk=int(study)) if study.isdigit() else Study.objects.none()
-        obj = (found or Study.objects.filter(name=study)).first()
-        if obj is None:
-            raise CommandError(f"No study with id or name {study!r}.")
+        obj = object_by_ref(Study, opts["study"])
         if not 0 <= opts["repeat_rate"] <= 0.5:
             raise CommandError("--repeat-rate must be between 0 and 0.5.")
         t0 = time.perf_counter()
