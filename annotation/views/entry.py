@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation import inputs, outcome
 from annotation.forms import JoinForm
+from annotation.htmx import HtmxHttpRequest
 from annotation.models import Rater, Study
 from annotation.net import client_ip
 from annotation.views.annotator import (
@@ -107,7 +108,7 @@ def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
+def crowd_entry(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
     """Prolific: ?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=; MTurk: ?workerId=&assignmentId=&hitId=
     &turkSubmitTo= (a preview while assignmentId is ASSIGNMENT_ID_NOT_AVAILABLE). GET shows the
     instructions and the consent box; POST (the box ticked) records consent and serves."""
@@ -134,7 +135,7 @@ def crowd_entry(request: HttpRequest, study_pid: str) -> HttpResponse:
     return render(request, "annotation/crowd_start.html", {"study": study})
 
 
-def _crowd_consent(request: HttpRequest, study: Study) -> HttpResponse:
+def _crowd_consent(request: HtmxHttpRequest, study: Study) -> HttpResponse:
     rater = _rater_for(request, study)
     if rater is None or rater.pool != Rater.Pool.CROWD:
         return _missing_worker_id(request, study)

@@ -21,7 +21,7 @@ from annotation.models import Score, Study
 from ranking.services import ReportFilters, report_build
 from ranking.stats.rankings import rank_correlation
 from tests.data.conftest import SHARED
-from tests.stats.test_realdata import README_TOTALS, TABLE6_DATA_DIFFERS, TABLE6_GPT4
+from tests.published import README_TOTALS, T6_COLUMNS, TABLE6_DATA_DIFFERS, TABLE6_GPT4
 
 # django_db: the module fixtures need the test database set up (pytest-django sets it up for
 # marked tests only); they import inside their own transaction and roll it back. The figures are
@@ -193,7 +193,6 @@ def test_llmeval2_human_totals_match_the_readme_where_the_data_allows(llmeval2):
 
 # Seed table 6, GPT-4 column, and the three cells the data rounds another way
 # (docs/statistics.md): the same published figures the statistics tests check from the files.
-T6_COLUMNS = ("overall", "accuracy", "informativeness", "fluency", "logicality", "harmlessness")
 
 
 def _gpt4_star(llmeval1: dict) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from ranking.stats.schema import coerce_star
 
 # The published figures (upstream README totals, seed Table 6 with GPT-4 as judge, and the three
 # Table 6 cells the data gives rounded another way) are the ones the end-to-end tests check.
-from tests.data.test_published_figures import README, T6_COLUMNS, TABLE6_DATA, TABLE6_GPT4
+from tests.published import README, T6_COLUMNS, TABLE6_DATA, TABLE6_GPT4
 
 from . import realdata as rd
 
