@@ -276,7 +276,7 @@ def test_identical_requests_within_a_run_are_paid_once(make_study, make_judge, f
 
 
 def test_repeats_are_fresh_calls_that_bypass_the_cache(make_study, make_judge, fake):
-    study = make_study([f"Q{i}?" for i in range(5)], n_llms=1)
+    study = make_study([f"Q{i}?" for i in range(20)], n_llms=1)
     run = run_judge(study, make_judge(), repeat_rate=0.5)
     repeats = run.calls.filter(purpose="repeat")
     assert repeats.exists()
