@@ -24,42 +24,21 @@ def _bundle(*ratings: RatingSpec) -> Bundle:
     return b
 
 
+def _spec(**fields) -> RatingSpec:
+    """A rating of answer m to question q by rater r in the star study s, but for `fields`."""
+    return RatingSpec(**({"study": "s", "rater": "r", "question": "q", "llm": "m"} | fields))
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (RatingSpec(study="s", rater="r", question="q", llm="m"), "without any score"),
-        (RatingSpec(study="x", rater="r", question="q", llm="m", scores={"a": 1}), "unknown study"),
+        (_spec(), "without any score"),
+        (_spec(study="x", scores={"a": 1}), "unknown study"),
+        (_spec(scores={"a": 1}, parse_status="unparsed"), "carries no score"),
+        (_spec(scores={"a": 1}, out_of_range={"b"}), "without a score"),
+        (_spec(study="p", other_llm="n", choice="left"), "unknown pairwise choice"),
         (
-            RatingSpec(
-                study="s",
-                rater="r",
-                question="q",
-                llm="m",
-                scores={"a": 1},
-                parse_status="unparsed",
-            ),
-            "carries no score",
-        ),
-        (
-            RatingSpec(
-                study="s", rater="r", question="q", llm="m", scores={"a": 1}, out_of_range={"b"}
-            ),
-            "without a score",
-        ),
-        (
-            RatingSpec(study="p", rater="r", question="q", llm="m", other_llm="n", choice="left"),
-            "unknown pairwise choice",
-        ),
-        (
-            RatingSpec(
-                study="s",
-                rater="r",
-                question="q",
-                llm="m",
-                scores={"a": 1},
-                served_at=T0,
-                submitted_at=T0 - dt.timedelta(seconds=1),
-            ),
+            _spec(scores={"a": 1}, served_at=T0, submitted_at=T0 - dt.timedelta(seconds=1)),
             "served_at is after submitted_at",
         ),
     ],
@@ -70,11 +49,7 @@ def test_a_bundle_refuses_inconsistent_ratings_before_any_database_work(spec, me
 
 
 def test_an_unparsed_judge_output_is_a_valid_rating_without_scores():
-    _bundle(
-        RatingSpec(
-            study="s", rater="r", question="q", llm="m", parse_status="unparsed", raw_output="?"
-        )
-    ).validate()
+    _bundle(_spec(parse_status="unparsed", raw_output="?")).validate()
 
 
 @pytest.mark.parametrize("value", ["²", "٣", "1.5", True, 10**7, "9" * 5000, None, "\x00"])
