@@ -4,6 +4,9 @@ import command and the report) and tests/stats (the statistics on the frames).""
 
 from __future__ import annotations
 
+import pandas as pd
+import pytest
+
 # Upstream README leaderboard, "Scores": (human, GPT-4), keyed by the data's llm_name, in the
 # README's order (its human rank).
 README = {
@@ -57,4 +60,23 @@ TABLE6_DATA = {
     ("ChatGLM-6B", "logicality"): 2.51852,
 }
 
-TABLE6_DATA_DIFFERS = TABLE6_DATA
+
+def judge_star_means(means: pd.DataFrame) -> pd.DataFrame:
+    """The judge's rows of a star-means table (rater_kind, model, criterion, mean) as a model x
+    criterion frame."""
+    judge = means[means["rater_kind"] == "judge"]
+    return judge.pivot(index="model", columns="criterion", values="mean")
+
+
+def assert_table6_gpt4(judge: pd.DataFrame) -> None:
+    """Every cell of table 6's GPT-4 column, to the printed three decimals; the three cells the
+    data rounds another way to their value in the data, within the last printed digit."""
+    assert sorted(judge.index) == sorted(TABLE6_GPT4)
+    for model, values in TABLE6_GPT4.items():
+        for column, published in zip(T6_COLUMNS, values, strict=True):
+            got = judge.loc[model, column]
+            if (model, column) in TABLE6_DATA:
+                assert got == pytest.approx(TABLE6_DATA[(model, column)], abs=1e-5)
+                assert abs(got - published) < 0.0011
+            else:
+                assert round(got, 3) == pytest.approx(published, abs=1e-9), (model, column)

@@ -21,7 +21,7 @@ from annotation.models import Score, Study
 from ranking.services import ReportFilters, report_build
 from ranking.stats.rankings import rank_correlation
 from tests.data.conftest import SHARED
-from tests.published import README_TOTALS, T6_COLUMNS, TABLE6_DATA_DIFFERS, TABLE6_GPT4
+from tests.published import README_TOTALS, assert_table6_gpt4, judge_star_means
 
 # django_db: the module fixtures need the test database set up (pytest-django sets it up for
 # marked tests only); they import inside their own transaction and roll it back. The figures are
@@ -196,21 +196,11 @@ def test_llmeval2_human_totals_match_the_readme_where_the_data_allows(llmeval2):
 
 
 def _gpt4_star(llmeval1: dict) -> pd.DataFrame:
-    m = llmeval1["leaderboard_star"]
-    m = m[m["rater_kind"] == "judge"]
-    return m.pivot(index="model", columns="criterion", values="mean")
+    return judge_star_means(llmeval1["leaderboard_star"])
 
 
 def test_llmeval1_gpt4_column_reproduces_table_6(llmeval1):
-    judge = _gpt4_star(llmeval1)
-    assert sorted(judge.index) == sorted(TABLE6_GPT4)
-    for model, values in TABLE6_GPT4.items():
-        for column, published in zip(T6_COLUMNS, values, strict=True):
-            got = judge.loc[model, column]
-            if (model, column) in TABLE6_DATA_DIFFERS:
-                assert got == pytest.approx(TABLE6_DATA_DIFFERS[(model, column)], abs=1e-5)
-            else:
-                assert round(got, 3) == pytest.approx(published, abs=1e-9), (model, column)
+    assert_table6_gpt4(_gpt4_star(llmeval1))
 
 
 def _published(name: str) -> pd.Series:

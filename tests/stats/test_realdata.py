@@ -18,7 +18,7 @@ from ranking.stats.schema import coerce_star
 
 # The published figures (upstream README totals, seed Table 6 with GPT-4 as judge, and the three
 # Table 6 cells the data gives rounded another way) are the ones the end-to-end tests check.
-from tests.published import README, T6_COLUMNS, TABLE6_DATA, TABLE6_GPT4
+from tests.published import README, T6_COLUMNS, assert_table6_gpt4, judge_star_means
 
 from . import realdata as rd
 
@@ -102,31 +102,14 @@ def test_llmeval2_table_9_gpt4_row(llmeval2):
 
 
 def test_llmeval1_gpt4_star_reproduces_table_6(llmeval1_gpt4):
-    m = star_means(llmeval1_gpt4)
-    judge = m[m["rater_kind"] == "judge"].pivot(index="model", columns="criterion", values="mean")
-    assert sorted(judge.index) == sorted(TABLE6_GPT4)
-    for model, values in TABLE6_GPT4.items():
-        for col, published in zip(T6_COLUMNS, values, strict=True):
-            got = judge.loc[model, col]
-            if (model, col) in TABLE6_DATA:
-                assert got == pytest.approx(TABLE6_DATA[(model, col)], abs=1e-5)
-                assert abs(got - published) < 0.0011
-            else:
-                assert round(got, 3) == pytest.approx(published, abs=1e-9), (model, col)
-    # The GPT-4 ranks in brackets: 1..12 in the order of the overall score.
-    overall = m[(m["rater_kind"] == "judge") & (m["criterion"] == "overall")].set_index("model")[
-        "rank"
-    ]
-    assert overall["GPT4.0"] == 1
-    assert overall["ChatYuan-Large"] == 12
+    assert_table6_gpt4(judge_star_means(star_means(llmeval1_gpt4)))
 
 
 def test_llmeval1_gpt4_star_matches_results_csv(llmeval1_gpt4):
     pub = rd.llmeval1_results("分项测评_gpt4").rename(
         index={"Chat-Baichuan-7B": "Baichuan-7B-Align"}
     )
-    m = star_means(llmeval1_gpt4)
-    judge = m[m["rater_kind"] == "judge"].pivot(index="model", columns="criterion", values="mean")
+    judge = judge_star_means(star_means(llmeval1_gpt4))
     diff = (judge[list(T6_COLUMNS)] - pub[list(T6_COLUMNS)]).abs()
     assert diff.max().max() < 0.0011  # the three rounding quirks above; all else within 0.0005
     assert int((diff > 0.0005).sum().sum()) == 3
