@@ -21,24 +21,39 @@ def _auc(scores_good: np.ndarray, scores_bad: np.ndarray) -> float:
     return float(((diff > 0) + 0.5 * (diff == 0)).mean())
 
 
-def _pair_crowd(seed: int, *, n_items=300, n_raters=30, per_item=5, spam=0.3, k=4):
-    rng = np.random.default_rng(seed)
-    truth = rng.choice(k, size=n_items, p=[0.4, 0.35, 0.15, 0.1])
+def _spammers(rng, n_raters: int, spam: float) -> np.ndarray:
+    """Which of the raters spam: a share `spam` of them, drawn at random."""
     spammer = np.zeros(n_raters, bool)
     spammer[rng.choice(n_raters, int(spam * n_raters), replace=False)] = True
-    accuracy = rng.uniform(0.65, 0.9, n_raters)
+    return spammer
+
+
+def _rate_all(rng, n_items: int, n_raters: int, per_item: int, rate):
+    """Each item rated by `per_item` distinct raters drawn at random; rate(item, rater) gives the
+    label. The arrays items, raters, labels."""
     items, raters, labels = [], [], []
     for i in range(n_items):
         for r in rng.choice(n_raters, per_item, replace=False):
-            if spammer[r]:
-                # Half the spammers click at random, half always pick one side.
-                label = rng.integers(k) if r % 2 else 0
-            elif rng.random() < accuracy[r]:
-                label = truth[i]
-            else:
-                label = rng.choice([c for c in range(k) if c != truth[i]])
-            items.append(i), raters.append(r), labels.append(label)
-    return np.array(items), np.array(raters), np.array(labels), truth, spammer, accuracy
+            items.append(i), raters.append(r), labels.append(rate(i, r))
+    return np.array(items), np.array(raters), np.array(labels)
+
+
+def _pair_crowd(seed: int, *, n_items=300, n_raters=30, per_item=5, spam=0.3, k=4):
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(k, size=n_items, p=[0.4, 0.35, 0.15, 0.1])
+    spammer = _spammers(rng, n_raters, spam)
+    accuracy = rng.uniform(0.65, 0.9, n_raters)
+
+    def rate(i, r):
+        if spammer[r]:
+            # Half the spammers click at random, half always pick one side.
+            return rng.integers(k) if r % 2 else 0
+        if rng.random() < accuracy[r]:
+            return truth[i]
+        return rng.choice([c for c in range(k) if c != truth[i]])
+
+    items, raters, labels = _rate_all(rng, n_items, n_raters, per_item, rate)
+    return items, raters, labels, truth, spammer, accuracy
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -69,18 +84,16 @@ def test_dawid_skene_reliability_estimates_each_annotators_true_accuracy():
 def _star_crowd(seed: int, *, n_items=200, n_raters=20, per_item=5, spam=0.3):
     rng = np.random.default_rng(seed)
     truth = rng.uniform(1.5, 4.5, n_items)
-    spammer = np.zeros(n_raters, bool)
-    spammer[rng.choice(n_raters, int(spam * n_raters), replace=False)] = True
+    spammer = _spammers(rng, n_raters, spam)
     bias = rng.normal(0, 0.5, n_raters)
-    items, raters, scores = [], [], []
-    for i in range(n_items):
-        for r in rng.choice(n_raters, per_item, replace=False):
-            if spammer[r]:
-                score = rng.integers(1, 6)
-            else:
-                score = np.clip(np.round(truth[i] + bias[r] + rng.normal(0, 0.4)), 1, 5)
-            items.append(i), raters.append(r), scores.append(score)
-    return np.array(items), np.array(raters), np.array(scores, float), truth, spammer, bias
+
+    def rate(i, r):
+        if spammer[r]:
+            return rng.integers(1, 6)
+        return np.clip(np.round(truth[i] + bias[r] + rng.normal(0, 0.4)), 1, 5)
+
+    items, raters, scores = _rate_all(rng, n_items, n_raters, per_item, rate)
+    return items, raters, scores.astype(float), truth, spammer, bias
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
