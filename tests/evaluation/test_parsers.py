@@ -122,21 +122,34 @@ def test_llmeval2_objective_json_block_is_parsed():
     }
 
 
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("", "empty output"),
-        ("I cannot rate this.", "no scores found"),
-        ('{"quality": 2, "verdict": "fine"}', "no scores found"),
-        ('{"Correctness": 3}', "missing score(s) for explanation_correctness"),
-        ('{"Correctness": 4, "Explanation Correctness": 1}', "correctness: 4 is outside 1-3"),
-        ('{"Correctness": 2.5, "Explanation Correctness": 1}', "is not a whole number"),
-        ('{"Correctness": 0, "Explanation Correctness": 1}', "outside 1-3"),
-        ("Correctness: 2\nExplanation Correctness: 1\nCorrectness: 3", "ambiguous: correctness"),
-        ('{"Correctness": 3, "Explanation', "missing score(s) for explanation_correctness"),
-    ],
-)
-def test_bad_star_outputs_fail_with_a_reason_and_no_number(text, reason):
+# Outputs that are wrong, and outputs written to trip the parser (foreign digits, NULs, huge
+# numbers, a rubric quoted back): each fails with its reason and no number.
+BAD_STAR_OUTPUTS = [
+    ("", "empty output"),
+    ("I cannot rate this.", "no scores found"),
+    ('{"quality": 2, "verdict": "fine"}', "no scores found"),
+    ('{"Correctness": 3}', "missing score(s) for explanation_correctness"),
+    ('{"Correctness": 4, "Explanation Correctness": 1}', "correctness: 4 is outside 1-3"),
+    ('{"Correctness": 2.5, "Explanation Correctness": 1}', "is not a whole number"),
+    ('{"Correctness": 0, "Explanation Correctness": 1}', "outside 1-3"),
+    ("Correctness: 2\nExplanation Correctness: 1\nCorrectness: 3", "ambiguous: correctness"),
+    ('{"Correctness": 3, "Explanation', "missing score(s) for explanation_correctness"),
+]
+HOSTILE_STAR_OUTPUTS = [
+    ("Correctness: 3/5\nExplanation Correctness: 1", "3/5 is not on the criterion's 1-3"),
+    ("Correctness: ٣\nExplanation Correctness: 1", "missing score(s) for correctness"),
+    ("Correctness: ²\nExplanation Correctness: 1", "missing score(s) for correctness"),
+    ("Correctness: 3\x00\nExplanation Correct\x00ness: 1", "missing score(s) for expl"),
+    ("Correctness: " + "9" * 5000 + "\nExplanation Correctness: 1", "missing score(s)"),
+    ('{"Correctness": ' + "9" * 5000 + ', "Explanation Correctness": 1}', "missing score(s)"),
+    ('{"Correctness": 1e400, "Explanation Correctness": 1}', "correctness"),
+    ('{"Correctness": true, "Explanation Correctness": 1}', "not a whole number"),
+    ("Correctness:\n\n1 star means wrong\n\n2 stars means correct", "no scores found"),
+]
+
+
+@pytest.mark.parametrize(("text", "reason"), BAD_STAR_OUTPUTS + HOSTILE_STAR_OUTPUTS)
+def test_bad_and_hostile_star_outputs_fail_with_a_reason_and_no_number(text, reason):
     with pytest.raises(ParseError) as e:
         parse("stars", text, OBJECTIVE)
     assert reason in str(e.value)
@@ -252,26 +265,6 @@ def test_no_output_a_careful_reader_could_not_score_is_given_a_number():
         with contextlib.suppress(ParseError):
             accepted.append((case.family, case.text, parse("stars", case.text, list(case.specs))))
     assert accepted == []
-
-
-@pytest.mark.parametrize(
-    ("text", "reason"),
-    [
-        ("Correctness: 3/5\nExplanation Correctness: 1", "3/5 is not on the criterion's 1-3"),
-        ("Correctness: ٣\nExplanation Correctness: 1", "missing score(s) for correctness"),
-        ("Correctness: ²\nExplanation Correctness: 1", "missing score(s) for correctness"),
-        ("Correctness: 3\x00\nExplanation Correct\x00ness: 1", "missing score(s) for expl"),
-        ("Correctness: " + "9" * 5000 + "\nExplanation Correctness: 1", "missing score(s)"),
-        ('{"Correctness": ' + "9" * 5000 + ', "Explanation Correctness": 1}', "missing score(s)"),
-        ('{"Correctness": 1e400, "Explanation Correctness": 1}', "correctness"),
-        ('{"Correctness": true, "Explanation Correctness": 1}', "not a whole number"),
-        ("Correctness:\n\n1 star means wrong\n\n2 stars means correct", "no scores found"),
-    ],
-)
-def test_hostile_and_foreign_scores_stay_unparsed_with_a_reason(text, reason):
-    with pytest.raises(ParseError) as e:
-        parse("stars", text, OBJECTIVE)
-    assert reason in str(e.value)
 
 
 def test_full_width_digits_and_colons_are_read_as_the_same_score():
