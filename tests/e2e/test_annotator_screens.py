@@ -211,10 +211,16 @@ def test_a_study_paused_mid_item_sends_the_annotator_to_the_study_page_and_keeps
     assert Rating.objects.count() == 1
 
 
-def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organizer):
-    page = carol
-    item_url = _open_item(page, make_study(owner=organizer, mode="pairwise", n_questions=2))
-    page.keyboard.press("4")
+@pytest.fixture
+def right_chosen(carol, organizer) -> str:
+    """Carol on a pairwise item with "right is better" (key 4) chosen, not yet sent; its URL."""
+    item_url = _open_item(carol, make_study(owner=organizer, mode="pairwise", n_questions=2))
+    carol.keyboard.press("4")
+    return item_url
+
+
+def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, right_chosen):
+    page, item_url = carol, right_chosen
     page.context.set_offline(True)
     page.keyboard.press("Enter")
     expect(page.get_by_role("alert")).to_contain_text("could not be reached")
@@ -226,11 +232,9 @@ def test_a_lost_connection_keeps_the_rating_on_the_page_and_says_so(carol, organ
     assert Rating.objects.count() == 1
 
 
-def test_a_refused_rating_is_swapped_in_with_its_message_and_nothing_is_stored(carol, organizer):
-    page = carol
-    item_url = _open_item(page, make_study(owner=organizer, mode="pairwise", n_questions=2))
+def test_a_refused_rating_is_swapped_in_with_its_message_and_nothing_is_stored(carol, right_chosen):
+    page, item_url = carol, right_chosen
     # A tampered form (as a hostile client would send): the server answers 422 with the item.
-    page.keyboard.press("4")
     page.evaluate(
         "() => { document.querySelector('input[name=choice]:checked').value = 'sideways'; }"
     )
