@@ -32,6 +32,7 @@ from ranking.services import ReportFilters, report_build
 from tests.data.conftest import table_counts
 
 T0 = dt.datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
 
 
 def _study(dataset, rubric, *, mode: str, name: str) -> Study:
@@ -49,6 +50,15 @@ def _raters() -> dict[str, Rater]:
         ),
         "judge": Rater.objects.create(kind="judge", pool="judge", name="gpt-4o judge"),
     }
+
+
+def _row(study: Study, item: Item, rater: Rater, **fields) -> NewRating:
+    return NewRating(study_id=study.id, item_id=item.id, rater_id=rater.id, **fields)
+
+
+def _unparsed(study: Study, item: Item, judge: Rater, *, raw_output: str, at) -> NewRating:
+    """A judge output that could not be parsed: kept as given, with no score and no choice."""
+    return _row(study, item, judge, parse_status="unparsed", raw_output=raw_output, submitted_at=at)
 
 
 @pytest.fixture
@@ -71,10 +81,10 @@ def rich_star(small_dataset, star_rubric):
         for who in ("onsite", "crowd"):
             t += dt.timedelta(seconds=37, microseconds=n)
             rows.append(
-                NewRating(
-                    study_id=study.id,
-                    item_id=item.id,
-                    rater_id=raters[who].id,
+                _row(
+                    study,
+                    item,
+                    raters[who],
                     scores={crit["correctness"]: 1 + n, crit["explanation_correctness"]: 1 + n % 2},
                     hint_shown=bool(n % 2),
                     served_at=t - dt.timedelta(seconds=30),
@@ -86,10 +96,10 @@ def rich_star(small_dataset, star_rubric):
     rows[0].scores[crit["correctness"]] = 0  # as published, outside 1-3
     rows[0].out_of_range = frozenset({crit["correctness"]})
     rows.append(
-        NewRating(
-            study_id=study.id,
-            item_id=items[0].id,
-            rater_id=raters["onsite"].id,
+        _row(
+            study,
+            items[0],
+            raters["onsite"],
             is_repeat=True,
             repeat_of=rows[0],
             scores={crit["correctness"]: 2, crit["explanation_correctness"]: 1},
@@ -97,15 +107,9 @@ def rich_star(small_dataset, star_rubric):
             submitted_at=t + dt.timedelta(minutes=6),
         )
     )
+    judge_output = "Correctness: three-ish =SUM(A1)"
     rows.append(
-        NewRating(
-            study_id=study.id,
-            item_id=items[1].id,
-            rater_id=raters["judge"].id,
-            parse_status="unparsed",
-            raw_output="Correctness: three-ish =SUM(A1)",
-            submitted_at=t + dt.timedelta(minutes=7),
-        )
+        _unparsed(study, items[1], raters["judge"], raw_output=judge_output, at=t + MINUTE * 7)
     )
     ratings_record_bulk(rows=rows)
     return study
@@ -124,10 +128,10 @@ def rich_pairwise(small_dataset, pairwise_rubric):
     rows = []
     for n, (item, choice) in enumerate(zip(items, ("A", "B", "tie"), strict=True)):
         rows.append(
-            NewRating(
-                study_id=study.id,
-                item_id=item.id,
-                rater_id=raters["crowd"].id,
+            _row(
+                study,
+                item,
+                raters["crowd"],
                 choice=choice,
                 left_is_a=bool(n % 2),
                 submitted_at=T0 - dt.timedelta(hours=n),  # newest first in id order
@@ -135,10 +139,10 @@ def rich_pairwise(small_dataset, pairwise_rubric):
             )
         )
     rows.append(
-        NewRating(
-            study_id=study.id,
-            item_id=items[0].id,
-            rater_id=raters["crowd"].id,
+        _row(
+            study,
+            items[0],
+            raters["crowd"],
             choice="B",
             left_is_a=False,  # a pairwise repeat shows the sides swapped
             is_repeat=True,
@@ -146,16 +150,7 @@ def rich_pairwise(small_dataset, pairwise_rubric):
             submitted_at=T0 + dt.timedelta(hours=1),
         )
     )
-    rows.append(
-        NewRating(
-            study_id=study.id,
-            item_id=items[2].id,
-            rater_id=raters["judge"].id,
-            parse_status="unparsed",
-            raw_output="I cannot decide.",
-            submitted_at=T0,
-        )
-    )
+    rows.append(_unparsed(study, items[2], raters["judge"], raw_output="I cannot decide.", at=T0))
     ratings_record_bulk(rows=rows)
     return study
 
