@@ -88,6 +88,20 @@ def _number[F: forms.Field](cls: type[F], label: StrOrPromise, **kwargs: Any) ->
     return cls(label=label, error_messages=NAMED_NUMBER_ERRORS, **kwargs)
 
 
+def _whole(label: StrOrPromise, least: int, most: int, **kwargs: Any) -> WholeNumberField:
+    return _number(WholeNumberField, label, min_value=least, max_value=most, **kwargs)
+
+
+def _optional_count(label: StrOrPromise, most: int) -> WholeNumberField:
+    """A whole number from 1 to `most`, or empty (no limit)."""
+    return _whole(label, 1, most, required=False)
+
+
+def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
+    """The share of hidden exposures of one kind (repeats, quality checks): 0 to 0.5."""
+    return _number(DecimalNumberField, label, min_value=0, max_value=0.5, **kwargs)
+
+
 class StudyForm(forms.Form):
     """Everything study_create and study_update need; the model's own checks run again in the
     service. The task-type and LLM pickers list what the chosen dataset has."""
@@ -110,13 +124,7 @@ class StudyForm(forms.Form):
     )
     instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
-    max_questions = _number(
-        WholeNumberField,
-        _("Max questions"),
-        min_value=1,
-        max_value=limits.MAX_QUESTIONS,
-        required=False,
-    )
+    max_questions = _optional_count(_("Max questions"), limits.MAX_QUESTIONS)
     llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))
     pair_design = forms.ChoiceField(
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
@@ -127,23 +135,9 @@ class StudyForm(forms.Form):
         label=_("Baseline"),
         error_messages={"invalid_choice": _("Baseline %(value)s is not an LLM of this dataset.")},
     )
-    pairs_per_question = _number(
-        WholeNumberField,
-        _("k pairs"),
-        min_value=1,
-        max_value=limits.MAX_PAIRS_PER_QUESTION,
-        required=False,
-    )
-    ratings_per_item = _number(
-        WholeNumberField,
-        _("Ratings per item (N)"),
-        min_value=1,
-        max_value=limits.MAX_RATINGS_PER_ITEM,
-        initial=3,
-    )
-    repeat_rate = _number(
-        DecimalNumberField, _("Hidden repeat rate"), min_value=0, max_value=0.5, initial=0.02
-    )
+    pairs_per_question = _optional_count(_("k pairs"), limits.MAX_PAIRS_PER_QUESTION)
+    ratings_per_item = _whole(_("Ratings per item (N)"), 1, limits.MAX_RATINGS_PER_ITEM, initial=3)
+    repeat_rate = _hidden_rate(_("Hidden repeat rate"), initial=0.02)
     hint_policy = forms.ChoiceField(
         choices=Study.HintPolicy.choices, initial=Study.HintPolicy.HIDDEN, label=_("Hint")
     )
@@ -153,31 +147,17 @@ class StudyForm(forms.Form):
         required=False,
         label=_("Assignment"),
     )
-    check_rate = _number(
-        DecimalNumberField,
-        _("Hidden quality-check rate"),
-        min_value=0,
-        max_value=0.5,
-        initial=0,
-        required=False,
-    )
+    check_rate = _hidden_rate(_("Hidden quality-check rate"), initial=0, required=False)
     admit_onsite = forms.BooleanField(required=False, initial=True, label=_("Onsite"))
     admit_crowd = forms.BooleanField(required=False, label=_("Crowd"))
     admit_public = forms.BooleanField(required=False, label=_("Public"))
-    quota_onsite = _number(
-        WholeNumberField, _("Onsite quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
-    )
-    quota_crowd = _number(
-        WholeNumberField, _("Crowd quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
-    )
-    quota_public = _number(
-        WholeNumberField, _("Public quota"), min_value=1, max_value=limits.MAX_QUOTA, required=False
-    )
-    reservation_timeout = _number(
-        WholeNumberField,
+    quota_onsite = _optional_count(_("Onsite quota"), limits.MAX_QUOTA)
+    quota_crowd = _optional_count(_("Crowd quota"), limits.MAX_QUOTA)
+    quota_public = _optional_count(_("Public quota"), limits.MAX_QUOTA)
+    reservation_timeout = _whole(
         _("Reservation timeout (s)"),
-        min_value=30,
-        max_value=limits.MAX_RESERVATION_TIMEOUT,
+        30,
+        limits.MAX_RESERVATION_TIMEOUT,
         initial=180,
         help_text=_("A lease that the annotator's activity renews; 120-300 s is plenty."),
     )

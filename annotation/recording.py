@@ -60,22 +60,28 @@ class NewRating:
     _assignment: Assignment | None = field(default=None, init=False, repr=False, compare=False)
     _rating: Rating | None = field(default=None, init=False, repr=False, compare=False)
 
+    # The stored assignment and rating are built on first use: a COPY of a million rows builds
+    # none.
     @property
     def assignment(self) -> Assignment | None:
-        """The stored assignment (built on first use: a COPY of a million rows builds none)."""
         if self._assignment is None and self.assignment_id is not None:
-            self._assignment = _assignment(self, self.recorded_at or timezone.now())
-            self._assignment.pk = self.assignment_id
-            self._assignment._state.adding = False
+            self._assignment = self._stored(_assignment, self.assignment_id)
         return self._assignment
 
     @property
     def rating(self) -> Rating | None:
         if self._rating is None and self.rating_id is not None:
-            self._rating = _rating(self, self.recorded_at or timezone.now())
-            self._rating.pk = self.rating_id
-            self._rating._state.adding = False
+            self._rating = self._stored(_rating, self.rating_id)
         return self._rating
+
+    def _stored[M: Assignment | Rating](
+        self, build: Callable[[NewRating, dt.datetime], M], pk: int
+    ) -> M:
+        """The row as a model instance that is already saved, with its id."""
+        obj = build(self, self.recorded_at or timezone.now())
+        obj.pk = pk
+        obj._state.adding = False
+        return obj
 
 
 def _origin_id(row: NewRating) -> int | None:

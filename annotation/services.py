@@ -57,19 +57,9 @@ def _pairs(
         yield from rng.sample(all_pairs, min(k or 1, len(all_pairs)))
 
 
-def _check_design(
-    *,
-    name: str,
-    dataset: Dataset,
-    mode: str,
-    rubric: Rubric,
-    selection: dict[str, Any],
-    pair_design: str,
-    baseline_llm: LLM | None,
-    pairs_per_question: int | None,
-    exclude_pk: int | None = None,
-) -> None:
-    """The checks study_create and study_update share; every message names the bad value."""
+def _check_design(study: Study) -> None:
+    """The checks of a new or edited study's definition; every message names the bad value."""
+    mode, rubric = study.mode, study.rubric
     if mode not in (Rubric.Mode.STAR, Rubric.Mode.PAIRWISE):
         raise ValidationError({"mode": f"Unknown mode {mode!r}: use 'star' or 'pairwise'."})
     if rubric.mode != mode:
@@ -77,16 +67,22 @@ def _check_design(
             {"rubric": f"Rubric {rubric.key!r} is for {rubric.mode} studies, not {mode}."}
         )
     if mode == Rubric.Mode.PAIRWISE:
-        if pair_design == Study.PairDesign.BASELINE and baseline_llm is None:
+        design = study.pair_design
+        if design == Study.PairDesign.BASELINE and study.baseline_llm is None:
             raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
-        if pair_design == Study.PairDesign.SAMPLED and not pairs_per_question:
+        if design == Study.PairDesign.SAMPLED and not study.pairs_per_question:
             raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
-    same_name = Study.objects.filter(name=name)
-    if exclude_pk is not None:
-        same_name = same_name.exclude(pk=exclude_pk)
+    same_name = Study.objects.filter(name=study.name)
+    if study.pk is not None:
+        same_name = same_name.exclude(pk=study.pk)
     if same_name.exists():
-        raise ValidationError({"name": f"A study named {name!r} already exists."})
-    selection_check(dataset=dataset, selection=selection, baseline_llm=baseline_llm, mode=mode)
+        raise ValidationError({"name": f"A study named {study.name!r} already exists."})
+    selection_check(
+        dataset=study.dataset,
+        selection=study.selection,
+        baseline_llm=study.baseline_llm,
+        mode=mode,
+    )
 
 
 def _planned_items(study: Study, *, seed: int) -> list[Item]:
@@ -145,103 +141,73 @@ def _rebuild_items(study: Study, *, seed: int, checks_fit: bool) -> None:
     Item.objects.bulk_create(new, batch_size=2000)
 
 
-def _definition(
+@transaction.atomic
+def study_save(
     *,
+    study: Study | None,
+    owner: User | None = None,
     name: str,
     dataset: Dataset,
     mode: str,
     rubric: Rubric,
-    selection: dict[str, Any] | None,
-    pair_design: str,
-    baseline_llm: LLM | None,
-    pairs_per_question: int | None,
-    exclude_pk: int | None = None,
-) -> dict[str, Any]:
-    """A study's checked definition, as model fields: what study_create and study_update share."""
-    selection = dict(selection or {})
-    _check_design(
-        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
-        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
-        exclude_pk=exclude_pk,
-    )  # fmt: skip
-    return {
+    selection: dict[str, Any] | None = None,
+    pair_design: str = Study.PairDesign.ALL,
+    baseline_llm: LLM | None = None,
+    pairs_per_question: int | None = None,
+    seed: int = 0,
+    **design: Any,
+) -> Study:
+    """Create a study (study=None; owner is its owner) or change a draft's definition, then
+    plan its items: what study_create and study_update share.
+
+    selection: {"task_types": [...], "kinds": [...], "llms": [names], "question_ids": [...],
+    "max_questions": n}. Star items are one response each; pairwise items are unordered pairs of
+    responses to the same question, stored with response_a.id < response_b.id. design: the
+    assignment design's fields (ratings_per_item, repeat_rate, ...).
+    """
+    fields = {
         "name": name,
         "dataset": dataset,
         "mode": mode,
         "rubric": rubric,
-        "selection": selection,
+        "selection": dict(selection or {}),
         "pair_design": pair_design if mode == Rubric.Mode.PAIRWISE else "",
         "baseline_llm": baseline_llm,
         "pairs_per_question": pairs_per_question,
+        **design,
     }
-
-
-@transaction.atomic
-def study_create(
-    *,
-    name: str,
-    dataset: Dataset,
-    mode: str,
-    rubric: Rubric,
-    owner=None,
-    selection: dict[str, Any] | None = None,
-    pair_design: str = Study.PairDesign.ALL,
-    baseline_llm: LLM | None = None,
-    pairs_per_question: int | None = None,
-    seed: int = 0,
-    **design: Any,
-) -> Study:
-    """Create a study and its items from a dataset subset.
-
-    selection: {"task_types": [...], "kinds": [...], "llms": [names], "question_ids": [...],
-    "max_questions": n}. Star items are one response each; pairwise items are unordered pairs of
-    responses to the same question, stored with response_a.id < response_b.id.
-    """
-    fields = _definition(
-        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
-        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
-    )  # fmt: skip
-    study = Study(owner=owner, **fields, **design)
-    study.full_clean()
-    study.save()
-    Item.objects.bulk_create(_planned_items(study, seed=seed), batch_size=2000)
-    return study
-
-
-@transaction.atomic
-def study_update(
-    *,
-    study: Study,
-    name: str,
-    dataset: Dataset,
-    mode: str,
-    rubric: Rubric,
-    selection: dict[str, Any] | None = None,
-    pair_design: str = Study.PairDesign.ALL,
-    baseline_llm: LLM | None = None,
-    pairs_per_question: int | None = None,
-    seed: int = 0,
-    **design: Any,
-) -> Study:
-    """Change a draft study's definition and rebuild its items. Refused once the study was
-    launched (live, paused or closed) or has any assignment: annotators' work is never rebuilt."""
+    if study is None:
+        study = Study(owner=owner, **fields)
+        _check_design(study)
+        study.full_clean()
+        study.save()
+        Item.objects.bulk_create(_planned_items(study, seed=seed), batch_size=2000)
+        return study
     study = Study.objects.select_for_update().get(pk=study.pk)
     if study.status != Study.Status.DRAFT or study.assignments.exists():
         raise ValidationError(
             f"Only a draft study can be edited; {study.name!r} is {study.get_status_display()}."
         )
-    fields = _definition(
-        name=name, dataset=dataset, mode=mode, rubric=rubric, selection=selection,
-        pair_design=pair_design, baseline_llm=baseline_llm, pairs_per_question=pairs_per_question,
-        exclude_pk=study.pk,
-    ) | design  # fmt: skip
     checks_fit = (study.mode, study.rubric_id, study.dataset_id) == (mode, rubric.pk, dataset.pk)
     for key, value in fields.items():
         setattr(study, key, value)
+    _check_design(study)
     study.full_clean()
     study.save()
     _rebuild_items(study, seed=seed, checks_fit=checks_fit)
     return study
+
+
+def study_create(*, owner: User | None = None, **definition: Any) -> Study:
+    """Create a study and its items from a dataset subset; the keywords are study_save's."""
+    return study_save(study=None, owner=owner, **definition)
+
+
+def study_update(*, study: Study, **definition: Any) -> Study:
+    """Change a draft study's definition (study_save's keywords) and rebuild its items. Refused
+    once the study was launched (live, paused or closed) or has any assignment: annotators' work
+    is never rebuilt."""
+    return study_save(study=study, **definition)
 
 
 def study_set_status(*, study: Study, status: str) -> Study:

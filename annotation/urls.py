@@ -22,16 +22,19 @@ from annotation.views import annotator as v
 from annotation.views import entry
 from annotation.views.organizer import annotators, downloads, imports, llms, quality, studies
 
+# GET on a read-only resource: its list, or one of it.
+LIST = {"get": "list"}
+ONE = {"get": "retrieve"}
 data_api = [
-    path("datasets/", data.DatasetList.as_view(), name="api-datasets"),
-    path("datasets/<int:pk>/", data.DatasetDetail.as_view(), name="api-dataset"),
-    path("questions/", data.QuestionList.as_view(), name="api-questions"),
-    path("questions/<int:pk>/", data.QuestionDetail.as_view(), name="api-question"),
-    path("responses/", data.ResponseList.as_view(), name="api-responses"),
-    path("responses/<int:pk>/", data.ResponseDetail.as_view(), name="api-response"),
-    path("llms/", data.LLMList.as_view(), name="api-llms"),
-    path("rubrics/", data.RubricList.as_view(), name="api-rubrics"),
-    path("rubrics/<slug:key>/", data.RubricDetail.as_view(), name="api-rubric"),
+    path("datasets/", data.Datasets.as_view(LIST), name="api-datasets"),
+    path("datasets/<int:pk>/", data.Datasets.as_view(ONE), name="api-dataset"),
+    path("questions/", data.Questions.as_view(LIST), name="api-questions"),
+    path("questions/<int:pk>/", data.Questions.as_view(ONE), name="api-question"),
+    path("responses/", data.Responses.as_view(LIST), name="api-responses"),
+    path("responses/<int:pk>/", data.Responses.as_view(ONE), name="api-response"),
+    path("llms/", data.LLMs.as_view(LIST), name="api-llms"),
+    path("rubrics/", data.Rubrics.as_view(LIST), name="api-rubrics"),
+    path("rubrics/<slug:key>/", data.Rubrics.as_view(ONE), name="api-rubric"),
     path("studies/", data.StudyListCreate.as_view(), name="api-studies"),
     path("studies/<int:pk>/", data.StudyDetailUpdate.as_view(), name="api-study"),
     path("studies/<int:pk>/export/", data.StudyExport.as_view(), name="api-study-export"),

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.fields import CountsSerializer, slug_of
 from annotation.permissions import studies_for
 from evaluation import launch, recording, selectors, services
 from evaluation.forms import JUDGE_FIELDS, PromptTemplateForm, non_ascii_numbers
@@ -22,9 +23,7 @@ from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
 
 class JudgeOut(serializers.ModelSerializer):
-    template: serializers.SlugRelatedField[PromptTemplate] = serializers.SlugRelatedField(
-        slug_field="key", read_only=True
-    )
+    template = slug_of("key")
     rater = serializers.CharField(source="rater.pseudonym", read_only=True)
 
     class Meta:
@@ -106,20 +105,23 @@ class EstimateOut(serializers.Serializer):
     model_listed = serializers.BooleanField(allow_null=True)
 
 
-class RunOut(serializers.Serializer):
+class RunOut(CountsSerializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
     study = serializers.IntegerField()
     judge = serializers.CharField()
     template = serializers.CharField()
-    planned = serializers.IntegerField()
-    done = serializers.IntegerField()
-    ok = serializers.IntegerField()
-    parse_failed = serializers.IntegerField()
-    call_failed = serializers.IntegerField()
-    cached = serializers.IntegerField()
-    tokens_in = serializers.IntegerField()
-    tokens_out = serializers.IntegerField()
+    counts = (
+        "planned",
+        "done",
+        "ok",
+        "parse_failed",
+        "call_failed",
+        "cached",
+        "tokens_in",
+        "tokens_out",
+    )
+    counts_after = "template"
     cost = serializers.DecimalField(max_digits=18, decimal_places=9)
     price_in_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6)
     price_out_per_1k = serializers.DecimalField(max_digits=12, decimal_places=6)

@@ -6,13 +6,17 @@ serializes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import checks, quality
+from annotation.models import Study
 from annotation.permissions import get_study_for_organizer
 
 MAX_CONTENT = 2 * 1024 * 1024
@@ -91,6 +95,17 @@ def _bad(error: ValidationError) -> Response:
     return Response({"errors": error.messages}, status=status.HTTP_400_BAD_REQUEST)
 
 
+def _study_and_input(
+    request: Request, study_id: int, input_class: type[serializers.Serializer]
+) -> tuple[Study, dict[str, Any]]:
+    """The organizer's own study (anyone else's is a 404) and the request body, validated by
+    input_class (invalid: a 400)."""
+    study = get_study_for_organizer(request.user, study_id)
+    data = input_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    return study, data.validated_data
+
+
 class StudyChecksApi(APIView):
     @extend_schema(responses=CheckItemOutput(many=True))
     def get(self, request, study_id: int):
@@ -101,10 +116,7 @@ class StudyChecksApi(APIView):
 class GoldChecksApi(APIView):
     @extend_schema(request=GoldInput, responses={200: GoldOutput})
     def post(self, request, study_id: int):
-        study = get_study_for_organizer(request.user, study_id)
-        data = GoldInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        study, v = _study_and_input(request, study_id, GoldInput)
         try:
             if "records" in v:
                 n = checks.gold_mark(study=study, marks=checks.marks_resolve(study, v["records"]))
@@ -118,11 +130,9 @@ class GoldChecksApi(APIView):
 class AttentionCheckApi(APIView):
     @extend_schema(request=AttentionInput, responses={201: CheckItemOutput})
     def post(self, request, study_id: int):
-        study = get_study_for_organizer(request.user, study_id)
-        data = AttentionInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        study, v = _study_and_input(request, study_id, AttentionInput)
         try:
-            item = checks.attention_check_create(study=study, **data.validated_data)
+            item = checks.attention_check_create(study=study, **v)
         except ValidationError as e:
             return _bad(e)
         return Response(CheckItemOutput(item).data, status=status.HTTP_201_CREATED)
@@ -141,14 +151,12 @@ class ExclusionsApi(APIView):
     @extend_schema(request=ExclusionInput, responses={201: None, 204: None})
     def post(self, request, study_id: int):
         """Exclude an annotator from the report (the ratings stay)."""
-        study = get_study_for_organizer(request.user, study_id)
-        data = ExclusionInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        study, v = _study_and_input(request, study_id, ExclusionInput)
         try:
             quality.exclusion_add(
                 study=study,
-                pseudonym=data.validated_data["rater"],
-                reason=data.validated_data.get("reason", ""),
+                pseudonym=v["rater"],
+                reason=v.get("reason", ""),
                 user=request.user,
             )
         except ValidationError as e:
@@ -158,11 +166,9 @@ class ExclusionsApi(APIView):
     @extend_schema(request=ExclusionInput, responses={204: None})
     def delete(self, request, study_id: int):
         """Lift an exclusion."""
-        study = get_study_for_organizer(request.user, study_id)
-        data = ExclusionInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        study, v = _study_and_input(request, study_id, ExclusionInput)
         try:
-            quality.exclusion_lift(study=study, pseudonym=data.validated_data["rater"])
+            quality.exclusion_lift(study=study, pseudonym=v["rater"])
         except ValidationError as e:
             return _bad(e)
         return Response(status=status.HTTP_204_NO_CONTENT)

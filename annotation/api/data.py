@@ -5,11 +5,20 @@ exports. Organizer-only (the default permission); someone else's study is a 404.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, status, viewsets
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response as ApiResponse
@@ -31,15 +40,12 @@ def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
 
 
 # --- data (read) ------------------------------------------------------------------------------
-# A class-level queryset is safe: DRF reads it through .all() on every request, never cached.
+# One read-only view set per resource serves its list and its detail (annotation/urls.py routes
+# GET on each). A class-level queryset is safe: DRF reads it through .all() on every request,
+# never cached.
 
 
-class DatasetList(generics.ListAPIView):
-    queryset = selectors.dataset_list()
-    serializer_class = s.DatasetOut
-
-
-class DatasetDetail(generics.RetrieveAPIView):
+class Datasets(viewsets.ReadOnlyModelViewSet):
     queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
 
@@ -52,23 +58,27 @@ QUESTION_FILTERS = [
 ]
 
 
-@extend_schema(parameters=QUESTION_FILTERS)
-class QuestionList(generics.ListAPIView):
-    serializer_class = s.QuestionOut
+# A resource whose list is filtered by the query string: `filters` maps each parameter to how its
+# text is read; `select` is the selector, called with the parameters given. The detail is never
+# filtered. (A comment: a docstring would be the description of every operation in the schema.)
+class _Filtered(viewsets.ReadOnlyModelViewSet):
+    select: Callable[..., QuerySet]
+    filters: dict[str, Callable[[str], Any]] = {}
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet:
+        if self.action != "list":
+            return self.select()
         p = self.request.query_params
-        return selectors.question_list(
-            dataset=p.get("dataset"),
-            task_type=p.get("task_type"),
-            kind=p.get("kind"),
-            search=p.get("search"),
+        return self.select(
+            **{name: read(p[name]) for name, read in self.filters.items() if name in p}
         )
 
 
-class QuestionDetail(generics.RetrieveAPIView):
-    queryset = selectors.question_list()
+@extend_schema_view(list=extend_schema(parameters=QUESTION_FILTERS))
+class Questions(_Filtered):
     serializer_class = s.QuestionOut
+    select = staticmethod(selectors.question_list)
+    filters = {"dataset": str, "task_type": str, "kind": str, "search": str}
 
 
 RESPONSE_FILTERS = [
@@ -79,36 +89,19 @@ RESPONSE_FILTERS = [
 ]
 
 
-@extend_schema(parameters=RESPONSE_FILTERS)
-class ResponseList(generics.ListAPIView):
+@extend_schema_view(list=extend_schema(parameters=RESPONSE_FILTERS))
+class Responses(_Filtered):
     serializer_class = s.ResponseOut
-
-    def get_queryset(self):
-        p = self.request.query_params
-        return selectors.response_list(
-            dataset=p.get("dataset"),
-            question=parse_id(p.get("question", "")),
-            llm=p.get("llm"),
-            task_type=p.get("task_type"),
-        )
+    select = staticmethod(selectors.response_list)
+    filters = {"dataset": str, "question": parse_id, "llm": str, "task_type": str}
 
 
-class ResponseDetail(generics.RetrieveAPIView):
-    queryset = selectors.response_list()
-    serializer_class = s.ResponseOut
-
-
-class LLMList(generics.ListAPIView):
+class LLMs(viewsets.ReadOnlyModelViewSet):
     queryset = selectors.llm_list()
     serializer_class = s.LLMOut
 
 
-class RubricList(generics.ListAPIView):
-    queryset = selectors.rubric_list()
-    serializer_class = s.RubricOut
-
-
-class RubricDetail(generics.RetrieveAPIView):
+class Rubrics(viewsets.ReadOnlyModelViewSet):
     queryset = selectors.rubric_list()
     serializer_class = s.RubricOut
     lookup_field = "key"

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import engine
+from annotation.api.fields import CountsSerializer
 from annotation.forms import AnnotatorCreateForm
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_set_status
@@ -30,24 +31,24 @@ class StudyStatusOutput(serializers.Serializer):
     status = serializers.CharField()
 
 
-class AnnotatorProgressOutput(serializers.Serializer):
+class AnnotatorProgressOutput(CountsSerializer):
     pseudonym = serializers.CharField()
     pool = serializers.CharField()
-    submitted = serializers.IntegerField()
-    repeats = serializers.IntegerField()
-    skipped = serializers.IntegerField()
-    open = serializers.IntegerField()
+    counts = ("submitted", "repeats", "skipped", "open")
+    counts_after = "pool"
     median_s = serializers.FloatField(allow_null=True)
 
 
-class ProgressOutput(serializers.Serializer):
-    items_total = serializers.IntegerField()
-    items_complete = serializers.IntegerField()
-    ratings = serializers.IntegerField()
-    ratings_needed = serializers.IntegerField()
-    percent = serializers.IntegerField()
-    open_reservations = serializers.IntegerField()
-    lapsed_reservations = serializers.IntegerField()
+class ProgressOutput(CountsSerializer):
+    counts = (
+        "items_total",
+        "items_complete",
+        "ratings",
+        "ratings_needed",
+        "percent",
+        "open_reservations",
+        "lapsed_reservations",
+    )
     annotators = AnnotatorProgressOutput(many=True)
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from annotation import limits
+from annotation.api.fields import CountsSerializer, slug_of
 from annotation.exports import FORMATS as EXPORT_FORMATS
 from annotation.exports import WHATS
 from annotation.importers import FORMATS as IMPORT_FORMATS
+from annotation.importers.results import ENTITIES
 from annotation.models import (
     LLM,
     Criterion,
@@ -33,9 +34,7 @@ class DatasetOut(serializers.ModelSerializer):
 
 
 class QuestionOut(serializers.ModelSerializer):
-    dataset: serializers.SlugRelatedField[Dataset] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
+    dataset = slug_of("name")
     n_responses = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -64,9 +63,7 @@ class LLMOut(serializers.ModelSerializer):
 
 
 class ResponseOut(serializers.ModelSerializer):
-    llm: serializers.SlugRelatedField[LLM] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
+    llm = slug_of("name")
     question_external_id = serializers.CharField(source="question.external_id", read_only=True)
     dataset = serializers.CharField(source="question.dataset.name", read_only=True)
 
@@ -127,18 +124,10 @@ DESIGN_FIELDS = [
 
 
 class StudyOut(serializers.ModelSerializer):
-    dataset: serializers.SlugRelatedField[Dataset] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
-    rubric: serializers.SlugRelatedField[Rubric] = serializers.SlugRelatedField(
-        slug_field="key", read_only=True
-    )
-    owner: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
-    )
-    baseline_llm: serializers.SlugRelatedField[LLM] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
+    dataset = slug_of("name")
+    rubric = slug_of("key")
+    owner = slug_of("username")
+    baseline_llm = slug_of("name")
     n_items = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -255,17 +244,8 @@ class ImportIn(serializers.Serializer):
     dry_run = serializers.BooleanField(required=False, default=False)
 
 
-class CountsOut(serializers.Serializer):
-    datasets = serializers.IntegerField()
-    questions = serializers.IntegerField()
-    llms = serializers.IntegerField()
-    responses = serializers.IntegerField()
-    studies = serializers.IntegerField()
-    items = serializers.IntegerField()
-    raters = serializers.IntegerField()
-    assignments = serializers.IntegerField()
-    ratings = serializers.IntegerField()
-    scores = serializers.IntegerField()
+class CountsOut(CountsSerializer):
+    counts = ENTITIES
 
 
 class ImportOut(serializers.Serializer):
@@ -281,9 +261,7 @@ class ImportOut(serializers.Serializer):
 
 
 class ImportRecordOut(serializers.ModelSerializer):
-    user: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
-        slug_field="username", read_only=True
-    )
+    user = slug_of("username")
 
     class Meta:
         model = ImportRecord

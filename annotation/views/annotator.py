@@ -10,6 +10,8 @@ or the account and 404s on an assignment that is not theirs.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -123,13 +125,21 @@ def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
     return redirect("annotate:study", study_pid=study.public_id)
 
 
-def _study_and_rater(request: HttpRequest, study_pid: str) -> tuple[Study, Rater] | HttpResponse:
-    """The study and the visitor's rater in it, or where a visitor without one goes."""
-    study = _study(study_pid)
-    rater = _rater_for(request, study)
-    if rater is None:
-        return _no_rater(request, study)
-    return study, rater
+def _with_rater[R: HttpRequest](
+    view: Callable[[R, Study, Rater], HttpResponse],
+) -> Callable[[R, str], HttpResponse]:
+    """A study page that needs the visitor's rater in the study: the view is called with the
+    study and the rater; a visitor without one goes where _no_rater sends them."""
+
+    @wraps(view)
+    def wrapped(request: R, study_pid: str) -> HttpResponse:
+        study = _study(study_pid)
+        rater = _rater_for(request, study)
+        if rater is None:
+            return _no_rater(request, study)
+        return view(request, study, rater)
+
+    return wrapped
 
 
 # The annotator page's read: an assignment with its rater, study, rubric, item, question and
@@ -251,11 +261,8 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
 
 
 @require_GET
-def study_next(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
-    found = _study_and_rater(request, study_pid)
-    if isinstance(found, HttpResponse):
-        return found
-    study, rater = found
+@_with_rater
+def study_next(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResponse:
     if _throttled(rater):
         return _too_many()
     if study.status != Study.Status.LIVE or not study.admits(rater.pool):
@@ -386,12 +393,9 @@ def assignment_previous(request: HtmxHttpRequest, assignment_pid) -> HttpRespons
 
 
 @require_GET
-def study_previous(request: HttpRequest, study_pid: str) -> HttpResponse:
+@_with_rater
+def study_previous(request: HttpRequest, study: Study, rater: Rater) -> HttpResponse:
     """From the end page: back to the rater's latest rating."""
-    found = _study_and_rater(request, study_pid)
-    if isinstance(found, HttpResponse):
-        return found
-    study, rater = found
     previous = engine.assignment_previous(study=study, rater=rater)
     if previous is None:
         return redirect("annotate:study", study_pid=study.public_id)
