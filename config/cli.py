@@ -1,8 +1,10 @@
-"""What the management commands share: naming a row on the command line by id or name."""
+"""What the management commands share: naming a row on the command line by id or name, on/off
+switches, and handing options on to a service under their own names."""
 
 from __future__ import annotations
 
 from argparse import ArgumentParser
+from typing import Any, Protocol
 
 from django.core.management.base import CommandError
 from django.db import models
@@ -12,6 +14,23 @@ from annotation.limits import parse_id
 
 def add_study_argument(parser: ArgumentParser, *, required: bool = True) -> None:
     parser.add_argument("--study", required=required, help="Study id or exact name.")
+
+
+class _Arguments(Protocol):
+    """An ArgumentParser or one of its groups."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def add_switches(parser: _Arguments, switches: dict[str, str]) -> None:
+    """On/off flags (off unless given), in the order given, each with its help text."""
+    for flag, help_text in switches.items():
+        parser.add_argument(flag, action="store_true", help=help_text)
+
+
+def passed_on(opts: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The options named, under their own names: what a command hands to a service unchanged."""
+    return {name: opts[name] for name in names}
 
 
 def object_by_ref[M: models.Model](model: type[M], ref: str, *, field: str = "name") -> M:

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from annotation.api.fields import CountsSerializer, slug_of
 from annotation.permissions import studies_for
 from evaluation import launch, recording, selectors, services
-from evaluation.forms import JUDGE_FIELDS, PromptTemplateForm, non_ascii_numbers
+from evaluation.forms import JUDGE_FIELDS, RUN_BOUNDS, PromptTemplateForm, non_ascii_numbers
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 
 
@@ -73,14 +73,10 @@ class RunIn(serializers.Serializer):
     study = serializers.IntegerField(min_value=1, max_value=2**62)
     judge = serializers.IntegerField(min_value=1, max_value=2**62)
     both_orders = serializers.BooleanField(default=False)
-    repeat_rate = serializers.FloatField(default=0.02, min_value=0, max_value=0.5)
-    limit = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=10_000_000
-    )
-    seed = serializers.IntegerField(default=0, min_value=-(2**31), max_value=2**31 - 1)
-    budget = serializers.DecimalField(
-        max_digits=14, decimal_places=6, min_value=0, required=False, allow_null=True
-    )
+    repeat_rate = serializers.FloatField(default=0.02, **RUN_BOUNDS["repeat_rate"])
+    limit = serializers.IntegerField(required=False, allow_null=True, **RUN_BOUNDS["limit"])
+    seed = serializers.IntegerField(default=0, **RUN_BOUNDS["seed"])
+    budget = serializers.DecimalField(required=False, allow_null=True, **RUN_BOUNDS["budget"])
     mode = serializers.ChoiceField(
         choices=JudgeRun.Mode.choices,
         default=JudgeRun.Mode.LIVE,

@@ -1,20 +1,10 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+# The module, not the class: Django takes the one AppConfig class it finds here as the app's.
+from config import apps
 
 
-def _install_builtin_templates(sender, **kwargs) -> None:
-    from evaluation.prompts import ensure_builtin_templates
-
-    ensure_builtin_templates()
-
-
-class EvaluationConfig(AppConfig):
-    default_auto_field = "django.db.models.BigAutoField"
+class EvaluationConfig(apps.BuiltinsAppConfig):
     name = "evaluation"
     verbose_name = "LLM judges"
-
-    def ready(self) -> None:
-        # The shipped prompt templates exist in every database, test databases included.
-        post_migrate.connect(_install_builtin_templates, sender=self)
+    builtins_installer = "evaluation.prompts.ensure_builtin_templates"

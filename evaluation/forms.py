@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
@@ -124,27 +124,31 @@ def judge_label(judge: JudgeConfig) -> str:
     return f"{judge.name} ({judge.model}; {judge.api_key_env} {status})"
 
 
+# What a run's options may be, the same on the page (RunStartForm) and in the API (api.RunIn).
+RUN_BOUNDS: dict[str, dict[str, Any]] = {
+    "repeat_rate": {"min_value": 0, "max_value": 0.5},
+    "limit": {"min_value": 1, "max_value": 10_000_000},
+    "seed": {"min_value": -(2**31), "max_value": 2**31 - 1},
+    "budget": {"min_value": 0, "max_digits": 14, "decimal_places": 6},
+}
+
+
 class RunStartForm(forms.Form):
     judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label=_("Judge"))
     both_orders = forms.BooleanField(required=False, label=_("Judge each pair in both orders"))
     repeat_rate = forms.FloatField(
         initial=0.02,
-        min_value=0,
-        max_value=0.5,
         label=_("Repeat rate"),
         help_text=_("Share of items judged twice, to measure the judge's self-consistency."),
+        **RUN_BOUNDS["repeat_rate"],
     )
-    limit = forms.IntegerField(
-        required=False, min_value=1, max_value=10_000_000, label=_("At most N items")
-    )
-    seed = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1, label=_("Seed"))
+    limit = forms.IntegerField(required=False, label=_("At most N items"), **RUN_BOUNDS["limit"])
+    seed = forms.IntegerField(initial=0, label=_("Seed"), **RUN_BOUNDS["seed"])
     budget = forms.DecimalField(
         required=False,
-        min_value=0,
-        max_digits=14,
-        decimal_places=6,
         label=_("Budget (stop when the cost reaches it)"),
         help_text=_("Blank: no cap. Calls already in flight when it is reached still finish."),
+        **RUN_BOUNDS["budget"],
     )
     mode = forms.ChoiceField(
         choices=JudgeRun.Mode.choices,

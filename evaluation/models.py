@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from annotation.models import Item, Rater, Rating, Study
+from annotation.models import Item, Rater, Rating, Rubric, Study
 from evaluation import safety
 
 # Prices per 1,000 tokens: the dearest models cost well under 1 US dollar per 1k tokens, so 1,000
@@ -27,6 +27,8 @@ PRICE_VALIDATORS = [MinValueValidator(Decimal(0)), MaxValueValidator(MAX_PRICE_P
 # millions of tokens per minute; these bounds leave room and refuse typos.
 MAX_RPM = 1_000_000
 MAX_TPM = 1_000_000_000
+# The largest value every database holds in a PositiveSmallIntegerField.
+SMALL_INT_MAX = 32767
 
 
 def validate_env_name(value: str) -> None:
@@ -43,10 +45,27 @@ def _bounded(field_class, label, lo, hi, **kwargs):
     return field_class(label, validators=[MinValueValidator(lo), MaxValueValidator(hi)], **kwargs)
 
 
+def _count(label, most: int, **kwargs):
+    """A count from 1 to `most`, in the smallest positive integer column that holds `most`."""
+    small = most <= SMALL_INT_MAX
+    field_class = models.PositiveSmallIntegerField if small else models.PositiveIntegerField
+    return _bounded(field_class, label, 1, most, **kwargs)
+
+
 def _own_limit(label, most: int, help_text):
     """A rate limit of the judge's account, 1 to `most` per minute; blank: none of its own."""
-    return _bounded(
-        models.PositiveIntegerField, label, 1, most, null=True, blank=True, help_text=help_text
+    return _count(label, most, null=True, blank=True, help_text=help_text)
+
+
+def _made_by(**kwargs) -> models.ForeignKey:
+    """The account that made the row; blank when it is gone, and no reverse accessor on users."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        **kwargs,
     )
 
 
@@ -62,9 +81,8 @@ def _price(label, default: str) -> models.DecimalField:
 
 
 class PromptTemplate(models.Model):
-    class Kind(models.TextChoices):
-        STAR = "star", _("star scoring")
-        PAIRWISE = "pairwise", _("pairwise comparison")
+    # A template is written for one rubric mode: star scoring or pairwise comparison.
+    Kind = Rubric.Mode
 
     class Parser(models.TextChoices):
         STARS = "stars", _("per-criterion stars (text or JSON)")
@@ -109,9 +127,7 @@ class PromptTemplate(models.Model):
         help_text=_("Appended when the server is asked for a JSON object."),
     )
     builtin = models.BooleanField(default=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    owner = _made_by()
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -150,10 +166,8 @@ class JudgeConfig(models.Model):
         validators=[validate_env_name],
     )
     temperature = _bounded(models.FloatField, _("temperature"), 0.0, 2.0, default=0.0)
-    max_tokens = _bounded(
-        models.PositiveIntegerField,
+    max_tokens = _count(
         _("max tokens"),
-        1,
         1_000_000,
         default=1024,
         help_text=_("At most this many output tokens per call."),
@@ -173,10 +187,8 @@ class JudgeConfig(models.Model):
     json_mode = models.CharField(
         _("JSON mode"), max_length=4, choices=JsonMode.choices, default=JsonMode.AUTO
     )
-    concurrency = _bounded(
-        models.PositiveSmallIntegerField,
+    concurrency = _count(
         _("concurrency"),
-        1,
         512,
         default=8,
         help_text=_("At most this many calls at once."),
@@ -199,22 +211,13 @@ class JudgeConfig(models.Model):
     timeout_s = models.FloatField(
         _("timeout (seconds)"), default=120.0, validators=[MinValueValidator(0.1)]
     )
-    max_attempts = _bounded(
-        models.PositiveSmallIntegerField,
+    max_attempts = _count(
         _("max attempts"),
-        1,
         20,
         default=6,
         help_text=_("Tries per call before it is recorded as failed."),
     )
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        verbose_name=_("owner"),
-    )
+    owner = _made_by(verbose_name=_("owner"))
     created_at = models.DateTimeField(_("created"), default=timezone.now)
 
     class Meta:
@@ -303,9 +306,7 @@ class JudgeRun(models.Model):
     # host:pid of the process executing the run, so a resume can tell a dead executor from a
     # live one at once instead of waiting for the heartbeat to go stale.
     worker = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    created_by = _made_by()
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers import FORMATS, ImportRefused, dataset_import
+from config.cli import add_switches, passed_on
 from ranking.services import reports_warm
 
 
@@ -57,10 +58,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--user", help="Username recorded as owner of new datasets and studies."
         )
-        parser.add_argument(
-            "--dry-run", action="store_true", help="Check and count; write nothing."
+        add_switches(
+            parser,
+            {"--dry-run": "Check and count; write nothing.", "--no-progress": "No progress bar."},
         )
-        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args, **opts):
         user = None
@@ -71,16 +72,19 @@ class Command(BaseCommand):
         t0 = time.perf_counter()
         try:
             result = dataset_import(
-                format=opts["format"],
-                paths=opts["paths"],
                 user=user,
-                dry_run=opts["dry_run"],
                 progress=not opts["no_progress"],
-                dataset=opts["dataset"],
-                study=opts["study"],
-                rater=opts["rater"],
-                rater_kind=opts["rater_kind"],
-                rubric=opts["rubric"],
+                **passed_on(
+                    opts,
+                    "format",
+                    "paths",
+                    "dry_run",
+                    "dataset",
+                    "study",
+                    "rater",
+                    "rater_kind",
+                    "rubric",
+                ),
             )
         except ImportRefused as exc:
             raise CommandError(f"refused, nothing was written: {exc}") from exc

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotation.models import Study
-from config.cli import add_study_argument, object_by_ref
+from config.cli import add_study_argument, add_switches, object_by_ref, passed_on
 from evaluation import launch, recording, selectors
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.runner import execute_run
@@ -42,11 +42,6 @@ class Command(BaseCommand):
         parser.add_argument("--judge", help="Judge configuration id or name.")
         parser.add_argument("--limit", type=int, help="Judge at most N items.")
         parser.add_argument(
-            "--both-orders",
-            action="store_true",
-            help="Pairwise: judge each pair in both orders (position consistency).",
-        )
-        parser.add_argument(
             "--repeat-rate",
             type=float,
             default=0.02,
@@ -59,34 +54,19 @@ class Command(BaseCommand):
             help="Stop the run (status 'stopped: budget reached') once its cost reaches this; "
             "calls already in flight still finish.",
         )
-        parser.add_argument(
-            "--dry-run",
-            action="store_true",
-            help="Only run the pre-flight and print the cost estimate; start nothing.",
-        )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="Continue this run.")
-        parser.add_argument(
-            "--reparse",
-            action="store_true",
-            help="Re-run the parser over the "
-            "stored outputs of --resume RUN_ID (or the latest run of "
-            "--study/--judge); no API calls.",
-        )
-        parser.add_argument(
-            "--enqueue",
-            action="store_true",
-            help="Hand the run to the task queue instead of running it here.",
-        )
-        parser.add_argument(
-            "--force",
-            action="store_true",
-            help="With --resume: take over a run another executor seems to hold.",
-        )
-        parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
-        parser.add_argument(
-            "--batch",
-            action="store_true",
-            help="Go through the server's Batch API: half the price, results within a day.",
+        add_switches(
+            parser,
+            {
+                "--both-orders": "Pairwise: judge each pair in both orders (position consistency).",
+                "--dry-run": "Only run the pre-flight and print the cost estimate; start nothing.",
+                "--reparse": "Re-run the parser over the stored outputs of --resume RUN_ID (or the "
+                "latest run of --study/--judge); no API calls.",
+                "--enqueue": "Hand the run to the task queue instead of running it here.",
+                "--force": "With --resume: take over a run another executor seems to hold.",
+                "--no-progress": "No progress bar.",
+                "--batch": "Go through the server's Batch API: half the price, results within a day.",
+            },
         )
 
     def handle(self, *args, **opts):
@@ -162,10 +142,7 @@ class Command(BaseCommand):
         options = {
             "study": study,
             "judge": judge,
-            "both_orders": opts["both_orders"],
-            "repeat_rate": opts["repeat_rate"],
-            "limit": opts["limit"],
-            "seed": opts["seed"],
+            **passed_on(opts, "both_orders", "repeat_rate", "limit", "seed"),
             "mode": JudgeRun.Mode.BATCH if opts["batch"] else JudgeRun.Mode.LIVE,
         }
         try:

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from config.cli import add_study_argument, object_by_ref
+from config.cli import add_study_argument, add_switches, object_by_ref, passed_on
 from ranking import exports, selectors
 from ranking.services import ReportFilters, report_build
 from ranking.stats.leaderboards import BT_TIES
@@ -49,10 +49,9 @@ class Command(BaseCommand):
         parser.add_argument("--end", type=_date, help="Last day (UTC, YYYY-MM-DD), inclusive.")
         parser.add_argument("--min-accuracy", type=float, help="Leave out raters below (0-1).")
         parser.add_argument("--min-consistency", type=float, help="Leave out raters below (0-1).")
-        parser.add_argument(
-            "--exclude-simulated",
-            action="store_true",
-            help="Leave out simulated raters (manage.py simulate_ratings).",
+        add_switches(
+            parser,
+            {"--exclude-simulated": "Leave out simulated raters (manage.py simulate_ratings)."},
         )
         parser.add_argument(
             "--bt-ties",
@@ -92,13 +91,16 @@ class Command(BaseCommand):
             pools=opts["pool"],
             criteria=opts["criterion"],
             task_types=opts["task_type"],
-            start=opts["start"],
-            end=opts["end"],
-            min_accuracy=opts["min_accuracy"],
-            min_consistency=opts["min_consistency"],
-            min_ratings=opts["min_ratings"],
-            exclude_simulated=opts["exclude_simulated"],
-            bt_ties=opts["bt_ties"],
+            **passed_on(
+                opts,
+                "start",
+                "end",
+                "min_accuracy",
+                "min_consistency",
+                "min_ratings",
+                "exclude_simulated",
+                "bt_ties",
+            ),
         )
         report = report_build(study=obj, filters=filters, use_cache=False)
         if out == "-":

@@ -7,7 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from config.cli import add_study_argument, object_by_ref
+from config.cli import add_study_argument, add_switches, object_by_ref, passed_on
 from ranking.simulate import POOLS, simulate_ratings
 
 
@@ -31,10 +31,13 @@ class Command(BaseCommand):
         parser.add_argument("--max-items", type=int, help="Simulate on a random subset of items.")
         parser.add_argument("--seed", type=int, default=0)
         group = parser.add_mutually_exclusive_group()
-        group.add_argument(
-            "--force", action="store_true", help="Replace existing simulated ratings."
+        add_switches(
+            group,
+            {
+                "--force": "Replace existing simulated ratings.",
+                "--more": "Add another round with new raters.",
+            },
         )
-        group.add_argument("--more", action="store_true", help="Add another round with new raters.")
 
     def handle(self, *args, **opts):
         obj = object_by_ref(Study, opts["study"])
@@ -44,14 +47,17 @@ class Command(BaseCommand):
         try:
             result = simulate_ratings(
                 study=obj,
-                raters_per_pool=opts["raters_per_pool"],
-                seed=opts["seed"],
                 pools=tuple(opts["pool"] or POOLS),
-                ratings_per_item=opts["ratings_per_item"],
-                repeat_rate=opts["repeat_rate"],
-                max_items=opts["max_items"],
-                force=opts["force"],
-                more=opts["more"],
+                **passed_on(
+                    opts,
+                    "raters_per_pool",
+                    "seed",
+                    "ratings_per_item",
+                    "repeat_rate",
+                    "max_items",
+                    "force",
+                    "more",
+                ),
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
