@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -160,15 +161,20 @@ RATING_COLUMNS = (
 SCORE_COLUMNS = ("rating_id", "criterion_id", "value", "out_of_range")
 
 
-def _uuids(n: int) -> list[str]:
-    """n random version-4 UUIDs (as uuid.uuid4() makes them) in hex, from one read of the OS's
-    random source: building a UUID object per row costs more than the row's COPY."""
-    raw = os.urandom(16 * n).hex()
-    out = []
-    for k in range(0, 32 * n, 32):
-        h = raw[k : k + 32]
-        out.append(f"{h[:12]}4{h[13:16]}{'89ab'[int(h[16], 16) & 3]}{h[17:]}")
-    return out
+_LOW_62 = (1 << 62) - 1
+
+
+def _uuids(n: int) -> list[bytes]:
+    """n version-7 UUIDs (RFC 9562: the Unix time in milliseconds, then 74 random bits), as the
+    16 bytes of each, in ascending order. Ordered ids go to the right edge of the unique index
+    on public_id as the sequential primary keys do, where random ones would land all over it
+    (a page split and a cache miss per row of a million-row import); 74 random bits stay
+    unguessable. One read of the OS's random source for all: a UUID object per row would cost
+    more than the row's COPY."""
+    head = (time.time_ns() // 1_000_000) << 80 | 7 << 76 | 2 << 62
+    raw = os.urandom(10 * n)
+    tails = sorted(int.from_bytes(raw[k : k + 10]) >> 6 for k in range(0, 10 * n, 10))
+    return [(head | (t >> 62) << 64 | (t & _LOW_62)).to_bytes(16) for t in tails]
 
 
 def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
@@ -188,6 +194,7 @@ def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
             for r, pid in zip(rows, _uuids(len(rows)), strict=True)
         ),
         expected=len(rows),
+        types={"public_id": pgcopy.UUID_BYTES},
     )  # fmt: skip
     pgcopy.copy_rows(
         Rating,

@@ -148,11 +148,16 @@ def test_the_copy_path_writes_every_column_the_database_cannot_fill_itself(model
     assert needed <= named, needed - named
 
 
-def test_the_copy_path_gives_each_assignment_a_random_version_4_uuid():
+def test_the_copy_path_gives_each_assignment_an_ordered_version_7_uuid():
+    import time
     import uuid
 
     from annotation.recording import _uuids
 
-    ids = [uuid.UUID(u) for u in _uuids(500)]
-    assert len(set(ids)) == 500
-    assert {u.version for u in ids} == {4} and {u.variant for u in ids} == {uuid.RFC_4122}
+    before = time.time_ns() // 1_000_000
+    ids = [uuid.UUID(bytes=b) for b in _uuids(500)]
+    assert len(set(ids)) == 500 and ids == sorted(ids)
+    assert {u.version for u in ids} == {7} and {u.variant for u in ids} == {uuid.RFC_4122}
+    # The first 48 bits are the time in milliseconds; the rest of each id is random.
+    assert {u.int >> 80 for u in ids} <= set(range(before, time.time_ns() // 1_000_000 + 1))
+    assert len({u.int & ((1 << 62) - 1) for u in ids}) == 500
