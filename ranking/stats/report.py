@@ -421,17 +421,7 @@ def build_report(
         pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
         report.update(
             judge_section(
-                star,
-                pair_r,
-                j,
-                position=report["position_bias"],
-                judge_runs=o.judge_runs,
-                min_common=o.min_ratings,
-                ddof=o.ddof,
-                n_bootstrap=o.n_bootstrap,
-                seed=o.seed,
-                laps=laps,
-                pool=pool,
+                star, pair_r, j, o, position=report["position_bias"], laps=laps, pool=pool
             )
         )
         _collect(report, laps, "leaderboards", boards)
