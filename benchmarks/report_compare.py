@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/report_compare.py --save /tmp/before   # on the old code
     .venv/bin/python benchmarks/report_compare.py --check /tmp/before  # on the new code
 
-Cases: three synthetic studies (different seeds, sizes, options: repeats left out, raters below
-the thresholds excluded, filters) and the released LLMEval-2 scores (skipped when
-../shared/data is absent). Each report goes through ``report_to_jsonable`` (the JSON the API
+Cases: three small synthetic studies (different seeds, sizes, options: repeats left out, raters
+below the thresholds excluded, filters), the released LLMEval-2 scores (skipped when
+../shared/data is absent) and the speed benchmark's 300k study. Each report goes through ``report_to_jsonable`` (the JSON the API
 serves) without the timings, and is written as one JSON file per case; ``--check`` compares
 each file cell for cell with the saved one and prints the first differences. Exit status 1 when
 any case differs.
@@ -26,9 +26,9 @@ from ranking.stats import report_to_jsonable, synthetic  # noqa: E402
 from ranking.stats.report import build_report  # noqa: E402
 
 
-def _synthetic(data_seed: int, n_questions: int, **options: Any):
+def _synthetic(data_seed: int, n_questions: int, n_models: int = 8, **options: Any):
     def case() -> dict:
-        s = synthetic.generate(n_models=8, n_questions=n_questions, seed=data_seed)
+        s = synthetic.generate(n_models=n_models, n_questions=n_questions, seed=data_seed)
         return build_report(s.star_df, s.pair_df, **options)
 
     return case
@@ -61,6 +61,8 @@ CASES = {
         2, 25, pools=["onsite", "crowd", "judge"], start="2024-01-01T06:00:00", n_bootstrap=200
     ),
     "llmeval2": _llmeval2,
+    # The speed benchmark's 300k study (benchmarks/stats_speed.py), every default option.
+    "synthetic_300k": _synthetic(0, 500, n_models=20),
 }
 
 

@@ -164,27 +164,29 @@ def _database_study(study_id: int) -> None:
     )
 
 
+# The on/off options of the command line.
+SWITCHES = (
+    ("--skip-numpy", "skip the numpy Elo fallback figure"),
+    ("--skip-parts", "only the full reports (skip Elo and BT alone)"),
+    (
+        "--sequential",
+        "also time the first request with the report in one thread (REPORT_THREADS = 0)",
+    ),
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--skip-numpy", action="store_true", help="skip the numpy Elo fallback figure"
-    )
     parser.add_argument(
         "--sizes",
         default="300k,1m",
         help="full-report sizes to run: 30k (a smoke run), 300k, 1m (comma-separated)",
     )
     parser.add_argument(
-        "--skip-parts", action="store_true", help="only the full reports (skip Elo and BT alone)"
-    )
-    parser.add_argument(
-        "--sequential",
-        action="store_true",
-        help="also time the first request with the report in one thread (REPORT_THREADS = 0)",
-    )
-    parser.add_argument(
         "--study", type=int, help="also read this stored study from the database and report it"
     )
+    for flag, text in SWITCHES:
+        parser.add_argument(flag, action="store_true", help=text)
     args = parser.parse_args()
     print(f"numba available: {elo.HAVE_NUMBA}; cores: {os.cpu_count()}; load: {os.getloadavg()}")
 

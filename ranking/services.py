@@ -26,7 +26,13 @@ from annotation.models import Study
 from ranking import selectors
 from ranking.quality import QualityScope, checks_in_scope, data_quality
 from ranking.stats.filters import filter_frame
-from ranking.stats.report import REPORT_KEYS, build_report
+from ranking.stats.report import (
+    AGREEMENT_KEYS,
+    BIAS_KEYS,
+    LEADERBOARD_KEYS,
+    REPORT_KEYS,
+    build_report,
+)
 
 CACHE_SECONDS = 60 * 60
 # The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
@@ -41,29 +47,18 @@ CACHE_VERSION = 4  # bump when the report gains or changes tables (v4: PPI++, qu
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
 TABLE_ORDER: tuple[str, ...] = (
-    "leaderboard_star",
-    "leaderboard_total",
-    "leaderboard_points",
-    "leaderboard_elo",
-    "leaderboard_bt",
-    "correlations",
+    *LEADERBOARD_KEYS,
     "accuracy_by_pool",
     "accuracy_by_rater",
     "accuracy_by_criterion",
     "consistency_by_pool",
     "consistency_by_rater",
     "consistency_by_criterion",
-    "length_bias",
-    "gaps",
-    "discrimination",
-    "hint_effect",
+    *BIAS_KEYS,
     "elo_stability",
     "elo_trajectory",
     "elo_shuffles",
-    "krippendorff",
-    "kappa",
-    "position_bias",
-    "annotator_diagnostics",
+    *AGREEMENT_KEYS,
     "data_quality",
     "exclusions",
     "annotator_reliability",

@@ -13,6 +13,7 @@ B moves by the opposite amount. K = 32, start 1500.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,17 @@ except ImportError:  # pragma: no cover - exercised only where numba is absent
     HAVE_NUMBA = False
 
 LN10_400 = np.log(10.0) / 400.0
+
+
+@dataclass(frozen=True)
+class EloRule:
+    """The update rule's constants: K and every model's starting rating (the paper's 32, 1500)."""
+
+    k: float = 32.0
+    start: float = 1500.0
+
+
+PAPER_RULE = EloRule()
 
 # Paper appendix, Equations 11 and 14: Var[R_A^inf] = c * p (1 - p), with c from the Taylor
 # expansion (32^2 / (1 - 0.632^2)) and from the linear fit on 1300..1700 (32^2 / (1 - 0.9264^2)).
@@ -178,8 +190,7 @@ def elo_chains(
     order: np.ndarray,
     n_models: int,
     *,
-    k: float = 32.0,
-    start: float = 1500.0,
+    rule: EloRule = PAPER_RULE,
     use_numba: bool | None = None,
 ) -> np.ndarray:
     """Final Elo ratings of S chains; chain i plays matches ``order[i]`` in that order."""
@@ -190,19 +201,19 @@ def elo_chains(
     if use_numba is None:
         use_numba = HAVE_NUMBA
     if order.shape[1] == 0 or n_models == 0:
-        return np.full((order.shape[0], n_models), float(start))
+        return np.full((order.shape[0], n_models), float(rule.start))
     if use_numba and _elo_chains is not None:
-        return _elo_chains(a, b, s, order, n_models, float(k), float(start))
+        return _elo_chains(a, b, s, order, n_models, float(rule.k), float(rule.start))
     # Without numba: one Python step per match, each step vectorised over the S chains, which
     # share one flat rating array; the flat indices are transposed so step t reads one row.
     n_chains = order.shape[0]
-    flat = np.full(n_chains * n_models, float(start))
+    flat = np.full(n_chains * n_models, float(rule.start))
     offs = np.arange(n_chains)[:, None] * n_models
     ia = np.ascontiguousarray((a[order] + offs).T)
     ib = np.ascontiguousarray((b[order] + offs).T)
     ss = np.ascontiguousarray(s[order].T)
     for t in range(order.shape[1]):
-        _play_py(flat, ia[t], ib[t], ss[t], float(k))
+        _play_py(flat, ia[t], ib[t], ss[t], float(rule.k))
     return flat.reshape(n_chains, n_models)
 
 
@@ -212,12 +223,11 @@ def elo_ratings(
     s: np.ndarray,
     n_models: int,
     *,
-    k: float = 32.0,
-    start: float = 1500.0,
+    rule: EloRule = PAPER_RULE,
 ) -> np.ndarray:
     """Elo ratings after playing the matches in the given order (time order)."""
     order = np.arange(len(a), dtype=np.int64)[None, :]
-    ratings: npt.NDArray[np.float64] = elo_chains(a, b, s, order, n_models, k=k, start=start)[0]
+    ratings: npt.NDArray[np.float64] = elo_chains(a, b, s, order, n_models, rule=rule)[0]
     return ratings
 
 
@@ -235,8 +245,7 @@ def elo_shuffles(
     *,
     n_shuffles: int = 100,
     rng: np.random.Generator,
-    k: float = 32.0,
-    start: float = 1500.0,
+    rule: EloRule = PAPER_RULE,
     use_numba: bool | None = None,
 ) -> np.ndarray:
     """(S, M) final ratings over ``n_shuffles`` random orders of the same matches.
@@ -249,9 +258,10 @@ def elo_shuffles(
     if use_numba and _elo_shuffled is not None and len(a) and n_models and n_shuffles:
         seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
         packed = pack_matches(a, b, s, n_models)
-        return _elo_shuffled(packed, int(n_shuffles), int(n_models), float(k), float(start), seeds)
+        k, start = float(rule.k), float(rule.start)
+        return _elo_shuffled(packed, int(n_shuffles), int(n_models), k, start, seeds)
     order = shuffle_orders(len(a), n_shuffles, rng)
-    return elo_chains(a, b, s, order, n_models, k=k, start=start, use_numba=use_numba)
+    return elo_chains(a, b, s, order, n_models, rule=rule, use_numba=use_numba)
 
 
 def elo_history(
@@ -261,21 +271,20 @@ def elo_history(
     n_models: int,
     *,
     last: int = 100,
-    k: float = 32.0,
-    start: float = 1500.0,
+    rule: EloRule = PAPER_RULE,
 ) -> np.ndarray:
     """Ratings over the last ``last`` matches in order: (last + 1, M), row 0 before them."""
     n = len(a)
     record_from = max(n - int(last), 0)
     if n == 0:
-        return np.full((1, n_models), float(start))
+        return np.full((1, n_models), float(rule.start))
     return _elo_history(
         np.ascontiguousarray(a, dtype=np.int64),
         np.ascontiguousarray(b, dtype=np.int64),
         np.ascontiguousarray(s, dtype=np.float64),
         n_models,
-        float(k),
-        float(start),
+        float(rule.k),
+        float(rule.start),
         record_from,
     )
 

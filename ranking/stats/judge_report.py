@@ -45,7 +45,7 @@ from .ranking_agreement import ranking_agreement
 from .schema import empty_frame
 
 if TYPE_CHECKING:  # report imports this module
-    from .report import Laps
+    from .report import Laps, ReportOptions
 
 JUDGE_KEYS: tuple[str, ...] = (
     "judge_agreement",
@@ -146,23 +146,22 @@ def judge_section(
     star: pd.DataFrame,
     pair: pd.DataFrame,
     j: pd.DataFrame,
+    o: ReportOptions,
     *,
     position: pd.DataFrame,
-    judge_runs: pd.DataFrame | None = None,
-    min_common: int = 5,
-    ddof: int = 0,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
     laps: Laps | None = None,
     pool: Executor | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of the judge-vs-human section (see the module docstring). ``laps`` (a
-    ``report.Laps``) records the seconds per table. With a ``pool`` the per-pair kappa
-    bootstrap (a compiled kernel that releases the GIL) runs on another thread meanwhile; each
-    table draws from its own seeded stream, so the figures do not depend on the order."""
+    """Every table of the judge-vs-human section (see the module docstring), under the report's
+    options ``o`` (judge runs, ``min_ratings`` as the pairs' minimum of common items, ``ddof``,
+    ``n_bootstrap``, ``seed``). ``laps`` (a ``report.Laps``) records the seconds per table. With
+    a ``pool`` the per-pair kappa bootstrap (a compiled kernel that releases the GIL) runs on
+    another thread meanwhile; each table draws from its own seeded stream, so the figures do not
+    depend on the order."""
     lap = laps.lap if laps is not None else (lambda name: None)
     out: dict[str, pd.DataFrame] = {}
-    pairs_kw = {"min_common": min_common, "n_boot": n_bootstrap}
+    seed, n_bootstrap = o.seed, o.n_bootstrap
+    pairs_kw = {"min_common": o.min_ratings, "n_boot": n_bootstrap}
     pairs_rng = table_rng(seed, "kappa_pairs")
     pairs = pool.submit(cohen_pairs, j, rng=pairs_rng, **pairs_kw) if pool is not None else None
     out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
@@ -174,7 +173,7 @@ def judge_section(
         j, n_boot=n_bootstrap, rng=table_rng(seed, "chance_agreement")
     )
     lap("chance_agreement")
-    out["accuracy_variants"] = accuracy_variants(j, ddof=ddof)
+    out["accuracy_variants"] = accuracy_variants(j, ddof=o.ddof)
     out["star_vs_human"] = star_vs_human_mean(j)
     lap("accuracy_variants")
     out["ranking_agreement"] = ranking_agreement(
@@ -182,7 +181,7 @@ def judge_section(
     )
     lap("ranking_agreement")
     out["length_controlled"] = length_controlled(pair)
-    costs = judge_costs(judge_runs)
+    costs = judge_costs(o.judge_runs)
     out["judge_bias"] = judge_bias(pair, out["length_controlled"], position, costs)
     lap("length_and_bias")
     if pairs is not None:

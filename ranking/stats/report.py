@@ -100,32 +100,39 @@ from .schema import coerce_pair, coerce_star
 
 __all__ = ["REPORT_KEYS", "ReportOptions", "build_report", "jsonable", "report_to_jsonable"]
 
-REPORT_KEYS: tuple[str, ...] = (
-    "meta",
+# Groups of tables that the report's pages and exports (``ranking.services.TABLE_ORDER``) show
+# in the same order as the report lists them.
+LEADERBOARD_KEYS: tuple[str, ...] = (
     "leaderboard_star",
     "leaderboard_total",
     "leaderboard_points",
     "leaderboard_elo",
     "leaderboard_bt",
     "correlations",
+)
+BIAS_KEYS: tuple[str, ...] = ("length_bias", "gaps", "discrimination", "hint_effect")
+AGREEMENT_KEYS: tuple[str, ...] = (
+    "krippendorff",
+    "kappa",
+    "position_bias",
+    "annotator_diagnostics",
+)
+
+REPORT_KEYS: tuple[str, ...] = (
+    "meta",
+    *LEADERBOARD_KEYS,
     "accuracy_by_rater",
     "accuracy_by_pool",
     "accuracy_by_criterion",
     "consistency_by_rater",
     "consistency_by_pool",
     "consistency_by_criterion",
-    "length_bias",
-    "gaps",
-    "discrimination",
-    "hint_effect",
+    *BIAS_KEYS,
     "elo_stability",
     "elo_variance",
     "elo_trajectory",
     "elo_shuffles",
-    "krippendorff",
-    "kappa",
-    "position_bias",
-    "annotator_diagnostics",
+    *AGREEMENT_KEYS,
     *JUDGE_KEYS,
     *PPI_KEYS,
 )
@@ -414,17 +421,7 @@ def build_report(
         pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
         report.update(
             judge_section(
-                star,
-                pair_r,
-                j,
-                position=report["position_bias"],
-                judge_runs=o.judge_runs,
-                min_common=o.min_ratings,
-                ddof=o.ddof,
-                n_bootstrap=o.n_bootstrap,
-                seed=o.seed,
-                laps=laps,
-                pool=pool,
+                star, pair_r, j, o, position=report["position_bias"], laps=laps, pool=pool
             )
         )
         _collect(report, laps, "leaderboards", boards)
