@@ -22,7 +22,6 @@ from django.utils import timezone
 from annotation.models import Rater, Study
 from evaluation import prompts
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
-from ranking.services import reports_warm
 
 # A run whose executor has not written for this long is considered dead and may be resumed.
 STALE_AFTER = timedelta(seconds=20)
@@ -223,6 +222,10 @@ def judge_run_finish(*, run_id: int, status: str, error: str = "") -> JudgeRun:
         run.finished_at = timezone.now()
         run.heartbeat_at = run.finished_at
         run.save()
+    # Imported here: the statistics stack (scipy, numba) costs a judge process a second or two
+    # of CPU at start-up, and only this last step needs it.
+    from ranking.services import reports_warm
+
     reports_warm([run.study_id])  # the study's report, queued when it is large
     return run
 
