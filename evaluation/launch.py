@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from decimal import Decimal
-from typing import Any, TypedDict, Unpack
+from typing import Any, Unpack
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from annotation.models import Study
 from evaluation import batch, planning, safety, services
 from evaluation.models import JudgeConfig, JudgeRun
+from evaluation.services import RunOptions
 from evaluation.tasks import judge_run_execute
 
 ESTIMATE_SAMPLE = 300  # items whose prompts are rendered for the estimate
@@ -52,25 +53,18 @@ class Estimate:
 
 
 def run_estimate(
-    *, study: Study, judge: JudgeConfig, both_orders: bool, repeat_rate: float, limit, seed: int
+    *, study: Study, judge: JudgeConfig, **options: Unpack[RunOptions]
 ) -> tuple[int, int, int]:
     """(items, calls, input tokens) of the run, from the prompts it would send."""
     n_items = study.items.count()
-    if limit:
+    if limit := options.get("limit"):
         n_items = min(n_items, limit)
     sample = min(n_items, ESTIMATE_SAMPLE)
     if not sample:
         return 0, 0, 0
-    draft = JudgeRun(  # never saved: judge_run_plan plans an unsaved run as a fresh one
-        study=study,
-        judge=judge,
-        template=services.template_for_study(judge=judge, study=study),
-        both_orders=both_orders,
-        repeat_rate=repeat_rate,
-        limit=sample,
-        seed=seed,
-        params=services.judge_request_params(judge),
-    )
+    # Never saved: judge_run_plan plans an unsaved run as a fresh one.
+    draft = JudgeRun(study=study, judge=judge, **{**options, "limit": sample})
+    services.judge_run_snapshot(draft)
     plan = planning.judge_run_plan(run=draft)
     tokens = sum(planning.prompt_tokens(job, plan.json_first) for job in plan.pending)
     scale = n_items / sample
@@ -129,15 +123,12 @@ def judge_run_preflight(
     *,
     study: Study,
     judge: JudgeConfig,
-    both_orders: bool = False,
-    repeat_rate: float = 0.02,
-    limit: int | None = None,
-    seed: int = 0,
-    mode: str = JudgeRun.Mode.LIVE,
+    **options: Unpack[RunOptions],
 ) -> Estimate:
     """Everything that must hold before a run may spend money, and an estimate of its cost
     (half price in Batch API mode). ValidationError (every problem found, by field) when
     anything is wrong."""
+    mode = options.get("mode", JudgeRun.Mode.LIVE)
     errors: dict[str, list[str]] = {}
     if not study.items.exists():
         errors.setdefault("study", []).append(_("The study has no items to judge."))
@@ -158,14 +149,7 @@ def judge_run_preflight(
             errors.setdefault("mode", []).append(_("This server does not offer the Batch API."))
     if errors:
         raise ValidationError(errors)
-    items, calls, tokens_in = run_estimate(
-        study=study,
-        judge=judge,
-        both_orders=both_orders,
-        repeat_rate=repeat_rate,
-        limit=limit,
-        seed=seed,
-    )
+    items, calls, tokens_in = run_estimate(study=study, judge=judge, **options)
     max_out = calls * judge.max_tokens
     price_in, price_out = services.run_prices(judge, mode)
     return Estimate(
@@ -180,16 +164,6 @@ def judge_run_preflight(
         model=judge.model,
         model_listed=listed,
     )
-
-
-class RunOptions(TypedDict, total=False):
-    """How a run plans its work: what the pre-flight checks and the run row keeps."""
-
-    both_orders: bool
-    repeat_rate: float
-    limit: int | None
-    seed: int
-    mode: str
 
 
 def judge_run_start(

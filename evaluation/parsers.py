@@ -12,6 +12,7 @@ saw); `canonical_choice` turns that into the stored A/B orientation.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -51,8 +52,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+NOISE = re.compile(r"[\s_\-:：'\"`*#>{}\[\]【】「」]+")
+
+
 def _norm(name: str) -> str:
-    return re.sub(r"[\s_\-:：'\"`*#>{}\[\]【】「」]+", "", str(name)).lower()
+    return NOISE.sub("", str(name)).lower()
 
 
 def spec_names(spec: Spec) -> set[str]:
@@ -201,6 +205,12 @@ def _flatten(d: dict) -> dict:
 def _names(specs: list[Spec]) -> dict[str, str | None]:
     """Normalised name -> criterion key; None when a name would fit two criteria (then it is
     never used: a guess between two criteria is no score). A key itself always wins."""
+    return _names_of(tuple(specs))
+
+
+@functools.lru_cache(maxsize=256)
+def _names_of(specs: tuple[Spec, ...]) -> dict[str, str | None]:
+    """_names, kept per set of criteria: a run parses thousands of outputs against a few."""
     out: dict[str, str | None] = {}
     for s in specs:
         for n in spec_names(s) - {_norm(s.key)}:

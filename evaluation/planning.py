@@ -4,6 +4,7 @@ item), so a resumed run plans the same requests and the cache keys stay the same
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -59,10 +60,16 @@ def criteria_views(study: Study, question, cache: dict) -> list:
 
 
 def specs_of(views) -> list[parsers.Spec]:
-    return [
+    return list(_specs(tuple(views)))
+
+
+@functools.lru_cache(maxsize=256)
+def _specs(views: tuple[prompts.CriterionView, ...]) -> tuple[parsers.Spec, ...]:
+    """The parser's view of the criteria, made once per set of criteria (not once per job)."""
+    return tuple(
         parsers.Spec(key=c.key, labels=(c.label_en, c.label_zh), lo=c.min_score, hi=c.max_score)
         for c in views
-    ]
+    )
 
 
 @dataclass
@@ -241,7 +248,7 @@ def judge_run_plan(*, run: JudgeRun) -> Plan:
 def estimate_tokens(text: str) -> int:
     """A deliberately high token count: one per non-ASCII character (Chinese runs about 0.7-1.5
     per character), one per four ASCII characters (English runs about four characters each)."""
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    non_ascii = len(text) - len(text.encode("ascii", "ignore"))  # not a loop per character
     return non_ascii + (len(text) - non_ascii + 3) // 4
 
 

@@ -8,7 +8,9 @@ kind needs (the question and the answer(s)) must be present.
 
 from __future__ import annotations
 
+import functools
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,7 +293,7 @@ class CriterionView:
         )
 
 
-def _criteria_block(criteria: list[CriterionView]) -> str:
+def _criteria_block(criteria: Sequence[CriterionView]) -> str:
     parts = []
     for c in criteria:
         lines = [f"{c.label_en}:", ""]
@@ -303,12 +305,12 @@ def _criteria_block(criteria: list[CriterionView]) -> str:
     return "\n".join(parts)
 
 
-def _json_example(criteria: list[CriterionView]) -> str:
+def _json_example(criteria: Sequence[CriterionView]) -> str:
     inner = ",\n".join(f'  "{c.label_en}": numbers of its stars(int)' for c in criteria)
     return "{\n" + inner + "\n}"
 
 
-def _scale(criteria: list[CriterionView]) -> str:
+def _scale(criteria: Sequence[CriterionView]) -> str:
     """'1 to 3' when every criterion shares its range; otherwise each criterion's own range,
     grouped: '1 to 5 (Accuracy) and 1 to 3 (Informativeness, Fluency, Logicity)'. A single
     '1 to 5' header over three 1-3 criteria would invite out-of-range scores."""
@@ -325,11 +327,11 @@ def _scale(criteria: list[CriterionView]) -> str:
     )
 
 
-def _dimensions(criteria: list[CriterionView]) -> list[CriterionView]:
+def _dimensions(criteria: Sequence[CriterionView]) -> list[CriterionView]:
     return [c for c in criteria if c.key != "overall"]
 
 
-def _dimension_block(criteria: list[CriterionView]) -> str:
+def _dimension_block(criteria: Sequence[CriterionView]) -> str:
     lines = []
     for i, c in enumerate(_dimensions(criteria), start=1):
         definition = ALIGNBENCH_DIMENSIONS.get(c.label_zh, ("", "", c.label_en))[2]
@@ -337,9 +339,22 @@ def _dimension_block(criteria: list[CriterionView]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _dict_example(criteria: list[CriterionView]) -> str:
+def _dict_example(criteria: Sequence[CriterionView]) -> str:
     names = [c.label_zh or c.label_en for c in _dimensions(criteria)]
     return "{" + ", ".join(f"'{n}': 打分" for n in names + ["综合得分"]) + "}"
+
+
+@functools.lru_cache(maxsize=256)
+def _criteria_parts(criteria: tuple[CriterionView, ...]) -> dict[str, str]:
+    """The parts of a prompt that depend on the criteria only, rendered once per set of criteria
+    (a run renders them for every item; the caller copies the dict, never changes it)."""
+    return {
+        "criteria": _criteria_block(criteria),
+        "json_example": _json_example(criteria),
+        "dict_example": _dict_example(criteria),
+        "dimensions": _dimension_block(criteria),
+        "scale": _scale(criteria),
+    }
 
 
 def render_context(
@@ -361,11 +376,7 @@ def render_context(
         "hint": hint,
         "hint_section": hint_format.format(hint=hint) if hint and hint_format else "",
         "reference": question.reference or "",
-        "criteria": _criteria_block(criteria),
-        "json_example": _json_example(criteria),
-        "dict_example": _dict_example(criteria),
-        "dimensions": _dimension_block(criteria),
-        "scale": _scale(criteria),
+        **_criteria_parts(tuple(criteria)),
         "task": question.task_type or "question",
         "category": question.answer_type or question.task_type or "回答",
     }

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Assignment, Rating, Score, Study
@@ -206,6 +208,23 @@ COUNTERS = [
 ]
 
 
+def _counted(calls: list[JudgeCall]) -> dict[str, Any]:
+    """What newly stored calls add to the run's counters (as judge_run_recount counts them)."""
+    return {
+        "n_done": len(calls),
+        "n_ok": sum(c.parse_status == JudgeCall.Parse.OK for c in calls),
+        "n_parse_failed": sum(
+            c.status == JudgeCall.Status.OK and c.parse_status == JudgeCall.Parse.FAILED
+            for c in calls
+        ),
+        "n_call_failed": sum(c.status == JudgeCall.Status.FAILED for c in calls),
+        "n_cached": sum(c.cached for c in calls),
+        "tokens_in": sum(c.tokens_in for c in calls),
+        "tokens_out": sum(c.tokens_out for c in calls),
+        "cost": sum((c.cost for c in calls), Decimal(0)),
+    }
+
+
 def _call_row(run: JudgeRun, parser: str, o: Outcome) -> JudgeCall:
     """The JudgeCall of one outcome, parsed (unsaved)."""
     source_id = o.cache_source_id
@@ -245,6 +264,7 @@ def judge_calls_record(*, run_id: int, parser: str, outcomes: list[Outcome]) -> 
     with transaction.atomic():
         run = JudgeRun.objects.select_related("judge__rater", "study__rubric").get(pk=run_id)
         calls = [_call_row(run, parser, o) for o in outcomes]
+        added: dict[str, Any] | None = _counted(calls)
         if calls:
             criteria = _criteria_ids(run.study)
             try:
@@ -252,9 +272,19 @@ def judge_calls_record(*, run_id: int, parser: str, outcomes: list[Outcome]) -> 
                     _record_bulk(run=run, calls=calls, criteria=criteria)
             except IntegrityError:
                 _record_one_by_one(run=run, calls=calls, criteria=criteria)
-        judge_run_recount(run=run)
+                added = None  # some were recorded already: count the stored calls again
         run.heartbeat_at = timezone.now()
-        run.save(update_fields=[*COUNTERS, "heartbeat_at"])
+        if added is None:
+            judge_run_recount(run=run)
+            run.save(update_fields=[*COUNTERS, "heartbeat_at"])
+        else:
+            # Incremented in the database, not recounted: a recount reads every call of the
+            # run, once per batch. F() keeps a second executor's increments (a forced resume).
+            JudgeRun.objects.filter(pk=run.pk).update(
+                heartbeat_at=run.heartbeat_at, **{k: F(k) + v for k, v in added.items()}
+            )
+            for name, value in added.items():
+                setattr(run, name, getattr(run, name) + value)
     snapshot = {name: getattr(run, name) for name in ["n_planned", *COUNTERS]}
     return {"cancel": run.cancel_requested, **snapshot}
 

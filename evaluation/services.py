@@ -11,7 +11,7 @@ import os
 import socket
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -22,7 +22,6 @@ from django.utils import timezone
 from annotation.models import Rater, Study
 from evaluation import prompts
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
-from ranking.services import reports_warm
 
 # A run whose executor has not written for this long is considered dead and may be resumed.
 STALE_AFTER = timedelta(seconds=20)
@@ -109,32 +108,49 @@ def run_prices(judge: JudgeConfig, mode: str) -> tuple[Decimal, Decimal]:
     return judge.price_in_per_1k * factor, judge.price_out_per_1k * factor
 
 
+class RunOptions(TypedDict, total=False):
+    """How a run plans its work: what the pre-flight checks and the run row keeps (the model's
+    defaults for what is left out)."""
+
+    both_orders: bool
+    repeat_rate: float
+    limit: int | None
+    seed: int
+    mode: str
+
+
+def judge_run_snapshot(run: JudgeRun) -> JudgeRun:
+    """Fill in what a run keeps of its judge when it is made (its template, prices and request
+    settings), so a resumed run sends the same requests at the same prices."""
+    run.template = template_for_study(judge=run.judge, study=run.study)
+    run.price_in_per_1k, run.price_out_per_1k = run_prices(run.judge, run.mode)
+    run.params = judge_request_params(run.judge)
+    return run
+
+
 @transaction.atomic
 def judge_run_create(
     *,
     study: Study,
     judge: JudgeConfig,
     created_by=None,
-    both_orders: bool = False,
-    repeat_rate: float = 0.02,
-    limit: int | None = None,
-    seed: int = 0,
     budget: Decimal | None = None,
     cost_estimate: Decimal | None = None,
-    mode: str = JudgeRun.Mode.LIVE,
+    **options: Unpack[RunOptions],
 ) -> JudgeRun:
     """The run row. Callers that spend money go through launch.judge_run_start (pre-flight)."""
-    if both_orders and study.mode != "pairwise":
+    run = JudgeRun(study=study, judge=judge, created_by=created_by, budget=budget, **options)
+    if run.both_orders and study.mode != "pairwise":
         raise ValidationError({"both_orders": "Both orders apply to pairwise studies only."})
-    if not 0 <= repeat_rate <= 0.5:
+    if not 0 <= run.repeat_rate <= 0.5:
         raise ValidationError({"repeat_rate": "The repeat rate must be between 0 and 0.5."})
-    if limit is not None and limit < 1:
+    if run.limit is not None and run.limit < 1:
         raise ValidationError({"limit": "The limit must be at least 1."})
     if budget is not None and not (budget.is_finite() and 0 <= budget < MAX_BUDGET):
         raise ValidationError({"budget": f"The budget must be between 0 and {MAX_BUDGET - 1}."})
     if not study.items.exists():
         raise ValidationError({"study": "The study has no items to judge."})
-    if mode not in JudgeRun.Mode.values:
+    if run.mode not in JudgeRun.Mode.values:
         raise ValidationError({"mode": "Unknown run mode."})
     active = JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE)
     if (first := active.first()) is not None:
@@ -142,22 +158,9 @@ def judge_run_create(
             f"Run {first.pk} of this judge on this study is still active: cancel or "
             "resume it first."
         )
-    return JudgeRun.objects.create(
-        study=study,
-        judge=judge,
-        template=template_for_study(judge=judge, study=study),
-        both_orders=both_orders,
-        repeat_rate=repeat_rate,
-        limit=limit,
-        seed=seed,
-        created_by=created_by,
-        mode=mode,
-        price_in_per_1k=run_prices(judge, mode)[0],
-        price_out_per_1k=run_prices(judge, mode)[1],
-        budget=budget,
-        cost_estimate=cost_estimate,
-        params=judge_request_params(judge),
-    )
+    run.cost_estimate = cost_estimate
+    judge_run_snapshot(run).save()
+    return run
 
 
 def _worker_id() -> str:
@@ -223,6 +226,10 @@ def judge_run_finish(*, run_id: int, status: str, error: str = "") -> JudgeRun:
         run.finished_at = timezone.now()
         run.heartbeat_at = run.finished_at
         run.save()
+    # Imported here: the statistics stack (scipy, numba) costs a judge process a second or two
+    # of CPU at start-up, and only this last step needs it.
+    from ranking.services import reports_warm
+
     reports_warm([run.study_id])  # the study's report, queued when it is large
     return run
 

@@ -112,3 +112,28 @@ def test_calls_start_before_the_planning_of_a_large_run_is_done(
     first_request = min(r["t"] for r in fake.log)
     assert len(planned_at) == 3 and first_request < planned_at[1] < planned_at[2]
     assert fake.duplicates() == 0 and len(fake.paid()) == 120
+
+
+def test_the_counters_added_per_batch_equal_a_recount_of_the_stored_calls(
+    make_study, make_judge, fake
+):
+    from evaluation.models import JudgeRun
+    from evaluation.planning import judge_run_plan
+    from evaluation.recording import COUNTERS, Outcome, judge_calls_record
+    from evaluation.services import judge_run_recount
+
+    study = make_study(["A?", "B?", "C?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
+    a, b, c = judge_run_plan(run=run).pending
+    ok = Outcome(job=a, json_mode=False, status="ok", tokens_in=10, tokens_out=3)
+    ok.raw = answer_for(a.bodies[False]["messages"])
+    unparsed = Outcome(job=b, json_mode=False, status="ok", raw="no scores here", tokens_in=4)
+    failed = Outcome(job=c, json_mode=False, status="failed", error="HTTP 500", attempts=3)
+    judge_calls_record(run_id=run.pk, parser="stars", outcomes=[ok, unparsed])
+    snapshot = judge_calls_record(run_id=run.pk, parser="stars", outcomes=[failed])
+    stored = JudgeRun.objects.get(pk=run.pk)
+    recounted = judge_run_recount(run=JudgeRun.objects.get(pk=run.pk))
+    for name in COUNTERS:
+        assert getattr(stored, name) == getattr(recounted, name) == snapshot[name], name
+    assert (stored.n_done, stored.n_ok, stored.n_parse_failed, stored.n_call_failed) == (3, 1, 1, 1)
+    assert (stored.tokens_in, stored.tokens_out) == (14, 3) and stored.cost > 0
