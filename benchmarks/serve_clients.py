@@ -187,51 +187,35 @@ class Annotator(threading.Thread):
         _status, location, _ = self.request("entry", f"/s/{self.study_pid}/next/", htmx=htmx)
         return location
 
+    def open_page(self, path):
+        status, _, _ = self.request("page", path)
+        if status != 200:
+            raise RuntimeError(f"page {status}")
+
     def loop(self):
+        """Rate items until the time is up. Without JavaScript each item is a page (GET) and each
+        POST answers with a redirect; as a browser with JavaScript (htmx) only the first item is
+        a whole page, then each POST returns the next item's fragment."""
         time.sleep(self.rng.uniform(0, max(self.ramp, 0.1)))  # staggered arrival
         # The consent answers with a redirect to the first item (or the end page).
         location = self.enter()
-        if self.htmx:
-            self.loop_htmx(location)
-            return
+        if self.htmx and self.UUID.search(location):
+            self.open_page(location)
         while time.time() < self.stop_at:
             m = self.UUID.search(location)
             if not m:
-                location = self.back_for_more(location, htmx=False)
+                location = self.back_for_more(location, htmx=self.htmx)
                 if not location:
                     return
                 continue
             pid = m.group(1)
-            status, _, body = self.request("page", f"/a/{pid}/")
-            if status != 200:
-                raise RuntimeError(f"page {status}")
+            if not self.htmx:
+                self.open_page(f"/a/{pid}/")
             self.pause()
             if self.abandons():
                 return
-            status, location = self.rate(pid)
-            if status != 302:
-                raise RuntimeError(f"post {status}")
-
-    def loop_htmx(self, location):
-        """As a browser with JavaScript: the first item is a whole page, then each POST returns
-        the next item's fragment."""
-        if self.UUID.search(location):
-            status, _, _ = self.request("page", location)
-            if status != 200:
-                raise RuntimeError(f"page {status}")
-        while time.time() < self.stop_at:
-            m = self.UUID.search(location)
-            if not m:
-                location = self.back_for_more(location, htmx=True)
-                if not location:
-                    return
-                continue
-            pid = m.group(1)
-            self.pause()
-            if self.abandons():
-                return
-            status, location = self.rate(pid, htmx=True)
-            if status not in (200, 204):
+            status, location = self.rate(pid, htmx=self.htmx)
+            if not self.ok(status, self.htmx):
                 raise RuntimeError(f"post {status}")
 
 

@@ -8,6 +8,7 @@ files turn these into fixtures; test modules may import them from here directly.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import itertools
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from annotation.exports import export_write
+from annotation.importers import dataset_import
 from annotation.models import (
     LLM,
     Assignment,
@@ -176,3 +179,26 @@ def table_counts() -> dict[str, int]:
 def l2_files(folder: str) -> list[Path]:
     """The fixture LLMEval-2 subject files under fixtures/llmeval-2/<folder>."""
     return sorted((L2 / folder).glob("*_data.json"))
+
+
+def generic_export(study: Study, fmt: str = "jsonl") -> bytes:
+    """The study in the generic format (docs/import-formats.md), as the export command writes it."""
+    buf = io.BytesIO()
+    export_write(study, what="generic", fmt=fmt, out=buf)
+    return buf.getvalue()
+
+
+def generic_round_trip(study: Study, fmt: str, folder: Path, *, rubric: str | None, n: int = 1):
+    """Export the study to `folder` and import the file as a new dataset and study ("copy n of
+    ..."); the new study."""
+    path = folder / f"export{n}.{fmt}"
+    path.write_bytes(generic_export(study, fmt))
+    result = dataset_import(
+        format=fmt,
+        paths=[path],
+        dataset=f"copy {n}",
+        study=f"copy {n} of {study.name}",
+        rubric=rubric,
+        progress=False,
+    )
+    return Study.objects.get(pk=result.study_ids[0])

@@ -13,7 +13,6 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.exports import export_write
 from annotation.importers import ImportRefused, dataset_import, dataset_preview
 from annotation.models import (
     Assignment,
@@ -30,6 +29,7 @@ from annotation.recording import NewRating, ratings_record_bulk
 from ranking.selectors import study_frames
 from ranking.services import ReportFilters, report_build
 from tests.data.conftest import table_counts
+from tests.factories import generic_export, generic_round_trip
 
 T0 = dt.datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -155,46 +155,25 @@ def rich_pairwise(small_dataset, pairwise_rubric):
     return study
 
 
-def _export(study: Study, fmt: str) -> bytes:
-    buf = io.BytesIO()
-    export_write(study, what="generic", fmt=fmt, out=buf)
-    return buf.getvalue()
-
-
-def _round_trip(study: Study, fmt: str, tmp_path, *, rubric: str | None, n: int = 1) -> Study:
-    path = tmp_path / f"export{n}.{fmt}"
-    path.write_bytes(_export(study, fmt))
-    name = f"copy {n} of {study.name}"
-    result = dataset_import(
-        format=fmt,
-        paths=[path],
-        dataset=f"copy {n}",
-        study=name,
-        rubric=rubric,
-        progress=False,
-    )
-    return Study.objects.get(pk=result.study_ids[0])
-
-
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_star_study_round_trips_byte_for_byte(rich_star, fmt, tmp_path):
-    first = _export(rich_star, fmt)
-    copy = _round_trip(rich_star, fmt, tmp_path, rubric="llmeval2")
-    assert _export(copy, fmt) == first
-    again = _round_trip(copy, fmt, tmp_path, rubric="llmeval2", n=2)
-    assert _export(again, fmt) == first
+    first = generic_export(rich_star, fmt)
+    copy = generic_round_trip(rich_star, fmt, tmp_path, rubric="llmeval2")
+    assert generic_export(copy, fmt) == first
+    again = generic_round_trip(copy, fmt, tmp_path, rubric="llmeval2", n=2)
+    assert generic_export(again, fmt) == first
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_pairwise_study_round_trips_byte_for_byte(rich_pairwise, fmt, tmp_path):
-    first = _export(rich_pairwise, fmt)
-    copy = _round_trip(rich_pairwise, fmt, tmp_path, rubric=None)
+    first = generic_export(rich_pairwise, fmt)
+    copy = generic_round_trip(rich_pairwise, fmt, tmp_path, rubric=None)
     assert copy.name == f"copy 1 of {rich_pairwise.name} (pairwise)"
-    assert _export(copy, fmt) == first
+    assert generic_export(copy, fmt) == first
 
 
 def test_the_copy_keeps_every_field_of_every_rating(rich_star, tmp_path):
-    copy = _round_trip(rich_star, "jsonl", tmp_path, rubric="llmeval2")
+    copy = generic_round_trip(rich_star, "jsonl", tmp_path, rubric="llmeval2")
 
     def fields(study):
         rows = Rating.objects.filter(item__study=study).values_list(
@@ -225,7 +204,7 @@ def test_the_copy_keeps_every_field_of_every_rating(rich_star, tmp_path):
 
 
 def test_the_export_names_annotators_by_pseudonym_only(rich_star):
-    text = _export(rich_star, "jsonl").decode()
+    text = generic_export(rich_star, "jsonl").decode()
     assert "PID123" not in text and '"ann"' not in text
     onsite = Rater.objects.get(pool="onsite")
     assert onsite.pseudonym in text
@@ -406,7 +385,7 @@ def test_the_api_serves_the_generic_export_to_the_owner_only(
     url = f"/api/studies/{study.pk}/export/"
     r = organizer_client.get(url, {"what": "generic", "file_format": "jsonl"})
     assert r.status_code == 200
-    assert b"".join(r.streaming_content) == _export(study, "jsonl")
+    assert b"".join(r.streaming_content) == generic_export(study, "jsonl")
     client.force_login(other_organizer)
     assert client.get(url, {"what": "generic", "file_format": "jsonl"}).status_code == 404
 
@@ -416,10 +395,10 @@ def test_imported_llmeval2_scores_round_trip_with_their_flagged_zeros(
     l2_scores_imported, fmt, tmp_path
 ):
     study = Study.objects.get(name="LLMEval-2 (imported scores)")
-    first = _export(study, fmt)
+    first = generic_export(study, fmt)
     assert b'"out_of_range": ["correctness", "explanation_correctness"]' in first or fmt == "csv"
-    copy = _round_trip(study, fmt, tmp_path, rubric="llmeval2")
-    assert _export(copy, fmt) == first
+    copy = generic_round_trip(study, fmt, tmp_path, rubric="llmeval2")
+    assert generic_export(copy, fmt) == first
     assert Score.objects.filter(rating__item__study=copy, out_of_range=True).count() == (
         Score.objects.filter(rating__item__study=study, out_of_range=True).count()
     )

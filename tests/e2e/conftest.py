@@ -45,6 +45,9 @@ def page(browser, live_server, settings):
         base_url=live_server.url, locale="en-US", viewport={"width": 1280, "height": 900}
     )
     context.set_default_timeout(10_000)
+    # A page load may wait for the live server's first start-up work (templates, static files)
+    # on a loaded machine: more time for navigations than for the checks on a loaded page.
+    context.set_default_navigation_timeout(30_000)
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

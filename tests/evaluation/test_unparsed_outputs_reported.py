@@ -4,19 +4,17 @@ for an imported one, so export -> import -> export still gives the same file."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
-from annotation.exports import export_write
-from annotation.importers import dataset_import
-from annotation.models import Rating, Study
+from annotation.models import Rating
 from evaluation.models import JudgeCall
 from evaluation.runner import execute_run
 from evaluation.selectors import unparsed_judge_outputs
 from evaluation.services import judge_run_create
 from ranking.quality import UNPARSED, data_quality
+from tests.factories import generic_export, generic_round_trip
 
 RUBRIC = {"star": "llmeval2", "pairwise": "pairwise"}
 N_LLMS = {"star": 1, "pairwise": 2}
@@ -25,12 +23,6 @@ N_LLMS = {"star": 1, "pairwise": 2}
 def _run(study, judge):
     run = judge_run_create(study=study, judge=judge, repeat_rate=0)
     return execute_run(run.pk, backoff=0.01)
-
-
-def _export(study: Study, fmt: str = "jsonl") -> bytes:
-    buf = io.BytesIO()
-    export_write(study, what="generic", fmt=fmt, out=buf)
-    return buf.getvalue()
 
 
 def _unparsed_records(data: bytes) -> list[dict]:
@@ -57,7 +49,7 @@ def test_an_unparsed_live_output_is_counted_and_exported(make_study, make_judge,
     assert failed.rating is None and failed.raw_output
 
     assert _n_unparsed(study) == 1
-    records = _unparsed_records(_export(study))
+    records = _unparsed_records(generic_export(study))
     assert len(records) == 1
     rec = records[0]
     assert rec["rater"] == "live judge" and rec["rater_kind"] == "judge"
@@ -73,22 +65,12 @@ def test_an_unparsed_live_output_is_counted_and_exported(make_study, make_judge,
 def test_the_export_with_live_unparsed_outputs_round_trips(make_study, make_judge, fake, tmp_path):
     study = make_study(["Fine?", "Garbage <<fake:malformed>>"], n_llms=1, repeat_rate=0)
     _run(study, make_judge(name="live judge"))
-    first = _export(study)
-    path = tmp_path / "export.jsonl"
-    path.write_bytes(first)
-    result = dataset_import(
-        format="jsonl",
-        paths=[path],
-        dataset="copy",
-        study="copy",
-        rubric="llmeval2",
-        progress=False,
-    )
-    copy = Study.objects.get(pk=result.study_ids[0])
+    first = generic_export(study)
+    copy = generic_round_trip(study, "jsonl", tmp_path, rubric="llmeval2")
     # In the copy the output is an imported unparsed rating: counted once, exported the same.
     assert Rating.objects.filter(item__study=copy, parse_status="unparsed").count() == 1
     assert _n_unparsed(copy) == 1
-    assert _export(copy) == first
+    assert generic_export(copy) == first
 
 
 def test_a_failure_repeated_in_a_second_run_counts_once(make_study, make_judge, fake):
