@@ -3,10 +3,12 @@ row lock and the one-statement insert of an exposure."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -74,6 +76,10 @@ class Slot:
     expires_at: datetime
     client_tag: str
 
+    def fields(self) -> dict[str, Any]:
+        """The slot as the fields of its Assignment (they have the same names)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
 
 def exposure_create(
     slot: Slot,
@@ -88,12 +94,7 @@ def exposure_create(
     a = Assignment(
         public_id=uuid.uuid4(),
         status=Assignment.Status.SERVED,
-        study=slot.study,
-        rater=slot.rater,
-        seq=slot.seq,
-        served_at=slot.served_at,
-        expires_at=slot.expires_at,
-        client_tag=slot.client_tag,
+        **slot.fields(),
         item_id=item_id,
         left_is_a=left_is_a,
         hint_shown=hint_shown,

@@ -89,21 +89,32 @@ def _origin_id(row: NewRating) -> int | None:
     return row.repeat_of.assignment_id if row.repeat_of is not None else row.repeat_of_id
 
 
+# The NewRating fields its assignment and its rating store as they are (under the same names).
+_ASSIGNMENT_AS_GIVEN = (
+    "study_id",
+    "item_id",
+    "rater_id",
+    "seq",
+    "left_is_a",
+    "hint_shown",
+    "is_repeat",
+    "active_ms",
+)
+_RATING_AS_GIVEN = ("item_id", "rater_id", "choice", "comment", "parse_status", "raw_output")
+
+
+def _given(row: NewRating, names: tuple[str, ...]) -> dict[str, object]:
+    return {name: getattr(row, name) for name in names}
+
+
 def _assignment(row: NewRating, now: dt.datetime) -> Assignment:
     submitted = row.submitted_at or now
     return Assignment(
-        study_id=row.study_id,
-        item_id=row.item_id,
-        rater_id=row.rater_id,
-        seq=row.seq,
+        **_given(row, _ASSIGNMENT_AS_GIVEN),
         status=Assignment.Status.SUBMITTED,
-        left_is_a=row.left_is_a,
-        hint_shown=row.hint_shown,
-        is_repeat=row.is_repeat,
         repeat_of_id=_origin_id(row),
         served_at=row.served_at or submitted,
         submitted_at=submitted,
-        active_ms=row.active_ms,
     )
 
 
@@ -113,15 +124,7 @@ def _rating(row: NewRating, now: dt.datetime) -> Rating:
         raise ValueError("a rating is built after its assignment is stored")
     submitted = row.submitted_at or now
     return Rating(
-        assignment=a,
-        item_id=row.item_id,
-        rater_id=row.rater_id,
-        choice=row.choice,
-        comment=row.comment,
-        parse_status=row.parse_status,
-        raw_output=row.raw_output,
-        created_at=submitted,
-        updated_at=submitted,
+        assignment=a, **_given(row, _RATING_AS_GIVEN), created_at=submitted, updated_at=submitted
     )
 
 

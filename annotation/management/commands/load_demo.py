@@ -40,6 +40,19 @@ DEMO_JUDGE = "Demo judge (local test server)"
 DEMO_JUDGE_KEY_ENV = "LLMEVAL_DEMO_JUDGE_KEY"
 
 
+def _live_study(organizer, *, name: str, rubric: str, **definition: Any) -> Study:
+    """The demo study of this name; made (open to every pool, in the mode of its rubric) and
+    launched on the first run."""
+    study = Study.objects.filter(name=name).first()
+    if study is None:
+        r = Rubric.objects.get(key=rubric)
+        study = study_create(
+            owner=organizer, name=name, rubric=r, mode=r.mode, **OPEN_TO_ALL, **definition
+        )
+        study_set_status(study=study, status=Study.Status.LIVE)
+    return study
+
+
 def demo_imports(root: Path) -> list[tuple[str, list[Path], dict]]:
     """What the demo imports, in order: (format, files, options)."""
     l2 = root / "llmeval-2"
@@ -204,44 +217,34 @@ class Command(BaseCommand):
         out = []
         l2 = Dataset.objects.filter(name="LLMEval-2").first()
         if l2 is not None:
-            study = Study.objects.filter(name=STAR_STUDY).first()
-            if study is None:
-                subjects = sorted(
-                    {p.stem[: -len("_data")].replace("_", " ") for p in demo_imports(root)[0][1]}
-                )
-                study = study_create(
-                    name=STAR_STUDY,
-                    dataset=l2,
-                    mode=Rubric.Mode.STAR,
-                    rubric=Rubric.objects.get(key="llmeval2"),
-                    owner=organizer,
-                    selection={"task_types": subjects},
-                    description="Rate LLMEval-2 answers (three subjects) on the LLMEval-2 rubric.",
-                    **OPEN_TO_ALL,
-                    hint_policy=Study.HintPolicy.SHOWN,
-                    completion_code="LLMEVAL-DEMO",
-                )
-                study_set_status(study=study, status=Study.Status.LIVE)
+            subjects = sorted(
+                {p.stem[: -len("_data")].replace("_", " ") for p in demo_imports(root)[0][1]}
+            )
+            study = _live_study(
+                organizer,
+                name=STAR_STUDY,
+                dataset=l2,
+                rubric="llmeval2",
+                selection={"task_types": subjects},
+                description="Rate LLMEval-2 answers (three subjects) on the LLMEval-2 rubric.",
+                hint_policy=Study.HintPolicy.SHOWN,
+                completion_code="LLMEVAL-DEMO",
+            )
             out.append(study)
         cae = Dataset.objects.filter(name="ChineseAlpacaEval").first()
         baseline = LLM.objects.filter(name="text-davinci-003").first()
         if cae is not None and baseline is not None:
-            study = Study.objects.filter(name=PAIR_STUDY).first()
-            if study is None:
-                study = study_create(
-                    name=PAIR_STUDY,
-                    dataset=cae,
-                    mode=Rubric.Mode.PAIRWISE,
-                    rubric=Rubric.objects.get(key="pairwise"),
-                    owner=organizer,
-                    pair_design=Study.PairDesign.BASELINE,
-                    baseline_llm=baseline,
-                    description="Compare gpt-4-0613 and gpt-3.5-turbo-0613 with the baseline "
-                    "text-davinci-003 on ChineseAlpacaEval instructions.",
-                    **OPEN_TO_ALL,
-                    completion_code="CAE-DEMO",
-                )
-                study_set_status(study=study, status=Study.Status.LIVE)
+            study = _live_study(
+                organizer,
+                name=PAIR_STUDY,
+                dataset=cae,
+                rubric="pairwise",
+                pair_design=Study.PairDesign.BASELINE,
+                baseline_llm=baseline,
+                description="Compare gpt-4-0613 and gpt-3.5-turbo-0613 with the baseline "
+                "text-davinci-003 on ChineseAlpacaEval instructions.",
+                completion_code="CAE-DEMO",
+            )
             out.append(study)
         scores = Study.objects.filter(name=SCORES_STUDY).first()
         if scores is not None:
