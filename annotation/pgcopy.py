@@ -5,8 +5,8 @@ primary keys reserved from the table's own sequence beforehand so the caller kno
 The rows travel in COPY's binary format, each column typed from its model field: psycopg then
 packs a row in C without formatting text, and the server reads integers and times without
 parsing them (a fifth of the client's CPU of a text COPY). Values are the Python values the
-field's type takes (a JSON column a `Jsonb` or a dict, not a JSON string); a UUID column also
-takes the UUID's 16 bytes (`UUID_BYTES`).
+field's type takes (a JSON column a `Jsonb` or a dict, not a JSON string), or, for a column
+typed `RAW`, the bytes of the value in the column type's binary format.
 
 COPY checks the same constraints as INSERT (unique, check, foreign keys at commit), so a bulk
 writer that uses it behaves as one that uses `bulk_create`; it only skips building a model
@@ -44,9 +44,12 @@ BULK_CHECK_MIN = 5_000
 # Rows handed to psycopg between two updates of the foreign-key sets (gathered per chunk in C,
 # not per row in Python).
 CHUNK = 10_000
-# A UUID column whose values are given as 16 raw bytes: the binary format of uuid is those bytes,
-# so they go as bytea (building a uuid.UUID per row would cost more than the row's COPY).
-UUID_BYTES = "bytea"
+# The type of a column whose values the caller gives in the column type's binary format, sent
+# as they are (as bytea, whose binary format is the bytes themselves): a uuid's 16 bytes, a
+# jsonb's version byte and JSON text (JSONB_EMPTY). Cheaper than building a uuid.UUID or
+# encoding JSON per row.
+RAW = "bytea"
+JSONB_EMPTY = b"\x01{}"
 
 
 def available() -> bool:
@@ -54,17 +57,34 @@ def available() -> bool:
     return connection.vendor == "postgresql"
 
 
-def reserve_ids(table: str, n: int) -> list[int]:
+def reserve_ids(table: str, n: int) -> Sequence[int]:
     """n fresh primary keys of `table`, from its identity sequence, safe under concurrent
-    writers (each nextval is the writer's own)."""
+    writers (each nextval is the writer's own). Usually one run of consecutive ids, returned
+    as a range; when another writer took ids in between, the list of those taken."""
     if n <= 0:
         return []
     with connection.cursor() as cur:
         # The sequence is looked up once: pg_get_serial_sequence per row would double the cost.
         cur.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
         sequence = cur.fetchone()[0]
-        cur.execute("SELECT nextval(%s::regclass) FROM generate_series(1, %s)", [sequence, n])
-        return [row[0] for row in cur.fetchall()]
+        cur.execute(
+            "SELECT min(v), max(v), array_agg(v) FILTER (WHERE max_v - min_v + 1 <> %s) FROM ("
+            " SELECT v, min(v) OVER () AS min_v, max(v) OVER () AS max_v FROM ("
+            "  SELECT nextval(%s::regclass) AS v FROM generate_series(1, %s)) AS taken) AS run",
+            [n, sequence, n],
+        )
+        low, high, scattered = cur.fetchone()
+    return range(low, high + 1) if scattered is None else sorted(scattered)
+
+
+def commit_unflushed() -> None:
+    """This transaction's COMMIT returns before its WAL reaches the disk (PostgreSQL). A crash
+    in the next moment may lose the transaction, whole (never half of it): for an import that
+    can be run again, not for a rating a person submitted. Only in an outermost transaction (the
+    import's own, not a request's); nothing elsewhere."""
+    if available() and connection.in_atomic_block and not connection.savepoint_ids:
+        with connection.cursor() as cur:
+            cur.execute("SET LOCAL synchronous_commit = off")
 
 
 def foreign_keys(model: type[Model]) -> dict[str, str]:
@@ -146,7 +166,7 @@ def copy_rows(
     """COPY `rows` (tuples in the order of `columns`) into the model's table; returns how many.
     With `expected` >= BULK_CHECK_MIN rows, foreign keys are checked in bulk (module doc);
     `own` names the columns that point at rows the caller wrote in this transaction; `types`
-    overrides a column's binary type (UUID_BYTES)."""
+    overrides a column's binary type (RAW)."""
     table = model._meta.db_table
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     sql = f"COPY {connection.ops.quote_name(table)} ({names}) FROM STDIN (FORMAT BINARY)"
@@ -160,8 +180,8 @@ def copy_rows(
             for chunk in batched(rows, CHUNK):
                 for row in chunk:
                     cp.write_row(row)
-                for column, values in at:
-                    values.update(map(column, chunk))
+                for get, values in at:
+                    values.update(map(get, chunk))
                 n += len(chunk)
         for column, values in seen.items():
             lock_referenced(refs[column], values, column=f"{table}.{column}")

@@ -197,7 +197,7 @@ def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
             for r, pid in zip(rows, _uuids(len(rows)), strict=True)
         ),
         expected=len(rows),
-        types={"public_id": pgcopy.UUID_BYTES},
+        types={"public_id": pgcopy.RAW},
     )  # fmt: skip
     pgcopy.copy_rows(
         Rating,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from annotation import pgcopy
 from annotation.importers.bundle import (
     Bundle,
     ImportRefused,
@@ -87,6 +88,7 @@ def run_import(
         result.repairs = list(repairs)
         t = result.timed("parse", t)
         with transaction.atomic():
+            pgcopy.commit_unflushed()  # an import that is lost in a crash is run again
             with _no_cyclic_gc():
                 write_bundle(bundle, result, owner=owner, progress_enabled=progress_enabled)
             if dry_run:

@@ -324,9 +324,11 @@ def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
         Item,
         ("id", "study_id", "question_id", "response_a_id", "response_b_id", "n_ratings",
          "n_reserved", "shuffle", "check_kind", "check_answer"),
-        ((ids[key], key[0], q, key[1], key[2], n, 0, rng.randrange(SHUFFLE_MAX), "", {})
+        ((ids[key], key[0], q, key[1], key[2], n, 0, rng.randrange(SHUFFLE_MAX), "",
+          pgcopy.JSONB_EMPTY)
          for key, (q, n) in new.items()),
         expected=len(new),
+        types={"check_answer": pgcopy.RAW},
     )  # fmt: skip
     return ids
 

@@ -93,3 +93,15 @@ def test_every_foreign_key_column_is_checked():
         "rater_id": "annotation_rater",
         "repeat_of_id": "annotation_assignment",
     }
+
+
+def test_reserved_ids_are_the_writers_own_even_when_not_consecutive(db):
+    """One run of ids comes back as a range; ids another writer interleaved are left out (here
+    the sequence steps by 2, as if someone took every other id)."""
+    run = pgcopy.reserve_ids(Rater._meta.db_table, 4)
+    assert isinstance(run, range) and len(run) == 4
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_get_serial_sequence('annotation_rater', 'id')")
+        cur.execute(f"ALTER SEQUENCE {cur.fetchone()[0]} INCREMENT BY 2")
+    gappy = pgcopy.reserve_ids(Rater._meta.db_table, 4)
+    assert list(gappy) == [run[-1] + 2 * k for k in range(1, 5)]
