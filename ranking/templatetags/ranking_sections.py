@@ -26,6 +26,13 @@ class Section:
     charts: tuple[tuple[str, Any], ...]  # (chart name, alt text)
     tables: tuple[tuple[Any, str], ...]  # (summary, table name)
 
+    @classmethod
+    def one_table(
+        cls, id: str, title: Any, note: Any, table: str, alt: Any, chart: str | None = None
+    ) -> Section:
+        """The common case: one chart (named as its table unless ``chart``) above one table."""
+        return cls(id, title, note, ((chart or table, alt),), ((TABLE, table),))
+
 
 PER_POOL = (_("Table: per pool"), _("Table: per criterion"), _("Table: per rater (pseudonyms)"))
 
@@ -67,39 +74,39 @@ SECTIONS = (
         (("consistency", _("Box plot of consistency per pool")),),
         _per_pool("consistency"),
     ),
-    Section(
+    Section.one_table(
         "length-bias",
         _("Length bias"),
         _(
             "Pairwise ratings whose answers differ by at least the given number of characters: "
             "how often the longer answer won, drew or lost."
         ),
-        (("length_bias", _("Share of wins, draws and losses of the longer answer")),),
-        ((TABLE, "length_bias"),),
+        "length_bias",
+        _("Share of wins, draws and losses of the longer answer"),
     ),
-    Section(
+    Section.one_table(
         "gaps",
         _("Human vs judge gaps"),
         _(
             "Share of items where |mean human score - mean judge score| is at least k, per "
             "criterion."
         ),
-        (("gaps", _("Share of items with a human-judge gap of at least k")),),
-        ((TABLE, "gaps"),),
+        "gaps",
+        _("Share of items with a human-judge gap of at least k"),
     ),
-    Section(
+    Section.one_table(
         "discrimination",
         _("Discrimination"),
         _("Spread between the best and the worst model per criterion and per task type."),
-        (("discrimination", _("Spread between the best and the worst model")),),
-        ((TABLE, "discrimination"),),
+        "discrimination",
+        _("Spread between the best and the worst model"),
     ),
-    Section(
+    Section.one_table(
         "hints",
         _("Hint effect"),
         _("Only when hints were randomised: scores and accuracy with and without the hint."),
-        (("hint_effect", _("Difference with and without the hint")),),
-        ((TABLE, "hint_effect"),),
+        "hint_effect",
+        _("Difference with and without the hint"),
     ),
     Section(
         "elo",
@@ -130,22 +137,23 @@ SECTIONS = (
             (_("Table: κ (Fleiss; mean pairwise Cohen)"), "kappa"),
         ),
     ),
-    Section(
+    Section.one_table(
         "position",
         _("Position bias"),
         _(
             "Which side of the screen was chosen; without bias, left and right are equally "
             "frequent."
         ),
-        (("position_bias", _("Share of left, right, tie and both-bad choices")),),
-        ((TABLE, "position_bias"),),
+        "position_bias",
+        _("Share of left, right, tie and both-bad choices"),
     ),
-    Section(
+    Section.one_table(
         "annotators",
         _("Annotator diagnostics"),
         _("Raters by pseudonym only."),
-        (("annotators", _("Ratings per rater")),),
-        ((TABLE, "annotator_diagnostics"),),
+        "annotator_diagnostics",
+        _("Ratings per rater"),
+        chart="annotators",
     ),
 )
 _BY_ID = {s.id: s for s in SECTIONS}
