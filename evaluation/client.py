@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import json
 import os
 import random
 import ssl
@@ -67,8 +68,12 @@ def from_typed(resp) -> tuple[str, str, int, int]:
 
 
 def from_json(raw) -> tuple[str, str, int, int]:
+    """content, finish_reason, prompt and completion tokens of a chat completion response."""
+    return completion_fields(raw.json())
+
+
+def completion_fields(data: Any) -> tuple[str, str, int, int]:
     """content, finish_reason, prompt and completion tokens of a chat completion body."""
-    data = raw.json()
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         raise ValueError("no choices in the response body")
     choice = data["choices"][0] if data["choices"] else {}
@@ -117,6 +122,28 @@ class JudgeClient(openai.AsyncOpenAI):
         if prepared is None:
             prepared = cache[url] = super()._prepare_url(url)
         return prepared
+
+    def direct_settings(self) -> tuple[str, dict[str, str], Any]:
+        """The chat completions URL, the headers every call sends (the SDK's, minus those
+        omitted) and the aiohttp timeout (the SDK's: connect, pool and each read), made once."""
+        cached = self.__dict__.get("_judge_direct")
+        if cached is None:
+            import aiohttp
+
+            headers = {
+                **self.default_headers,
+                "Authorization": f"Bearer {self.api_key}",
+                **PER_CALL_OMITTED,
+            }
+            seconds = self.timeout if isinstance(self.timeout, float | int) else None
+            cached = self.__dict__["_judge_direct"] = (
+                str(self._prepare_url("/chat/completions")),
+                {k: str(v) for k, v in headers.items() if not isinstance(v, openai.Omit)},
+                aiohttp.ClientTimeout(
+                    total=None, sock_connect=seconds, sock_read=seconds, connect=seconds
+                ),
+            )
+        return cached
 
 
 def make_client(base_url: str, api_key: str, *, timeout: float, concurrency: int) -> JudgeClient:
@@ -167,17 +194,24 @@ def _sized_session(concurrency: int):
     return session
 
 
+def aiohttp_session(client: openai.AsyncOpenAI):
+    """The aiohttp session under the client's transport (made on first use, inside the running
+    event loop), or None with the httpx transport."""
+    transport: Any = client._client._transport
+    session = getattr(transport, "client", None)
+    if callable(session):
+        session = transport.client = session()
+    return session
+
+
 def pool_limits(client: openai.AsyncOpenAI) -> tuple[int, int]:
     """(connections, kept-alive connections) the client's pool holds; 0 means no limit. Inside
     a running event loop (the aiohttp session is made there)."""
-    transport: Any = client._client._transport
-    session = getattr(transport, "client", None)
+    session = aiohttp_session(client)
     if session is not None:
-        if callable(session):
-            session = transport.client = session()
         limit = session.connector.limit
         return limit, limit  # aiohttp keeps every connection of its pool alive
-    pool = transport._pool
+    pool = client._client._transport._pool
     return pool._max_connections, pool._max_keepalive_connections
 
 
@@ -197,6 +231,9 @@ async def post_chat(client: openai.AsyncOpenAI, body: dict, headers: dict, *, ty
     if typed:
         raw = await client.chat.completions.with_raw_response.create(**body, extra_headers=headers)
         return from_typed(raw.parse()), raw.headers
+    session = aiohttp_session(client)
+    if session is not None and isinstance(client, JudgeClient):
+        return await _post_direct(client, session, body, headers)
     # The same client, path, auth, timeout and error mapping (APIStatusError etc.) without the
     # SDK's per-call request transform and response model building, which cost more CPU than
     # everything else here (see docs/decisions/judges.md).
@@ -207,3 +244,36 @@ async def post_chat(client: openai.AsyncOpenAI, body: dict, headers: dict, *, ty
         options={"headers": {**headers, **PER_CALL_OMITTED}},
     )
     return from_json(response), response.headers
+
+
+async def _post_direct(client: JudgeClient, session, body: dict, headers: dict):
+    """post_chat straight on the client's aiohttp session (its pool and guarded resolver), with
+    the SDK's headers, timeout and error types: building the SDK's and httpx's request and
+    response objects costs twice the CPU of the HTTP exchange itself (see
+    docs/decisions/judges.md). Errors build those objects, as the executor reads them."""
+    import aiohttp
+
+    url, fixed, timeout = client.direct_settings()
+    try:
+        async with session.post(
+            url,
+            data=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+            headers={**fixed, **headers},
+            allow_redirects=False,  # never bounce the key or the request to another host
+            timeout=timeout,
+        ) as response:
+            content = await response.read()
+    except TimeoutError as e:  # aiohttp's timeouts are TimeoutErrors too
+        raise openai.APITimeoutError(request=httpx2.Request("POST", url)) from e
+    except (aiohttp.ClientError, OSError) as e:
+        raise openai.APIConnectionError(request=httpx2.Request("POST", url)) from e
+    if not 200 <= response.status < 300:
+        raise client._make_status_error_from_response(
+            httpx2.Response(
+                response.status,
+                headers=response.raw_headers,
+                content=content,
+                request=httpx2.Request("POST", url),
+            )
+        )
+    return completion_fields(json.loads(content)), response.headers

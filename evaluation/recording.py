@@ -8,10 +8,11 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotation import pgcopy
 from annotation.models import Assignment, Rating, Score, Study
 from annotation.recording import NewRating, ratings_record_bulk
 from evaluation import parsers
@@ -178,7 +179,10 @@ def _record_bulk(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> No
     ratings_record_bulk(rows=[row for _, row in rated])
     for call, row in rated:
         call.rating = row.rating
-    JudgeCall.objects.bulk_create(calls)
+    if pgcopy.available():  # COPY, as ratings_record_bulk writes the ratings on PostgreSQL
+        pgcopy.copy_objects(JudgeCall, calls)
+    else:
+        JudgeCall.objects.bulk_create(calls)
 
 
 def _record_one_by_one(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> None:
@@ -268,7 +272,9 @@ def judge_calls_record(*, run_id: int, parser: str, outcomes: list[Outcome]) -> 
         if calls:
             criteria = _criteria_ids(run.study)
             try:
-                with transaction.atomic():
+                # Errors as Django's (COPY goes past the cursor wrapper that translates them):
+                # a row recorded already sends the batch down the careful path.
+                with transaction.atomic(), connection.wrap_database_errors:
                     _record_bulk(run=run, calls=calls, criteria=criteria)
             except IntegrityError:
                 _record_one_by_one(run=run, calls=calls, criteria=criteria)
