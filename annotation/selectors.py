@@ -35,37 +35,37 @@ def _in_dataset(qs: QuerySet, dataset: int | str, *, path: str) -> QuerySet:
 
 
 def _given(**lookups: Any) -> dict[str, Any]:
-    """The lookups whose value was given: a filter left empty filters nothing."""
+    """The lookups whose value was given: a filter left out or empty filters nothing."""
     return {lookup: value for lookup, value in lookups.items() if value}
 
 
-def question_list(
-    *,
-    dataset: int | str | None = None,
-    task_type: str | None = None,
-    kind: str | None = None,
-    search: str | None = None,
-) -> QuerySet[Question]:
+def question_list(query: Mapping[str, str] | None = None) -> QuerySet[Question]:
+    """Questions with their number of responses. `query` (the data API's query string) filters
+    by dataset (id or name), task_type, kind and search (in the text and the external id)."""
+    q = query or {}
     qs = Question.objects.select_related("dataset").annotate(n_responses=Count("responses"))
-    if dataset:
-        qs = _in_dataset(qs, dataset, path="dataset")
-    qs = qs.filter(**_given(task_type=task_type, kind=kind))
-    if search:
+    if q.get("dataset"):
+        qs = _in_dataset(qs, q["dataset"], path="dataset")
+    qs = qs.filter(**_given(task_type=q.get("task_type"), kind=q.get("kind")))
+    if search := q.get("search"):
         qs = qs.filter(Q(text__icontains=search) | Q(external_id__icontains=search))
     return qs.order_by("dataset_id", "id")
 
 
-def response_list(
-    *,
-    dataset: int | str | None = None,
-    question: int | None = None,
-    llm: str | None = None,
-    task_type: str | None = None,
-) -> QuerySet[Response]:
+def response_list(query: Mapping[str, str] | None = None) -> QuerySet[Response]:
+    """Responses with their question and LLM. `query` (the data API's query string) filters by
+    dataset (id or name), question (id), llm (name) and task_type."""
+    q = query or {}
     qs = Response.objects.select_related("question__dataset", "llm")
-    if dataset:
-        qs = _in_dataset(qs, dataset, path="question__dataset")
-    qs = qs.filter(**_given(question_id=question, llm__name=llm, question__task_type=task_type))
+    if q.get("dataset"):
+        qs = _in_dataset(qs, q["dataset"], path="question__dataset")
+    qs = qs.filter(
+        **_given(
+            question_id=parse_id(q.get("question", "")),
+            llm__name=q.get("llm"),
+            question__task_type=q.get("task_type"),
+        )
+    )
     return qs.order_by("question_id", "llm__name")
 
 

@@ -145,7 +145,7 @@ def _rebuild_items(study: Study, *, seed: int, checks_fit: bool) -> None:
 def study_save(
     *,
     study: Study | None,
-    owner: User | None = None,
+    owner=None,
     name: str,
     dataset: Dataset,
     mode: str,
@@ -198,7 +198,7 @@ def study_save(
     return study
 
 
-def study_create(*, owner: User | None = None, **definition: Any) -> Study:
+def study_create(*, owner=None, **definition: Any) -> Study:
     """Create a study and its items from a dataset subset; the keywords are study_save's."""
     return study_save(study=None, owner=owner, **definition)
 

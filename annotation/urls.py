@@ -23,8 +23,8 @@ from annotation.views import entry
 from annotation.views.organizer import annotators, downloads, imports, llms, quality, studies
 
 # GET on a read-only resource: its list, or one of it.
-LIST = {"get": "list"}
-ONE = {"get": "retrieve"}
+LIST: dict[str, Any] = {"get": "list"}
+ONE: dict[str, Any] = {"get": "retrieve"}
 data_api = [
     path("datasets/", data.Datasets.as_view(LIST), name="api-datasets"),
     path("datasets/<int:pk>/", data.Datasets.as_view(ONE), name="api-dataset"),
