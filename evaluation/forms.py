@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django import forms
+from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from evaluation import safety
@@ -32,19 +33,15 @@ JUDGE_FIELDS = [
 ]
 
 
-# Number fields of a judge: Python reads other scripts' digits ("٣" is 3); a setting that
-# spends money is typed in ASCII digits or refused, never silently converted.
+# The number fields of a judge (read from the model): Python reads other scripts' digits ("٣" is
+# 3); a setting that spends money is typed in ASCII digits or refused, never silently converted.
 JUDGE_NUMBER_FIELDS = [
-    "temperature",
-    "max_tokens",
-    "seed",
-    "price_in_per_1k",
-    "price_out_per_1k",
-    "concurrency",
-    "rpm_limit",
-    "tpm_limit",
-    "timeout_s",
-    "max_attempts",
+    name
+    for name in JUDGE_FIELDS
+    if isinstance(
+        JudgeConfig._meta.get_field(name),
+        (models.IntegerField, models.FloatField, models.DecimalField),
+    )
 ]
 
 

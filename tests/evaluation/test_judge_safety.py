@@ -292,6 +292,15 @@ def test_a_price_in_other_decimal_digits_is_refused_not_silently_converted(organ
     assert not JudgeConfig.objects.exists()
 
 
+@pytest.mark.parametrize("field", ["temperature", "max_tokens", "max_attempts", "timeout_s"])
+def test_every_kind_of_judge_number_in_other_digits_is_refused(organizer_client, field):
+    # Float, integer and small-integer columns alike: the list of checked fields is read from
+    # the model, so each kind of number column must be on it.
+    r = _api_judge(organizer_client, **{field: "٣"})
+    assert r.status_code == 400 and "0-9" in str(r.json()[field])
+    assert not JudgeConfig.objects.exists()
+
+
 def test_a_price_of_1000_per_1k_is_the_most_allowed_and_the_database_refuses_more(make_judge):
     judge = make_judge(price_in_per_1k=Decimal(1000), price_out_per_1k=Decimal(0))
     with pytest.raises(IntegrityError), transaction.atomic():
