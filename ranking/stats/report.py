@@ -322,19 +322,6 @@ def _diagnostics(
     return diag
 
 
-def _boards(
-    pool: Executor,
-    star: pd.DataFrame,
-    pair: pd.DataFrame,
-    flags: pd.DataFrame,
-    o: ReportOptions,
-    crit_max: Mapping[str, float],
-    rng: np.random.Generator,
-) -> Future[Any]:
-    """The leaderboard section, started on a worker thread."""
-    return pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
-
-
 def _timed[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, tuple[float, float]]:
     """(fn(*args, **kwargs), (wall, CPU) seconds it took): a section run on a worker thread."""
     t, cpu = time.perf_counter(), time.thread_time()
@@ -417,16 +404,20 @@ def build_report(
     # consistency thresholds nobody is left out, so they start before the quality tables.
     early = o.min_accuracy is None and o.min_consistency is None
     with _pool() as pool:
+
+        def boards_job() -> Future[Any]:  # on the frames and flags as they are when called
+            return pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
+
         ppi = pool.submit(_timed, ppi_section, star, pair, seed=o.seed) if early else None
         j, flags, crit_max = _judged(star, pair, o)
-        boards = _boards(pool, star, pair, flags, o, crit_max, rng) if early else None
+        boards = boards_job() if early else None
         quality, excluded = _quality_section(j, flags, o)
         if excluded:
             star, pair = _without((star, pair), excluded)
             j, flags, crit_max = _judged(star, pair, o)
         report: dict[str, Any] = dict(quality)
         laps.lap("quality")
-        boards = boards or _boards(pool, star, pair, flags, o, crit_max, rng)
+        boards = boards or boards_job()
         ppi = ppi or pool.submit(_timed, ppi_section, star, pair, seed=o.seed)
         report.update(_bias_section(star, pair, j, flags, o))
         report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
