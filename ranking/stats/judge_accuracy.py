@@ -191,20 +191,22 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(all="ignore"):
         ref = (s - np.where(human, x, 0.0)) / n
     usable = n >= 1
-    crit = str_values(f["criterion"])
+    # Integer codes in sorted name order: one integer comparison per row and group instead of
+    # a string comparison (the same rows, in the same order, as comparing the names).
+    crit, crit_names = pd.factorize(str_values(f["criterion"]), sort=True)
     rows = []
-    groups = _groups(f)
-    for c in sorted(set(crit)):
-        for group_by, labels, mask in groups:
-            base = mask & usable & (crit == c)
-            for grp in sorted(set(labels[base])):
-                sel = base & (labels == grp)
+    coded = [(g, *_group_codes(labels, mask)) for g, labels, mask in _groups(f)]
+    for ci, c in enumerate(crit_names):
+        for group_by, codes, names in coded:
+            base = usable & (crit == ci) & (codes >= 0)
+            for gi in np.unique(codes[base]):
+                sel = base & (codes == gi)
                 xs, rs = x[sel], ref[sel]
                 rows.append(
                     (
-                        c,
+                        str(c),
                         group_by,
-                        str(grp),
+                        names[gi],
                         int(sel.sum()),
                         float(np.abs(xs - rs).mean()),
                         *_corr(xs, rs),

@@ -239,11 +239,9 @@ def _filtered(
 
 
 def _quality_section(
-    star: pd.DataFrame, pair: pd.DataFrame, o: ReportOptions
+    j: pd.DataFrame, flags: pd.DataFrame, o: ReportOptions
 ) -> tuple[dict[str, Any], set[str]]:
     """Accuracy and consistency, measured before the thresholds leave raters out."""
-    j = judgements(star, pair)
-    flags = accuracy_flags(j, ddof=o.ddof)
     acc = accuracy_by_rater(flags, j, min_ratings=o.min_ratings)
     units = consistency_units(j)
     cons = consistency_by_rater(units, j, min_ratings=o.min_ratings)
@@ -259,8 +257,6 @@ def _quality_section(
         "consistency_by_rater": cons,
         "consistency_by_pool": summarise_by_pool(cons, "consistency", "n_consistent", "n_repeated"),
         "consistency_by_criterion": consistency_by_criterion(units, cons, j),
-        "_j": j,
-        "_flags": flags,
     }
     return tables, excluded
 
@@ -347,9 +343,9 @@ def _meta(
     o: ReportOptions,
     excluded: set[str],
     crit_max: Mapping[str, float],
-    max_source: str,
     t0: float,
 ) -> dict[str, Any]:
+    max_source = "given" if o.criterion_max is not None else "observed maximum per criterion"
     return {
         "n_star_rows": int(len(star)),
         "n_star_ratings": int(star["rating_id"].nunique()),
@@ -367,22 +363,21 @@ def _meta(
     }
 
 
-def _without_excluded(
-    star: pd.DataFrame,
-    pair: pd.DataFrame,
-    quality: dict[str, Any],
-    excluded: set[str],
-    o: ReportOptions,
-) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
-    """The frames, judgements and accuracy flags without the raters below the thresholds (the
-    quality section's own judgements and flags when nobody is left out)."""
-    j, flags = quality.pop("_j"), quality.pop("_flags")
-    if excluded:
-        star = filter_frame(star, exclude_raters=excluded)
-        pair = filter_frame(pair, exclude_raters=excluded)
-        j = judgements(star, pair)
-        flags = accuracy_flags(j, ddof=o.ddof)
-    return star, pair, j, flags
+def _judged(
+    star: pd.DataFrame, pair: pd.DataFrame, o: ReportOptions
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float]]:
+    """The judgements, their accuracy flags and the full marks per criterion of the frames."""
+    j = judgements(star, pair)
+    crit_max = o.criterion_max if o.criterion_max is not None else infer_criterion_max(star)
+    return j, accuracy_flags(j, ddof=o.ddof), dict(crit_max)
+
+
+def _without(
+    frames: tuple[pd.DataFrame, pd.DataFrame], excluded: set[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The frames without the raters below the thresholds."""
+    star, pair = frames
+    return filter_frame(star, exclude_raters=excluded), filter_frame(pair, exclude_raters=excluded)
 
 
 def build_report(
@@ -402,19 +397,28 @@ def build_report(
     o = ReportOptions(**options)
     rng = np.random.default_rng(o.seed)
     star, pair = _filtered(star_df, pair_df, o)
-    quality, excluded = _quality_section(star, pair, o)
-    star, pair, j, flags = _without_excluded(star, pair, quality, excluded, o)
-    crit_max = o.criterion_max if o.criterion_max is not None else infer_criterion_max(star)
-    max_source = "given" if o.criterion_max is not None else "observed maximum per criterion"
-    report: dict[str, Any] = dict(quality)
-    laps.lap("quality")
-    # The leaderboards (Elo shuffles, Bradley-Terry bootstrap) and the per-pair kappa bootstrap
-    # are compiled or numpy loops that release the GIL: they run on worker threads while this
-    # thread does the pandas tables. Each uses its own random stream, as it would in sequence.
+    # The leaderboards (Elo shuffles, Bradley-Terry bootstrap), the judge-assisted estimates
+    # (PPI++) and the per-pair kappa bootstrap are mostly compiled or numpy loops that release
+    # the GIL: they run on worker threads while this thread does the pandas tables. Each uses its
+    # own random stream, so the figures do not depend on when they run. Without accuracy or
+    # consistency thresholds nobody is left out, so they start before the quality tables.
+    early = o.min_accuracy is None and o.min_consistency is None
     with _pool() as pool:
-        boards = pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
-        # Judge-assisted estimates (PPI++): their own seeded stream, on a third thread.
-        ppi = pool.submit(_timed, ppi_section, star, pair, seed=o.seed)
+
+        def boards_job() -> Future[Any]:  # on the frames and flags as they are when called
+            return pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
+
+        ppi = pool.submit(_timed, ppi_section, star, pair, seed=o.seed) if early else None
+        j, flags, crit_max = _judged(star, pair, o)
+        boards = boards_job() if early else None
+        quality, excluded = _quality_section(j, flags, o)
+        if excluded:
+            star, pair = _without((star, pair), excluded)
+            j, flags, crit_max = _judged(star, pair, o)
+        report: dict[str, Any] = dict(quality)
+        laps.lap("quality")
+        boards = boards or boards_job()
+        ppi = ppi or pool.submit(_timed, ppi_section, star, pair, seed=o.seed)
         report.update(_bias_section(star, pair, j, flags, o))
         report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
         laps.lap("bias_and_agreement")
@@ -426,7 +430,7 @@ def build_report(
         )
         _collect(report, laps, "leaderboards", boards)
         _collect(report, laps, "ppi", ppi)
-    report["meta"] = _meta(star, pair, o, excluded, crit_max, max_source, t0)
+    report["meta"] = _meta(star, pair, o, excluded, crit_max, t0)
     report["meta"]["timings"] = laps.seconds
     report["meta"]["cpu_timings"] = laps.cpu
     return {k: report[k] for k in REPORT_KEYS}
