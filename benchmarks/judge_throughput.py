@@ -1,14 +1,15 @@
 """Judge runner throughput and crash safety against a local OpenAI-compatible server.
 
     .venv/bin/python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 8 64]
-                                                    [--latency 0.2] [--database-url URL]
+                                                    [--latency 0.2 2] [--database-url URL]
                                                     [--no-crash]
 
 1. Starts the fake server (evaluation.testing.fake_openai) as its own process with a fixed
    latency, and a throwaway SQLite database (or --database-url, e.g. a scratch PostgreSQL DB).
 2. Runs `manage.py judge` over a study of --calls star items (repeats off, so one call per item)
-   and prints the throughput next to the bound concurrency / latency, and the duplicate paid
-   calls the server saw.
+   at each --latency and --concurrency, and prints the throughput next to the bound
+   concurrency / latency, the CPU per call of the judge process and of the server, and the
+   duplicate paid calls the server saw.
 3. Runs a second study, kills the judge process with SIGKILL about halfway (at a random moment,
    requests in flight), resumes it with `manage.py judge --resume`, and prints whether it
    completed, the calls recorded, and the duplicates.
@@ -36,8 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "BENCH_JUDGE_KEY"
 
 
-def http(url: str, method: str = "GET") -> dict:
-    req = urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None)
+def http(url: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = json.dumps(body or {}).encode() if method == "POST" else None
+    req = urllib.request.Request(url, method=method, data=data)
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
 
@@ -188,8 +190,11 @@ def kill_and_resume(db: Db, env: dict, base: str, ids: dict, calls: int, *, gate
     return {"ok": ok, "duplicates": st["duplicates"]}
 
 
-def throughput(db: Db, env: dict, base: str, server_pid: int, args, concurrency: int) -> dict:
-    """One full run at this concurrency; prints and returns its share of the bound."""
+def throughput(
+    db: Db, env: dict, base: str, server_pid: int, args, concurrency: int, latency: float
+) -> dict:
+    """One full run at this concurrency and latency; prints and returns its share of the bound
+    and the CPU per call."""
     ids = scenario(env, base + "/v1", args.calls, concurrency, migrate=False)
     http(base + "/_fake/reset", "POST")
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -208,12 +213,10 @@ def throughput(db: Db, env: dict, base: str, server_pid: int, args, concurrency:
     started, finished = parse_ts(run[4]), parse_ts(run[5])
     elapsed = (finished - started).total_seconds()
     window = st["last_paid_t"] - st["first_request_t"]
-    bound = concurrency / args.latency
+    bound = concurrency / latency
     tput = st["paid"] / elapsed
     paid = max(1, st["paid"])
-    print(
-        f"\n1) {st['paid']} calls, concurrency {concurrency}, latency {args.latency * 1000:.0f} ms"
-    )
+    print(f"\n1) {st['paid']} calls, concurrency {concurrency}, latency {latency * 1000:.0f} ms")
     print(f"   run (claim to finish, incl. planning and writes): {elapsed:.2f} s -> {tput:.1f}/s")
     print(f"   server window (first request to last answer): {window:.2f} s")
     print(
@@ -233,7 +236,12 @@ def throughput(db: Db, env: dict, base: str, server_pid: int, args, concurrency:
         f"   duplicate paid calls: {st['duplicates']}; status {run[1]}, {run[2]} done, "
         f"{run[3]} parsed; 429s {st['statuses'].get('429', 0)}"
     )
-    return {"ratio": tput / bound, "duplicates": st["duplicates"]}
+    return {
+        "ratio": tput / bound,
+        "duplicates": st["duplicates"],
+        "cpu_ms": 1000 * client_cpu / paid,
+        "server_ms": 1000 * server_cpu / paid,
+    }
 
 
 def machine_load() -> str:
@@ -292,7 +300,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 64], help="one run per value")
-    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument(
+        "--latency", type=float, nargs="+", default=[0.2], help="seconds; one series per value"
+    )
     ap.add_argument("--database-url", default="")
     ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 and resume part")
     ap.add_argument("--keep", action="store_true", help="keep the throwaway database directory")
@@ -303,7 +313,7 @@ def main() -> None:
     env = bench_env(db_url, tmp)
     db = Db(db_url)
     server = subprocess.Popen(
-        [sys.executable, "-m", "evaluation.testing.fake_openai", "--latency", str(args.latency)],
+        [sys.executable, "-m", "evaluation.testing.fake_openai"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -312,18 +322,25 @@ def main() -> None:
     try:
         port = int(server.stdout.readline().split()[1])
         base = f"http://127.0.0.1:{port}"
-        print(f"fake server on {base} (latency {args.latency * 1000:.0f} ms), database {db_url}")
+        print(f"fake server on {base}, database {db_url}")
         print(f"machine before: {machine_load()}")
         scenario(env, base + "/v1", 1, 1, migrate=True)
-        results = {c: throughput(db, env, base, server.pid, args, c) for c in args.concurrency}
+        results = {}
+        for latency in args.latency:
+            http(base + "/_fake/config", "POST", {"latency": latency})
+            for c in args.concurrency:
+                results[latency, c] = throughput(db, env, base, server.pid, args, c, latency)
+        http(base + "/_fake/config", "POST", {"latency": args.latency[0]})
         crash_ok = True if args.no_crash else crash_tests(db, env, base, args.calls)
         print(f"machine after: {machine_load()}")
-        ratios = ", ".join(f"{100 * r['ratio']:.1f}% at {c}" for c, r in results.items())
-        dups = sum(r["duplicates"] for r in results.values())
-        print(
-            f"\nresult: throughput {ratios} of the bound; duplicate paid calls {dups}; "
-            f"crash and resume {'ok' if crash_ok else 'FAILED'}"
-        )
+        print()
+        for (latency, c), r in results.items():
+            print(
+                f"result: latency {latency * 1000:.0f} ms, concurrency {c}: {100 * r['ratio']:.1f}% "
+                f"of the bound; CPU per call {r['cpu_ms']:.2f} ms judge process, "
+                f"{r['server_ms']:.2f} ms fake server; duplicate paid calls {r['duplicates']}"
+            )
+        print(f"result: crash and resume {'ok' if crash_ok else 'FAILED'}")
     finally:
         server.terminate()
         server.wait(timeout=10)
