@@ -5,9 +5,18 @@ Rust ammonia sanitiser) then keeps only an allow-list of tags and attributes as 
 defence, drops images (an annotator's browser fetches nothing a model wrote) and adds
 rel="nofollow noopener noreferrer" to links. Emphasis next to Chinese full-width punctuation
 (`**答案：**`) works through annotation/markdown_cjk.py.
+
+The same answers are shown again and again (every item of a pairwise study pairs one answer with
+several others), so each process keeps the sanitised HTML of recent texts, keyed by a hash of the
+text: a page costs a dictionary look-up per answer instead of a parse and a clean. Only the output
+of the full pipeline is kept, never anything unsanitised.
 """
 
 from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -35,9 +44,64 @@ ALLOWED_ATTRIBUTES = {
 }
 
 
+# What the per-process cache may hold, in characters of HTML (a few MB a process), and the longest
+# text it keeps (a longer one is rare and rendered each time rather than pushing out many others).
+CACHE_CHARS = 4_000_000
+CACHE_TEXT_MAX = 200_000
+
+
+class _RenderedCache:
+    """Least recently used HTML by text hash, bounded by total characters; thread-safe (the app
+    server runs threads)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._html: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> str | None:
+        with self._lock:
+            html = self._html.get(key)
+            if html is not None:
+                self._html.move_to_end(key)
+            return html
+
+    def put(self, key: bytes, html: str) -> None:
+        with self._lock:
+            if key in self._html:
+                return
+            self._html[key] = html
+            self.size += len(html)
+            while self.size > self.limit:
+                _, old = self._html.popitem(last=False)
+                self.size -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._html.clear()
+            self.size = 0
+
+
+_rendered = _RenderedCache(CACHE_CHARS)
+
+
 def render_markdown(text: str | None) -> SafeString:
-    html = _md.render(text or "")
-    clean = nh3.clean(
+    text = text or ""
+    if len(text) > CACHE_TEXT_MAX:
+        return mark_safe(_render(text))  # noqa: S308 - sanitised by _render
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    html = _rendered.get(key)
+    if html is None:
+        html = _render(text)
+        _rendered.put(key, html)
+    return mark_safe(html)  # noqa: S308 - sanitised by _render
+
+
+def _render(text: str) -> str:
+    """Markdown without raw HTML, then nh3's allow-list: the only way text becomes HTML."""
+    html = _md.render(text)
+    return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
@@ -48,4 +112,3 @@ def render_markdown(text: str | None) -> SafeString:
         # be scrolled without a mouse (WCAG 2.1.1; axe's scrollable-region-focusable).
         set_tag_attribute_values={"pre": {"tabindex": "0"}},
     )
-    return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above

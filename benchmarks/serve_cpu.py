@@ -11,7 +11,8 @@ page's JavaScript does (htmx: records it and answers with the next item's fragme
 
 It prints, per request kind: the app process's CPU ms (time.process_time, so other processes on
 the machine do not count), the database backend's CPU ms (/proc of the connection's backend),
-and the SQL statements per request. --profile FILE writes a cProfile of the POSTs.
+and the SQL statements per request. --profile FILE writes a cProfile of the POSTs
+(of the GETs with --profile-kind GET).
 
 Usage: .venv/bin/python benchmarks/serve_cpu.py [--annotators 50] [--rounds 20] [--profile F]
 """
@@ -24,6 +25,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 from serve_data import log, prepare_database, server_env
 
@@ -55,6 +57,13 @@ def _backend_cpu() -> float:
 
 
 _PID = re.compile(rb'data-assignment="([0-9a-f-]{36})"')
+# The rating as htmx posts it: a urlencoded form (the test client would default to multipart,
+# whose parser costs the app more than a browser's request does).
+_RATING = urlencode({"choice": "left", "active_ms": "4000"})
+_HTMX_FORM = {
+    "content_type": "application/x-www-form-urlencoded",
+    "headers": {"HX-Request": "true"},
+}
 
 
 def _enter(study_pid: str, i: int):
@@ -100,23 +109,30 @@ def _timed(tally: Tally, fn):
     return response
 
 
-def _round(clients: list, get: Tally, post: Tally, profiler) -> None:
+def _profiled(profiler, on: bool, fn):
+    if profiler is None or not on:
+        return fn()
+    profiler.enable()
+    try:
+        return fn()
+    finally:
+        profiler.disable()
+
+
+def _round(clients: list, get: Tally, post: Tally, profiler, kind: str = "POST") -> None:
     for k, (client, url) in enumerate(clients):
         if url is None:
             continue
-        page = _timed(get, lambda c=client, u=url: c.get(u))
+        page = _profiled(
+            profiler, kind == "GET", lambda c=client, u=url: _timed(get, lambda: c.get(u))
+        )
         if page.status_code != 200:
             raise SystemExit(f"GET {url} answered {page.status_code}")
-        if profiler is not None:
-            profiler.enable()
-        r = _timed(
-            post,
-            lambda c=client, u=url: c.post(
-                u, {"choice": "left", "active_ms": "4000"}, headers={"HX-Request": "true"}
-            ),
+        r = _profiled(
+            profiler,
+            kind == "POST",
+            lambda c=client, u=url: _timed(post, lambda: c.post(u, _RATING, **_HTMX_FORM)),
         )
-        if profiler is not None:
-            profiler.disable()
         if r.status_code != 200:
             raise SystemExit(f"POST {url} answered {r.status_code}")
         m = _PID.search(r.content)
@@ -132,7 +148,8 @@ def main() -> None:
     ap.add_argument("--db-base", default="postgres://postgres@127.0.0.1:5432")
     ap.add_argument("--db-name", default="bench_cpu")
     ap.add_argument("--reuse-db", action="store_true", help="reset the database of an earlier run")
-    ap.add_argument("--profile", help="write a cProfile of the POSTs to this file")
+    ap.add_argument("--profile", help="write a cProfile of the POSTs (or GETs) to this file")
+    ap.add_argument("--profile-kind", choices=["POST", "GET"], default="POST")
     args = ap.parse_args()
     args.n, args.assignment_mode = 3, "uniform"
     db_url, info = prepare_database(args)
@@ -146,7 +163,7 @@ def main() -> None:
 
         profiler = cProfile.Profile(time.process_time)
     for _ in range(args.rounds):
-        _round(clients, get, post, profiler)
+        _round(clients, get, post, profiler, args.profile_kind)
     print(get.line("GET"))
     print(post.line("POST"))
     both = (get.app + get.db + post.app + post.db) / max(1, post.n)

@@ -285,11 +285,18 @@ if os.environ.get("REDIS_URL"):
     # per-process memory cache would hand other processes stale sessions.
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    # At most 20 lines a minute of each kind of warning (a 4xx flood; config/log_limits.py).
+    "filters": {"flood_cap": {"()": "config.log_limits.PerMinuteCap", "per_minute": 20}},
+    "handlers": {
+        # The handler has the level too: records that propagate from Django's own loggers (a
+        # warning per 4xx on django.request) skip the root logger's level, not its handlers'.
+        "console": {"class": "logging.StreamHandler", "level": LOG_LEVEL, "filters": ["flood_cap"]}
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
 if not DEBUG:
