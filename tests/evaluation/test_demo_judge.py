@@ -62,6 +62,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Its processes share a SQLite file of their own whatever the test database: the same run on
+# the PostgreSQL pass would repeat this one.
+@pytest.mark.database_independent
 def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", DEMO_KEY))}
     env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'demo.sqlite3'}", DEMO_PORT=str(_free_port()))
