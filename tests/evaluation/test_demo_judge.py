@@ -95,7 +95,12 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
         assert _a_queued_run_is_finished_by_the_demos_worker(env, tmp_path / "demo.sqlite3")
     finally:
         os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-        demo.wait(timeout=30)
+        try:
+            demo.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # never leave a demo running after the test
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait()
+            raise
     for pid, what in ((fake_pid, "the judge test server"), (worker_pid, "the task worker")):
         _assert_stopped(pid, what)
 
