@@ -110,7 +110,8 @@ _module_reaches_db: dict[str, bool] = {}
 def _reaches_db(item) -> bool:
     # Browser tests check the pages (the same views run on PostgreSQL through the test client),
     # and `database_independent` tests hold their data in the database but compute the same
-    # figures on any (the importers and the report frames are checked on PostgreSQL elsewhere).
+    # figures on any (the importers and the report frames are checked on PostgreSQL elsewhere),
+    # or start processes that share a SQLite file of their own whatever the test database.
     if item.get_closest_marker("e2e") or item.get_closest_marker("database_independent"):
         return False
     if item.get_closest_marker("django_db") is not None:

@@ -80,3 +80,11 @@ def assert_table6_gpt4(judge: pd.DataFrame) -> None:
                 assert abs(got - published) < 0.0011
             else:
                 assert round(got, 3) == pytest.approx(published, abs=1e-9), (model, column)
+
+
+def one_row(frame: pd.DataFrame, **where: str) -> pd.Series:
+    """The one row of a report table whose columns, read as text, have the given values."""
+    for column, value in where.items():
+        frame = frame[frame[column].astype(str) == value]
+    assert len(frame) == 1, where
+    return frame.iloc[0]

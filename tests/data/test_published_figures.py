@@ -9,26 +9,25 @@ docs/statistics.md ("Published figures") explains why, with the arithmetic.
 from __future__ import annotations
 
 import csv
-import io
 import math
 
 import pandas as pd
 import pytest
-from django.core.management import call_command
 from django.db import transaction
 
-from annotation.models import Score, Study
-from ranking.services import ReportFilters, report_build
 from ranking.stats.rankings import rank_correlation
-from tests.data.conftest import SHARED
+from tests.data.conftest import SHARED, published_import, published_report, require
 from tests.published import README_TOTALS, assert_table6_gpt4, judge_star_means
 
 # django_db: the module fixtures need the test database set up (pytest-django sets it up for
 # marked tests only); they import inside their own transaction and roll it back. The figures are
 # the same on any database: the PostgreSQL pass checks the full import (test_full_llmeval2) and
 # the report frames read through COPY (tests/ranking/test_frames_copy.py), not these again.
-# xdist_group: every test here in one worker (bin/test's --dist loadgroup), so each data set is
-# imported once per run rather than once per worker.
+# xdist_group: every test here and in test_published_readme.py in one worker (bin/test's --dist
+# loadgroup), so each data set is imported once per run rather than once per worker or module
+# (the LLMEval-2 fixture is session-scoped, in tests/data/conftest.py).
+L1 = SHARED / "llmeval-1"
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db,
@@ -36,53 +35,13 @@ pytestmark = [
     pytest.mark.xdist_group("published-figures"),
 ]
 
-L2 = SHARED / "llmeval-2"
-L1 = SHARED / "llmeval-1"
-OPTIONS = {"n_shuffles": 0, "n_bootstrap": 0, "gap_ks": (1, 2, 3, 4)}
-
-
-def _require(path):
-    if not path.exists():
-        pytest.skip(f"the published data is not present at {path} (see ../shared/data/README.md)")
-
-
-def _import(fmt: str, *paths) -> None:
-    out = io.StringIO()
-    call_command("import_dataset", *map(str, paths), format=fmt, no_progress=True, stdout=out)
-
-
-def _report(study_name: str) -> dict:
-    study = Study.objects.get(name=study_name)
-    report = report_build(study=study, filters=ReportFilters.build(**OPTIONS), use_cache=False)
-    return report.tables
-
-
-@pytest.fixture(scope="module")
-def llmeval2(django_db_setup, django_db_blocker):
-    """LLMEval-2 imported as a user would (questions and answers, then both score sets); the
-    report's tables, and the flagged scores. Rolled back afterwards."""
-    _require(L2)
-    with django_db_blocker.unblock(), transaction.atomic():
-        _import("llmeval2", *sorted((L2 / "data").glob("*_data.json")))
-        _import(
-            "llmeval2-scores",
-            *sorted((L2 / "results" / "human-score").glob("*.json")),
-            *sorted((L2 / "results" / "gpt-score").glob("*.json")),
-        )
-        tables = _report("LLMEval-2 (imported scores)")
-        flagged = sorted(
-            Score.objects.filter(out_of_range=True).values_list("criterion__key", "value")
-        )
-        transaction.set_rollback(True)
-    return {"tables": tables, "flagged": flagged}
-
 
 @pytest.fixture(scope="module")
 def llmeval1(django_db_setup, django_db_blocker):
-    _require(L1)
+    require(L1)
     with django_db_blocker.unblock(), transaction.atomic():
-        _import("llmeval1-scores", L1 / "data" / "分项测评_gpt4.csv")
-        tables = _report("LLMEval-1 (imported scores)")
+        published_import("llmeval1-scores", L1 / "data" / "分项测评_gpt4.csv")
+        tables = published_report("LLMEval-1 (imported scores)")
         transaction.set_rollback(True)
     return tables
 

@@ -8,7 +8,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.deploy.cluster import ROOT
+
+# Each test reads the settings in a process of its own, with the DATABASE_URL it sets, and never
+# connects: the PostgreSQL pass would repeat the same runs.
+pytestmark = pytest.mark.database_independent
 
 PROBE = (
     "import json, config.settings as s; db = s.DATABASES['default']; "

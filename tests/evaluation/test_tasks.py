@@ -181,6 +181,9 @@ def _judged_by_worker(env: dict, db: Path, base_url: str, worker_argv: list[str]
             worker.wait()
 
 
+# Its processes share a SQLite file of their own whatever the test database: the same run on
+# the PostgreSQL pass would repeat this one.
+@pytest.mark.database_independent
 def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path, fake):
     """The embedded default: the queue is a table in the app's database and `manage.py
     db_worker` (a separate process, as bin/demo starts it) picks the job up."""
@@ -196,6 +199,9 @@ def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path,
     assert rows == [("SUCCESSFUL", '"done"')]
 
 
+# Its processes share a SQLite file of their own whatever the test database: the same run on
+# the PostgreSQL pass would repeat this one.
+@pytest.mark.database_independent
 @pytest.mark.redis
 @pytest.mark.skipif(not _redis_up(), reason="Redis is not reachable at 127.0.0.1:6379")
 def test_a_judge_run_goes_through_celery_with_a_real_worker_and_redis(tmp_path, fake):

@@ -1,30 +1,25 @@
 """Known answers, end to end through the database: the selectors' frames fed to the statistics.
 
-1. A synthetic study with known truth, built through the ORM: a few deterministic statistics are
-   recomputed here naively (plain loops, no pandas, no code shared with ranking.stats) and must
-   agree to 1e-6.
-2. The real LLMEval-2 release (slow): imported with the project's importer, it must reproduce the
-   seed paper's Tables 4 and 5 and the upstream README's GPT-4 scores.
+A synthetic study with known truth, built through the ORM: a few deterministic statistics are
+recomputed here naively (plain loops, no pandas, no code shared with ranking.stats) and must agree
+to 1e-6. The real LLMEval-2 release against the seed paper's Tables 4 and 5 and the upstream
+README: tests/data/test_published_readme.py (one import of the release for all published figures).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import io
 import itertools
-import json
 import math
 import random
-import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command, get_commands
 
 from annotation.models import LLM, Dataset, Question, Rater, Response, Rubric, Study
 from annotation.services import study_create
 from ranking.services import ReportFilters, report_build
+from tests.published import one_row
 
 from .conftest import rate
 
@@ -132,13 +127,6 @@ def _rows(study):
     return out
 
 
-def _lookup(df, **where):
-    for col, value in where.items():
-        df = df[df[col].astype(str) == value]
-    assert len(df) == 1, where
-    return df.iloc[0]
-
-
 def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
     star, _ = synthetic
     report = report_build(study=star, use_cache=False)
@@ -152,16 +140,16 @@ def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
             sums[(r["kind"], r["a"], c)].append(v)
     lb = report.table("leaderboard_star")
     for (kind, model, crit), vals in sums.items():
-        got = _lookup(lb, rater_kind=kind, model=model, criterion=crit)["mean"]
+        got = one_row(lb, rater_kind=kind, model=model, criterion=crit)["mean"]
         assert abs(got - sum(vals) / len(vals)) < 1e-6
     for kind in ("human", "judge"):
         for model in STRENGTH:
             means = [sum(v) / len(v) for (k, m, _c), v in sums.items() if k == kind and m == model]
-            got = _lookup(lb, rater_kind=kind, model=model, criterion="overall")["mean"]
+            got = one_row(lb, rater_kind=kind, model=model, criterion="overall")["mean"]
             assert abs(got - sum(means) / len(means)) < 1e-6
     # Known truth: both humans and the judge put the strongest model first.
     for kind in ("human", "judge"):
-        assert _lookup(lb, rater_kind=kind, model="m-a", criterion="overall")["rank"] == 1
+        assert one_row(lb, rater_kind=kind, model="m-a", criterion="overall")["rank"] == 1
 
     # Accuracy: gt = mean of every rater's first rating of (item, criterion), sigma = population
     # standard deviation; accurate when |score - gt| < sigma (score == gt when sigma is 0).
@@ -182,7 +170,7 @@ def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
     acc = report.table("accuracy_by_rater")
     assert len(acc) == 4
     for rater, (ok, n) in hits.items():
-        row = _lookup(acc, rater_id=rater, mode="star")
+        row = one_row(acc, rater_id=rater, mode="star")
         assert row["n_judgements"] == n
         assert abs(row["accuracy"] - ok / n) < 1e-6
 
@@ -199,7 +187,7 @@ def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
             cons[rater][1] += len(vals)
     table = report.table("consistency_by_rater")
     for rater, (same, n) in cons.items():
-        assert abs(_lookup(table, rater_id=rater, mode="star")["consistency"] - same / n) < 1e-6
+        assert abs(one_row(table, rater_id=rater, mode="star")["consistency"] - same / n) < 1e-6
 
     # Human vs judge gaps: per item, |mean human first rating - judge first rating| >= k.
     gaps = report.table("gaps")
@@ -212,7 +200,7 @@ def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
                 judge[r["item"]] = r["scores"][crit]
         diffs = [abs(sum(human[i]) / len(human[i]) - judge[i]) for i in judge]
         for k in (1.0, 2.0):
-            row = _lookup(gaps, criterion=crit, k=str(k))
+            row = one_row(gaps, criterion=crit, k=str(k))
             assert abs(row["share"] - sum(d >= k - 1e-9 for d in diffs) / len(diffs)) < 1e-6
 
 
@@ -235,7 +223,7 @@ def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
             games[r["b"]] += 1
         lb = report.table("leaderboard_points")
         for model in STRENGTH:
-            got = _lookup(lb, rater_kind=kind, model=model)
+            got = one_row(lb, rater_kind=kind, model=model)
             assert got["games"] == games[model]
             assert abs(got["score"] - pts[model] / games[model]) < 1e-6
 
@@ -250,7 +238,7 @@ def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
             elo[r["a"]], elo[r["b"]] = elo[r["a"]] + 32 * (s - ea), elo[r["b"]] - 32 * (s - ea)
         lb = report.table("leaderboard_elo")
         for model, value in elo.items():
-            assert abs(_lookup(lb, rater_kind=kind, model=model)["elo"] - value) < 1e-6
+            assert abs(one_row(lb, rater_kind=kind, model=model)["elo"] - value) < 1e-6
 
     # Length bias for the judge at >= 100 characters: share of wins of the longer answer.
     outcomes = Counter()
@@ -260,7 +248,7 @@ def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
         s = score_a[r["choice"]]
         longer = s if r["len_a"] > r["len_b"] else 1 - s
         outcomes["win" if longer == 1 else "loss" if longer == 0 else "draw"] += 1
-    row = _lookup(
+    row = one_row(
         report.table("length_bias"), group_by="rater_kind", group="judge", min_delta="100"
     )
     n = sum(outcomes.values())
@@ -268,7 +256,7 @@ def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
     assert abs(row["win_share"] - outcomes["win"] / n) < 1e-6
     assert abs(row["loss_share"] - outcomes["loss"] / n) < 1e-6
     # The judge was built to like longer answers (here the longer answers are the weaker ones).
-    humans = _lookup(
+    humans = one_row(
         report.table("length_bias"), group_by="rater_kind", group="human", min_delta="100"
     )
     assert row["win_share"] > humans["win_share"]
@@ -276,165 +264,3 @@ def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
     # Filters act before the statistics: the crowd alone gives the crowd's Points.
     crowd = report_build(study=pair, filters=ReportFilters.build(pools=["crowd"]), use_cache=False)
     assert set(crowd.table("leaderboard_points")["rater_kind"].astype(str)) == {"all", "human"}
-
-
-# --------------------------------------------------------------------------- LLMEval-2 (slow)
-
-DATA = Path("/work/shared/data/llmeval-2")
-# Published names (upstream README) -> the names in the released files.
-README_NAMES = {
-    "GPT4": "GPT4",
-    "GPT3.5": "GPT3.5",
-    "Xunfei-Xinghuo": "xunfei",
-    "Baichuan-13B-Chat": "baichuan-13b-chat",
-    "MiniMax-abab5": "minimax-abab5",
-    "NewBing": "newbing",
-    "Claude": "claude",
-    "moss-mars": "moss-mars",
-    "Kunlun-Tiangong": "tiangong",
-    "Ziya-LLaMA-13B-v1": "ziya-llama-13b-v1",
-    "Ali-Tongyiqianwen": "tongyiqianwen",
-    "360": "360",
-    "CIIC-Zhigong": "zhigong",
-    "ChatGLM2-6B": "chatglm2-6b",
-    "Vicuna-33B": "Vicuna-33B",
-    "InternLM-7B": "internlm-7b",
-    "ChatGLM-130B": "chatglm",
-    "TigerBot-180B": "tigerbot-180b",
-    "AquilaChat-7b": "AquilaChat-7b",
-    "BELLE-7B-2M": "belle-7b-2m",
-}
-README_CRITERIA = (
-    "correctness",
-    "explanation_correctness",
-    "fluency",
-    "accuracy",
-    "logicality",
-    "informativeness",
-)
-FULL = {
-    "Correctness": 3,
-    "Explanation Correctness": 2,
-    "Accuracy": 5,
-    "Informativeness": 3,
-    "Fluency": 3,
-    "Logicality": 3,
-}
-
-
-def _readme_table() -> dict[str, dict]:
-    """The upstream README's ranking table: per model, (human, GPT-4) per criterion and total."""
-    out = {}
-    pair = re.compile(r"([\d.]+)\s*\(([\d.]+)\)")
-    for line in (DATA / "UPSTREAM-README-en.md").read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 9 or cells[0] not in README_NAMES:
-            continue
-        values = [pair.search(c) for c in cells[1:7]] + [pair.search(cells[8])]
-        out[README_NAMES[cells[0]]] = {
-            "criteria": {
-                k: (float(m.group(1)), float(m.group(2)))
-                for k, m in zip(README_CRITERIA, values[:6], strict=True)
-            },
-            "total": (float(values[6].group(1)), float(values[6].group(2))),
-        }
-    return out
-
-
-def _naive_human_totals() -> dict[str, float]:
-    """LLMEval-2 total score of the released human scores, by hand: per subject, stars / full
-    marks * 100, then the mean over the 12 subjects; scores as published (the 0s included)."""
-    acc = defaultdict(lambda: [0, 0])
-    for path in sorted((DATA / "results" / "human-score").glob("*.json")):
-        subject = path.stem
-        for rec in json.loads(path.read_text(encoding="utf-8")):
-            for crit, value in rec["stars"].items():
-                a = acc[(rec["llm_name"], subject)]
-                a[0] += value
-                a[1] += FULL[crit]
-    per_model = defaultdict(list)
-    for (model, _subject), (got, full) in acc.items():
-        per_model[model].append(100 * got / full)
-    return {m: sum(v) / len(v) for m, v in per_model.items()}
-
-
-@pytest.mark.slow
-def test_llmeval2_reproduces_seed_tables_4_and_5_and_the_readme_scores(organizer):
-    if not DATA.is_dir():
-        pytest.skip(f"{DATA} is absent: the LLMEval-2 release is needed for this test")
-    if "import_dataset" not in get_commands():
-        pytest.skip("the import_dataset command (annotation importers) is not there yet")
-    data = sorted(str(p) for p in (DATA / "data").glob("*.json"))
-    scores = sorted(str(p) for p in (DATA / "results").glob("*/*.json"))
-    call_command(
-        "import_dataset", "--format", "llmeval2", *data, "--no-progress", stdout=io.StringIO()
-    )
-    call_command(
-        "import_dataset",
-        "--format",
-        "llmeval2-scores",
-        *scores,
-        "--no-progress",
-        stdout=io.StringIO(),
-    )
-    # The importer puts both score sets in one (closed) study of their own.
-    study = Study.objects.filter(assignments__isnull=False).distinct().get()
-    report = report_build(study=study, use_cache=False)
-    gaps = report.table("gaps")
-
-    def share(criterion, k):
-        return float(_lookup(gaps, criterion=criterion, k=str(float(k)))["share"])
-
-    # Table 4 (subjective questions; 3520 answers).
-    assert _lookup(gaps, criterion="accuracy", k="2.0")["n_items"] == 3520
-    assert round(100 * share("accuracy", 2), 2) == 37.05
-    assert round(100 * share("accuracy", 4), 2) == 6.99
-    assert round(100 * share("fluency", 2), 2) == 3.49
-    assert round(100 * share("logicality", 2), 2) == 7.87
-    assert round(100 * share("informativeness", 2), 2) == 9.97
-    # Table 5 (objective questions; 6080 answers). The printed "Delta Correctness >= 3" cannot
-    # happen on a 1-3 scale (the largest gap is 2); the printed 12.98 % is the share at >= 2,
-    # which is what the paper's text says ("differences exceeding 2 points is 12.98 %").
-    assert _lookup(gaps, criterion="correctness", k="2.0")["n_items"] == 6080
-    assert round(100 * share("correctness", 2), 2) == 12.98
-    assert share("correctness", 2) == pytest.approx(789 / 6080, abs=1e-12)
-    # "Delta Explanation >= 1" is printed as 24.98 %: the share with the 11 human explanation
-    # scores of 0 (below the rubric's 1-2 range) kept as published, which the importer does
-    # (flagged, never raised): 1519 / 6080. Raised to 1 they gave 1508 / 6080 = 24.80 %.
-    assert share("explanation_correctness", 1) == pytest.approx(1519 / 6080, abs=1e-12)
-    assert round(100 * share("explanation_correctness", 1), 2) == 24.98
-
-    # The README's GPT-4 scores (in brackets) per criterion and the total score, all 20 models.
-    published = _readme_table()
-    assert len(published) == 20
-    stars = report.table("leaderboard_star")
-    totals = report.table("leaderboard_total")
-
-    def judge_mean(model, crit):
-        return _lookup(stars, rater_kind="judge", model=model, criterion=crit)["mean"]
-
-    # In three rows of the README the bracketed per-criterion GPT-4 means do not belong to the
-    # row's model: CIIC-Zhigong's row shows the data's Xunfei means and Ziya's row the data's
-    # Zhigong means (Xunfei's printed values match no model). The totals of the same rows are
-    # right, so this is a copy slip in the table, not a different formula; the test checks the
-    # data's values where they were printed. Printed values are rounded half up (360's
-    # informativeness 2.3125 is printed 2.313), hence the 0.0005 tolerance.
-    misplaced = {"zhigong": "xunfei", "ziya-llama-13b-v1": "zhigong", "xunfei": None}
-    for printed_as, row in published.items():
-        model = misplaced.get(printed_as, printed_as)
-        if model is None:
-            continue
-        for crit, (_human, gpt4) in row["criteria"].items():
-            assert abs(judge_mean(model, crit) - gpt4) <= 0.0005 + 1e-9, (printed_as, crit)
-    for model, row in published.items():
-        got = _lookup(totals, rater_kind="judge", model=model)["total"]
-        assert round(got, 2) == pytest.approx(row["total"][1], abs=1e-9), model
-    # The printed human totals do not come out of the released human scores (GPT4: printed
-    # 86.72, data 86.98; the largest difference is 0.35 points, Vicuna-33B); presumably the
-    # table was made from an earlier or larger set of annotations. Assert what the data give,
-    # recomputed by hand, and that it stays near the printed figures.
-    naive = _naive_human_totals()
-    for model, row in published.items():
-        got = _lookup(totals, rater_kind="human", model=model)["total"]
-        assert got == pytest.approx(naive[model], abs=1e-6), model
-        assert abs(got - row["total"][0]) < 0.5, model
