@@ -160,14 +160,15 @@ def _common(study: Study, r: Mapping[str, Any]) -> dict[str, Any]:
         "duration_s": (submitted - served).total_seconds() if served and submitted else None,
         "active_ms": r["active_ms"],
         "comment": r["comment"],
+        "check_kind": r["check_kind"],
     }
 
 
 def _value_rows(
-    qs: QuerySet[Any], rating: str, chunk: int, **extra: str
+    qs: QuerySet[Any], *, rating: str = "", chunk: int = 2000, **extra: str
 ) -> Iterator[dict[str, Any]]:
     """`qs.values()` rows with the common columns and `extra` (column=path from qs); `rating` is
-    the path from qs to the rating."""
+    the path from qs to the rating (none: qs are ratings)."""
     to = f"{rating}__" if rating else ""
     common = {
         "comment": "comment",
@@ -184,6 +185,7 @@ def _value_rows(
         "question_id": "item__question__external_id",
         "task_type": "item__question__task_type",
         "question_kind": "item__question__kind",
+        "check_kind": "item__check_kind",
     }
     fields = {name: to + path for name, path in common.items()} | extra
     # A column named as the field it reads is a plain name: values() refuses an alias for it.
@@ -195,13 +197,10 @@ def _value_rows(
 def _pairwise_export_rows(study: Study) -> Iterator[dict[str, Any]]:
     rows = _value_rows(
         Rating.objects.filter(item__study=study).order_by("id"),
-        "",
-        2000,
         choice="choice",
         left_is_a="assignment__left_is_a",
         model_a="item__response_a__llm__name",
         model_b="item__response_b__llm__name",
-        check_kind="item__check_kind",
     )
     for r in rows:
         a, b, choice = r["model_a"], r["model_b"], r["choice"]
@@ -218,7 +217,6 @@ def _pairwise_export_rows(study: Study) -> Iterator[dict[str, Any]]:
                 else choice
             ),
             "winner": {"A": a, "B": b}.get(choice, ""),
-            "check_kind": r["check_kind"],
         }
 
 
@@ -227,14 +225,13 @@ def _star_export_rows(study: Study) -> Iterator[dict[str, Any]]:
         Score.objects.filter(rating__item__study=study).order_by(
             "rating_id", "criterion__order", "criterion_id"
         ),
-        "rating",
-        4000,
+        rating="rating",
+        chunk=4000,
         score="value",
         criterion_key="criterion__key",
         model="rating__item__response_a__llm__name",
         response_pk="rating__item__response_a_id",
         response_external_id="rating__item__response_a__external_id",
-        check_kind="rating__item__check_kind",
     )
     for r in rows:
         yield _common(study, r) | {
@@ -242,7 +239,6 @@ def _star_export_rows(study: Study) -> Iterator[dict[str, Any]]:
             "response_id": r["response_external_id"] or str(r["response_pk"]),
             "criterion": r["criterion_key"],
             "score": r["score"],
-            "check_kind": r["check_kind"],
         }
 
 
