@@ -316,10 +316,16 @@ def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
         if any(item.pk is None for item in created):  # backends that return no ids
             return _item_keys(ctx)
         return {key: item.pk for key, item in objs.items()}
+    ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
+    with pgcopy.indexes_rebuilt((Item,), len(new)):
+        _copy_items(new, ids)
+    return ids
+
+
+def _copy_items(new: dict[tuple, list[int]], ids: dict[tuple, int]) -> None:
     # A random position per item, as the field's default gives one, from a generator seeded
     # by the OS (one system call per item would cost more than the item's COPY).
     rng = random.Random(os.urandom(16))
-    ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
     pgcopy.copy_rows(
         Item,
         ("id", "study_id", "question_id", "response_a_id", "response_b_id", "n_ratings",
@@ -330,7 +336,6 @@ def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
         expected=len(new),
         types={"check_answer": pgcopy.RAW},
     )  # fmt: skip
-    return ids
 
 
 def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
