@@ -138,7 +138,11 @@ def dataset_import(
         user=user,
         dry_run=dry_run,
     )
-    return run_import(request, partial(PARSERS[format], list(files), opts=request.options))
+
+    def parse(repairs: RepairLog) -> Bundle:
+        return PARSERS[format](files, repairs, request.options)
+
+    return run_import(request, parse)
 
 
 def dataset_preview(**options: Any) -> dict[str, Any]:
