@@ -44,6 +44,10 @@ BULK_CHECK_MIN = 5_000
 # Rows handed to psycopg between two updates of the foreign-key sets (gathered per chunk in C,
 # not per row in Python).
 CHUNK = 10_000
+# From this many rows, a bulk write into tables that are empty at its start drops their
+# secondary indexes and builds them again at the end (indexes_rebuilt): one sort per index
+# instead of one index insertion per row and index (a million-row import writes 16 indexes).
+REBUILD_MIN = 50_000
 # The type of a column whose values the caller gives in the column type's binary format, sent
 # as they are (as bytea, whose binary format is the bytes themselves): a uuid's 16 bytes, a
 # jsonb's version byte and JSON text (JSONB_EMPTY). Cheaper than building a uuid.UUID or
@@ -132,6 +136,70 @@ def _triggers_off(wanted: bool) -> Iterator[bool]:
             yield True
         finally:
             cur.execute("SELECT set_config('session_replication_role', %s, true)", [before])
+
+
+class _NotEmpty(Exception):
+    pass
+
+
+def _empty_and_locked(tables: Sequence[str]) -> bool:
+    """Whether the tables are empty; if so they stay locked (ACCESS EXCLUSIVE) to the end of the
+    transaction. NOWAIT: when anyone else uses them, this is False at once, never a wait; when
+    they are not empty, the lock is undone with its savepoint."""
+    quoted = ", ".join(connection.ops.quote_name(t) for t in tables)
+    rows = " OR ".join(f"EXISTS (SELECT 1 FROM {connection.ops.quote_name(t)})" for t in tables)
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT {rows}")
+        if cur.fetchone()[0]:
+            return False
+        try:
+            with transaction.atomic():
+                cur.execute(f"LOCK TABLE {quoted} IN ACCESS EXCLUSIVE MODE NOWAIT")
+                cur.execute(f"SELECT {rows}")  # rows committed before the lock
+                if cur.fetchone()[0]:
+                    raise _NotEmpty
+        except (DatabaseError, _NotEmpty):
+            return False
+    return True
+
+
+def _secondary_indexes(table: str) -> list[tuple[str, str]]:
+    """(name, CREATE statement) of each index of `table` that backs no constraint (primary key,
+    unique or exclusion constraints stay)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+            "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
+            "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1",
+            [connection.ops.quote_name(table)],
+        )
+        return cur.fetchall()
+
+
+@contextmanager
+def indexes_rebuilt(models: Sequence[type[Model]], rows: int) -> Iterator[bool]:
+    """For a write of `rows` (>= REBUILD_MIN) rows into the models' tables when all are empty at
+    the start: their secondary indexes are dropped for the block and built again at its end, in
+    the same transaction (a unique index refuses duplicates then, as IntegrityError). The tables
+    stay locked to COMMIT: no one reads or writes them meanwhile (they were empty, and in use by
+    no one, or this yields False and changes nothing). An error in the block undoes the drops."""
+    tables = [m._meta.db_table for m in models]
+    if rows < REBUILD_MIN or not available() or not connection.in_atomic_block:
+        yield False
+        return
+    if not _empty_and_locked(tables):
+        yield False
+        return
+    with transaction.atomic(), connection.cursor() as cur:
+        indexes = [index for table in tables for index in _secondary_indexes(table)]
+        for name, _ in indexes:
+            cur.execute(f"DROP INDEX {name}")
+        yield True
+        # Queued foreign-key checks (rows written with the triggers on) run now: PostgreSQL
+        # builds no index on a table with pending trigger events.
+        connection.check_constraints()
+        for _, create in indexes:
+            cur.execute(create)
 
 
 def lock_referenced(table: str, ids: Collection[Any], *, column: str) -> None:

@@ -236,19 +236,21 @@ def ratings_record_bulk(
     copy = pgcopy.available()
     if copy:
         batch = max(batch, pgcopy.COPY_BATCH)
-    pending = list(rows)
     counts = {"assignments": 0, "ratings": 0, "scores": 0}
-    while pending:
-        ready = [r for r in pending if r.repeat_of is None or r.repeat_of.assignment_id]
-        if not ready:
-            raise ValueError("a repeat names an origin that is not among the rows")
-        ready_ids = {id(r) for r in ready}
-        pending = [r for r in pending if id(r) not in ready_ids]
-        for start in range(0, len(ready), batch):
-            chunk = ready[start : start + batch]
-            counts["scores"] += _write_copy(chunk, now) if copy else _write(chunk, now, batch)
-            counts["assignments"] += len(chunk)
-            counts["ratings"] += len(chunk)
-            if on_batch is not None:
-                on_batch(len(chunk))
+    pending = list(rows)
+    # Into empty tables (a first import) the indexes are built once, at the end.
+    with pgcopy.indexes_rebuilt((Assignment, Rating, Score), len(pending)):
+        while pending:
+            ready = [r for r in pending if r.repeat_of is None or r.repeat_of.assignment_id]
+            if not ready:
+                raise ValueError("a repeat names an origin that is not among the rows")
+            ready_ids = {id(r) for r in ready}
+            pending = [r for r in pending if id(r) not in ready_ids]
+            for start in range(0, len(ready), batch):
+                chunk = ready[start : start + batch]
+                counts["scores"] += _write_copy(chunk, now) if copy else _write(chunk, now, batch)
+                counts["assignments"] += len(chunk)
+                counts["ratings"] += len(chunk)
+                if on_batch is not None:
+                    on_batch(len(chunk))
     return counts

@@ -14,6 +14,7 @@ from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmev
 from annotation.importers.base import (
     Bundle,
     ImportRefused,
+    ImportRequest,
     ImportResult,
     Options,
     RepairLog,
@@ -130,19 +131,18 @@ def dataset_import(
         if p.is_dir() and format != "chinese-alpaca-eval":
             raise ImportRefused(f"{p}: a folder; give the files")
     chosen = {k: v for k, v in given.items() if k in spec.options and v not in (None, "")}
-    opts = Options(**chosen, progress=progress)
-
-    def parse(repairs: RepairLog):
-        return PARSERS[format](files, repairs, opts)
-
-    return run_import(
+    request = ImportRequest(
         format=format,
-        paths=files,
-        parse=parse,
+        paths=tuple(files),
+        options=Options(**chosen, progress=progress),
         user=user,
         dry_run=dry_run,
-        progress_enabled=progress,
     )
+
+    def parse(repairs: RepairLog) -> Bundle:
+        return PARSERS[format](files, repairs, request.options)
+
+    return run_import(request, parse)
 
 
 def dataset_preview(**options: Any) -> dict[str, Any]:

@@ -9,10 +9,11 @@ way for every format. This module keeps the names the formats import from one pl
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
@@ -50,6 +51,34 @@ class Options:
         )
 
 
+@dataclass(frozen=True)
+class ImportRequest:
+    """One import as asked for: the format and its files, the options its parse() reads, who
+    asks (recorded as owner when signed in) and whether only to check. Passed whole from
+    `dataset_import` to `run_import`, whose result and ImportRecord it fills."""
+
+    format: str
+    paths: tuple[Path, ...]
+    options: Options = Options()
+    user: Any = None
+    dry_run: bool = False
+
+    @property
+    def owner(self) -> Any:
+        return self.user if getattr(self.user, "is_authenticated", False) else None
+
+    def record(self, *, ok: bool, repairs: list[Repair], **fields: Any) -> ImportRecord:
+        """The ImportRecord of this attempt (file names only, never a client's path)."""
+        return ImportRecord.objects.create(
+            format=self.format,
+            paths=[p.name for p in self.paths],
+            user=self.owner,
+            ok=ok,
+            repairs=[r.line() for r in repairs],
+            **fields,
+        )
+
+
 class _DryRun(Exception):
     pass
 
@@ -67,20 +96,13 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def run_import(
-    *,
-    format: str,
-    paths: Sequence[str | Path],
-    parse: Callable[[RepairLog], Bundle],
-    user=None,
-    dry_run: bool = False,
-    progress_enabled: bool = True,
-) -> ImportResult:
+def run_import(request: ImportRequest, parse: Callable[[RepairLog], Bundle]) -> ImportResult:
     """Parse, then write everything in one transaction. A refusal writes nothing but a failed
     ImportRecord (kept outside the rolled-back transaction, so attempts stay visible)."""
-    result = ImportResult(format=format, paths=[str(p) for p in paths], dry_run=dry_run)
+    result = ImportResult(
+        format=request.format, paths=[str(p) for p in request.paths], dry_run=request.dry_run
+    )
     repairs = RepairLog()
-    owner = user if getattr(user, "is_authenticated", False) else None
     try:
         t = clock()
         with _no_cyclic_gc():
@@ -90,34 +112,25 @@ def run_import(
         with transaction.atomic():
             pgcopy.commit_unflushed()  # an import that is lost in a crash is run again
             with _no_cyclic_gc():
-                write_bundle(bundle, result, owner=owner, progress_enabled=progress_enabled)
-            if dry_run:
+                write_bundle(
+                    bundle, result, owner=request.owner, progress_enabled=request.options.progress
+                )
+            if request.dry_run:
                 raise _DryRun
-            record = ImportRecord.objects.create(
-                format=format,
-                paths=[Path(p).name for p in paths],
-                dataset_id=result.dataset_id,
-                user=owner,
+            result.record_id = request.record(
                 ok=True,
+                repairs=result.repairs,
+                dataset_id=result.dataset_id,
                 counts=result.counts(),
-                repairs=[r.line() for r in result.repairs],
                 message="\n".join(result.summary_lines()),
-            )
-            result.record_id = record.pk
+            ).pk
             t = clock()
         result.timed("commit", t)
     except _DryRun:
         pass
     except ImportRefused as exc:
-        if not dry_run:
-            ImportRecord.objects.create(
-                format=format,
-                paths=[Path(p).name for p in paths],
-                user=owner,
-                ok=False,
-                message=str(exc),
-                repairs=[r.line() for r in repairs],
-            )
+        if not request.dry_run:
+            request.record(ok=False, repairs=list(repairs), message=str(exc))
         raise
     return result
 
@@ -127,6 +140,7 @@ __all__ = [
     "Bar",
     "Bundle",
     "ImportRefused",
+    "ImportRequest",
     "ImportResult",
     "Options",
     "QuestionSpec",

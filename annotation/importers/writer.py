@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from django.db.models import Count, Model, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Model
 
 from annotation import pgcopy
 from annotation.importers.bundle import (
@@ -25,6 +24,7 @@ from annotation.importers.bundle import (
     ResponseSpec,
     StudySpec,
 )
+from annotation.importers.counters import refresh_counters
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
 from annotation.models import (
@@ -59,6 +59,8 @@ class _Ctx:
     raters: dict[str, Rater] = field(default_factory=dict)
     studies: dict[str, Study] = field(default_factory=dict)
     criteria: dict[tuple[int, str], Criterion] = field(default_factory=dict)
+    # Studies that had no items before this import: all their counters are the ones it wrote.
+    fresh: set[int] = field(default_factory=set)
 
     def count(self, entity: str, added: int = 0, skipped: int = 0) -> None:
         self.result.added[entity] += added
@@ -316,10 +318,16 @@ def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
         if any(item.pk is None for item in created):  # backends that return no ids
             return _item_keys(ctx)
         return {key: item.pk for key, item in objs.items()}
+    ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
+    with pgcopy.indexes_rebuilt((Item,), len(new)):
+        _copy_items(new, ids)
+    return ids
+
+
+def _copy_items(new: dict[tuple, list[int]], ids: dict[tuple, int]) -> None:
     # A random position per item, as the field's default gives one, from a generator seeded
     # by the OS (one system call per item would cost more than the item's COPY).
     rng = random.Random(os.urandom(16))
-    ids = dict(zip(new, pgcopy.reserve_ids(Item._meta.db_table, len(new)), strict=True))
     pgcopy.copy_rows(
         Item,
         ("id", "study_id", "question_id", "response_a_id", "response_b_id", "n_ratings",
@@ -330,13 +338,13 @@ def _create_items(ctx: _Ctx, new: dict[tuple, list[int]]) -> dict[tuple, int]:
         expected=len(new),
         types={"check_answer": pgcopy.RAW},
     )  # fmt: skip
-    return ids
 
 
 def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
     study, item id and whether the file's first model is the item's response A."""
     keys = _item_keys(ctx)
+    ctx.fresh = {s.id for s in ctx.studies.values()} - {key[0] for key in keys}
     plan = []
     new_items: dict[tuple[int, int, int | None], list[int]] = {}
     pairwise = {name for name, s in ctx.studies.items() if s.mode == Rubric.Mode.PAIRWISE}
@@ -442,27 +450,6 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
     return rows
 
 
-def _refresh_counters(ctx: _Ctx) -> None:
-    """Keep the items' counters true (first submitted ratings) and the target at the number of
-    raters who scored the study."""
-    for study in ctx.studies.values():
-        first_count = (
-            Assignment.objects.filter(
-                item=OuterRef("pk"), is_repeat=False, status=Assignment.Status.SUBMITTED
-            )
-            .order_by()
-            .values("item")
-            .annotate(n=Count("id"))
-            .values("n")
-        )
-        # Only the items whose counter changes (new items were stored with theirs).
-        true_count = Coalesce(Subquery(first_count), 0)
-        Item.objects.filter(study=study).exclude(n_ratings=true_count).update(n_ratings=true_count)
-        n_raters = Assignment.objects.filter(study=study).values("rater").distinct().count() or 1
-        if n_raters > study.ratings_per_item:
-            Study.objects.filter(pk=study.pk).update(ratings_per_item=n_raters)
-
-
 def write_bundle(
     bundle: Bundle, result: ImportResult, *, owner=None, progress_enabled: bool = True
 ) -> None:
@@ -489,4 +476,4 @@ def _write_ratings(ctx: _Ctx) -> None:
     bar.close()
     for name, n in counts.items():
         ctx.count(name, added=n)
-    _refresh_counters(ctx)
+    refresh_counters(ctx.studies.values(), fresh=ctx.fresh, rows=rows)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from annotation import pgcopy
 from annotation.models import Assignment, Criterion, Rater, Rating, Score
@@ -105,3 +106,45 @@ def test_reserved_ids_are_the_writers_own_even_when_not_consecutive(db):
         cur.execute(f"ALTER SEQUENCE {cur.fetchone()[0]} INCREMENT BY 2")
     gappy = pgcopy.reserve_ids(Rater._meta.db_table, 4)
     assert list(gappy) == [run[-1] + 2 * k for k in range(1, 5)]
+
+
+def _index_names(*models) -> set[str]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = ANY(%s)",
+            [[m._meta.db_table for m in models]],
+        )
+        return {row[0] for row in cur.fetchall()}
+
+
+@pytest.fixture
+def rebuild_always(monkeypatch):
+    """Every bulk write into empty tables, however small, rebuilds their indexes."""
+    monkeypatch.setattr(pgcopy, "REBUILD_MIN", 1)
+
+
+def test_a_write_into_empty_tables_builds_their_indexes_again(rebuild_always, star_rows):
+    before = _index_names(Assignment, Rating, Score)
+    rows = star_rows()
+    with CaptureQueriesContext(connection) as queries:
+        ratings_record_bulk(rows=rows)
+    assert any(q["sql"].startswith("DROP INDEX") for q in queries.captured_queries)
+    assert _index_names(Assignment, Rating, Score) == before
+    assert Assignment.objects.count() == Score.objects.count() == len(rows) > 1
+
+
+def test_a_rebuilt_unique_index_still_refuses_a_duplicate(rebuild_always, star_rows):
+    rows = star_rows()
+    twice = [*rows, NewRating(study_id=rows[0].study_id, item_id=rows[0].item_id,
+                              rater_id=rows[0].rater_id, scores=rows[0].scores)]  # fmt: skip
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ratings_record_bulk(rows=twice)
+    assert not Assignment.objects.exists()
+    assert "assignment_one_first_exposure" in _index_names(Assignment)
+
+
+def test_tables_with_rows_keep_their_indexes(rebuild_always, star_rows):
+    ratings_record_bulk(rows=star_rows()[:1])
+    with CaptureQueriesContext(connection) as queries:
+        ratings_record_bulk(rows=star_rows()[1:])
+    assert not any("INDEX" in q["sql"] or "LOCK" in q["sql"] for q in queries.captured_queries)
