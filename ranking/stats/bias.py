@@ -11,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from .rankings import match_arrays, points_arrays
-from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame, rows_frame
+from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame, rows_frame, time_ordered
 
 # --------------------------------------------------------------------------- length bias
 
@@ -293,7 +293,7 @@ def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per (rater, item) judged with A on the left and A on the right: the first rating in each
     order, and whether the canonical choice agrees."""
     cols = ["rater_id", "item_id", "left_is_a", "choice", "submitted_at", "rating_id"]
-    d = pair_df[cols].sort_values(["submitted_at", "rating_id"], kind="stable")
+    d = time_ordered(pair_df[cols])
     d = d.drop_duplicates(["rater_id", "item_id", "left_is_a"])
     # One row per (rater, item, order) is left: join A-left to A-right (cheaper than a pivot).
     left = d["left_is_a"].to_numpy(bool)

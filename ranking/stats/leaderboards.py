@@ -12,7 +12,7 @@ import pandas as pd
 from . import bradley_terry as bt
 from . import elo as elo_mod
 from .rankings import OVERALL, add_rank, match_arrays, points_arrays
-from .schema import empty_frame
+from .schema import empty_frame, time_ordered
 
 BT_TIES = ("half", "exclude")
 
@@ -71,14 +71,6 @@ def _kind_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if df.empty:
         return []
     return [("all", df), *((str(k), g) for k, g in df.groupby("rater_kind", sort=True))]
-
-
-def _time_ordered(pair_df: pd.DataFrame) -> pd.DataFrame:
-    at = pair_df["submitted_at"]
-    if at.isna().any() or not hasattr(at.array, "asi8"):  # NaT: pandas puts it last
-        return pair_df.sort_values(["submitted_at", "rating_id"], kind="stable")
-    # The same stable order from one integer lexsort (cheaper than sorting the frame).
-    return pair_df.take(np.lexsort((pair_df["rating_id"].to_numpy(), at.array.asi8)))
 
 
 def _stability(
@@ -217,7 +209,7 @@ def elo_tables(
     parts: dict[str, list[pd.DataFrame]] = {"lead": [], "stab": [], "shuf": [], "traj": []}
     var: dict[str, Any] = {}
     # Sorted once: each kind's group keeps the time order (groupby keeps the rows' order).
-    for kind, g in _kind_groups(_time_ordered(pair_df)):
+    for kind, g in _kind_groups(time_ordered(pair_df)):
         out = _elo_kind(
             kind,
             g,
