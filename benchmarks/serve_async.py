@@ -1,8 +1,11 @@
 """serve_load.py --ramp's simulated annotators: the same crowd as serve_clients.py (enter through
 the Prolific URL, open, think, rate; the misbehaving share double-submits, abandons or posts
-hostile input), written with asyncio + aiohttp so that one client process carries hundreds of
-annotators on a few milliseconds of CPU per second. A thread per annotator (serve_clients.py)
-costs about ten times more CPU per request, on the same two cores the server needs.
+hostile input), written with asyncio so that one client process carries hundreds of annotators
+on a few milliseconds of CPU per second. A thread per annotator (serve_clients.py) costs about ten
+times more CPU per request, on the same two cores the server needs. Each annotator speaks plain
+HTTP/1.1 over one keep-alive connection with its own cookies (`Http11`, below): an HTTP client
+library does much more per request (redirect handling, cookie domains, connection pools) that
+these clients never need, and the CPU it spends is taken from the server under test.
 
 The ramp: annotators join in steps (step k brings the total to levels[k]), arriving evenly over
 the first `arrive` seconds of their step, and stay until the driver says stop. At the end of
@@ -65,6 +68,82 @@ class Tally:
     behaviours: dict[str, int] = field(default_factory=dict)
 
 
+class Http11:
+    """One annotator's connection: HTTP/1.1 requests over one keep-alive socket, reopened when the
+    server has closed it, and the cookies the server set (sessionid, csrftoken)."""
+
+    # The server closes an idle connection after a while (gunicorn's --keep-alive, 2 s): one
+    # idle longer than this is not reused, so a request is never written into a closing socket.
+    IDLE_REUSE = 1.5
+    TIMEOUT = 30.0
+
+    def __init__(self, base: str) -> None:
+        url = urllib.parse.urlsplit(base)
+        self.host, self.port, self.netloc = url.hostname or "", url.port or 80, url.netloc
+        self.cookies: dict[str, str] = {}
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.idle_since = 0.0
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, data, headers: dict[str, str]):
+        """(status, headers with lower-case names) of one request; the body is read and dropped."""
+        body = urllib.parse.urlencode(data).encode() if data is not None else b""
+        head = [f"{method} {path} HTTP/1.1", f"Host: {self.netloc}"]
+        if self.cookies:
+            head.append("Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()))
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        if data is not None:
+            head += ["Content-Type: application/x-www-form-urlencoded"]
+            head += [f"Content-Length: {len(body)}"]
+        raw = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        stale = time.monotonic() - self.idle_since > self.IDLE_REUSE
+        if self.writer is None or self.reader is None or self.reader.at_eof() or stale:
+            self.close()
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        self.writer.write(raw)
+        status, fields = await asyncio.wait_for(self._response(self.reader), self.TIMEOUT)
+        self.idle_since = time.monotonic()
+        if fields.get("connection", "").lower() == "close":
+            self.close()
+        return status, fields
+
+    async def _response(self, reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+        lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        version, status_text, _ = lines[0].split(" ", 2)
+        status = int(status_text)
+        fields: dict[str, str] = {} if version == "HTTP/1.1" else {"connection": "close"}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "set-cookie":
+                self._set_cookie(value)
+            elif name:
+                fields[name] = value
+        if "content-length" in fields:
+            await reader.readexactly(int(fields["content-length"]))
+        elif fields.get("transfer-encoding", "").lower() == "chunked":
+            while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                await reader.readexactly(size + 2)
+            await reader.readuntil(b"\r\n")
+        elif status >= 200 and status not in (204, 304):
+            await reader.read()  # no length: the body ends with the connection
+            fields["connection"] = "close"
+        return status, fields
+
+    def _set_cookie(self, value: str) -> None:
+        pair, *attrs = value.split(";")
+        name, _, cookie = pair.strip().partition("=")
+        if any(a.strip().lower() == "max-age=0" for a in attrs):
+            self.cookies.pop(name, None)
+        else:
+            self.cookies[name] = cookie
+
+
 class Annotator:
     def __init__(self, i: int, plan: Plan, tally: Tally, stop: asyncio.Event):
         self.i, self.plan, self.tally, self.stop = i, plan, tally, stop
@@ -72,28 +151,21 @@ class Annotator:
         self.behaviour = behaviour_of(i, plan.abuse_rate)
         tally.behaviours[self.behaviour] = tally.behaviours.get(self.behaviour, 0) + 1
 
-    async def request(self, session, kind, path, data=None, htmx=False):
-        import aiohttp
-
+    async def request(self, session: Http11, kind, path, data=None, htmx=False):
         headers = {"HX-Request": "true"} if htmx else {}
         if data is not None:
-            cookie = session.cookie_jar.filter_cookies(self.plan.base).get("csrftoken")
-            headers["X-CSRFToken"] = cookie.value if cookie else ""
+            headers["X-CSRFToken"] = session.cookies.get("csrftoken", "")
         method = "POST" if data is not None else "GET"
         start, t = time.time(), time.perf_counter()
         try:
-            async with session.request(
-                method, self.plan.base + path, data=data, headers=headers, allow_redirects=False
-            ) as resp:
-                await resp.read()
-                status, h = resp.status, resp.headers
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            status, h = await session.request(method, path, data, headers)
+        except (OSError, EOFError, ValueError, TimeoutError) as exc:
             self.tally.errors.append(f"{kind}: {exc!r}")
             raise
         self.tally.requests.append((start, time.perf_counter() - t, kind))
         if status >= 500:
             self.tally.server_errors.append(f"{status} {path.split('?')[0]}")
-        location = h.get("Location") or h.get("HX-Push-Url") or h.get("HX-Redirect") or ""
+        location = h.get("location") or h.get("hx-push-url") or h.get("hx-redirect") or ""
         return status, location
 
     async def think(self) -> None:
@@ -141,21 +213,19 @@ class Annotator:
         return status, location
 
     async def run(self) -> None:
-        import aiohttp
-
         try:  # wait for this annotator's turn, or the end of the ramp
             delay = max(0.0, self.plan.join_time(self.i) - time.time())
             await asyncio.wait_for(self.stop.wait(), timeout=delay)
             return
         except TimeoutError:
             pass
-        timeout = aiohttp.ClientTimeout(total=30)
-        jar = aiohttp.CookieJar(unsafe=True)  # 127.0.0.1 is an address, not a domain
-        async with aiohttp.ClientSession(cookie_jar=jar, timeout=timeout) as session:
-            try:
-                await self.loop(session)
-            except Exception as exc:  # noqa: BLE001 - reported in the summary
-                self.tally.errors.append(repr(exc))
+        session = Http11(self.plan.base)
+        try:
+            await self.loop(session)
+        except Exception as exc:  # noqa: BLE001 - reported in the summary
+            self.tally.errors.append(repr(exc))
+        finally:
+            session.close()
 
     async def loop(self, session) -> None:
         location = await self.enter(session)

@@ -202,9 +202,10 @@ def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
     template = "annotation/annotate.html"
     if request.htmx:
         template += "#item"
-    response = render(request, template, item_context(a, rater, **kw), status=status)
+    context = item_context(a, rater, **kw)
+    response = render(request, template, context, status=status)
     if request.htmx:
-        response["HX-Push-Url"] = reverse("annotate:assignment", args=[a.public_id])
+        response["HX-Push-Url"] = context["urls"]["rate"]
     return response
 
 

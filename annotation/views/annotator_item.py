@@ -3,12 +3,37 @@ their sides, the criteria or choices, what was already answered, the rater's pro
 
 from __future__ import annotations
 
-from django.urls import reverse
+from functools import cache
+from uuid import UUID
+
+from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 
 from annotation import engine, inputs
 from annotation.models import Assignment, Rater, Rubric
+
+# The item page's links by name, each to a view that takes the assignment's public id.
+ITEM_VIEWS = {"rate": "assignment", "skip": "skip", "previous": "previous", "lease": "lease"}
+_PLACEHOLDER = UUID(int=0)
+
+
+@cache
+def _url_patterns(prefix: str, urlconf: object) -> dict[str, str]:
+    """The links of ITEM_VIEWS with a placeholder id, reversed once per script prefix and URL
+    configuration."""
+    return {
+        name: reverse(f"annotate:{view}", args=[_PLACEHOLDER]) for name, view in ITEM_VIEWS.items()
+    }
+
+
+def item_urls(assignment_pid: UUID) -> dict[str, str]:
+    """What reverse() would give for each link of the item page, without resolving four URL
+    patterns on every request: the placeholder id is replaced by this assignment's."""
+    patterns = _url_patterns(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
+    pid = str(assignment_pid)
+    return {name: url.replace(str(_PLACEHOLDER), pid) for name, url in patterns.items()}
 
 
 def criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
@@ -61,16 +86,7 @@ def item_context(
     return {
         "study": a.study,
         "assignment": a,
-        # Reversed once here rather than twice each in the template.
-        "urls": {
-            name: reverse(f"annotate:{view}", args=[a.public_id])
-            for name, view in (
-                ("rate", "assignment"),
-                ("skip", "skip"),
-                ("previous", "previous"),
-                ("lease", "lease"),
-            )
-        },
+        "urls": item_urls(a.public_id),
         "question": item.question.text,
         "reference": item.question.reference if a.hint_shown else "",
         "answers": answers,
