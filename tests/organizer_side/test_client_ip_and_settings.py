@@ -15,6 +15,10 @@ from config import settings as config_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# No test here touches a database (the two start-up checks read the settings in a process of their
+# own and stop before any connection): the PostgreSQL pass would repeat the same runs.
+pytestmark = pytest.mark.database_independent
+
 
 def _request(remote: str, forwarded: str | None = None):
     extra = {"REMOTE_ADDR": remote}
