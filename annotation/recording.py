@@ -244,8 +244,11 @@ def ratings_record_bulk(
             ready = [r for r in pending if r.repeat_of is None or r.repeat_of.assignment_id]
             if not ready:
                 raise ValueError("a repeat names an origin that is not among the rows")
-            ready_ids = {id(r) for r in ready}
-            pending = [r for r in pending if id(r) not in ready_ids]
+            if len(ready) == len(pending):  # no repeat waits for its origin (the usual case)
+                pending = []
+            else:
+                ready_ids = {id(r) for r in ready}
+                pending = [r for r in pending if id(r) not in ready_ids]
             for start in range(0, len(ready), batch):
                 chunk = ready[start : start + batch]
                 counts["scores"] += _write_copy(chunk, now) if copy else _write(chunk, now, batch)

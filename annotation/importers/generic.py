@@ -145,7 +145,7 @@ RATER_KEYS = ("rater", "rater_kind", "rater_pool", "rater_platform")
 
 def _rater(state: _State, r: _Record) -> specs.RaterSpec:
     """The record's rater; the same four cells give the same rater (checked once)."""
-    key = tuple(r.rec.get(k) for k in RATER_KEYS)
+    key = tuple(map(r.rec.get, RATER_KEYS))
     spec = state.rater_cells.get(key)
     if spec is None:
         spec = state.rater_cells[key] = _new_rater(r)
@@ -300,9 +300,8 @@ def _star(state: _State, r: _Record, qid: str) -> None:
 
 def _pairwise(state: _State, r: _Record, qid: str) -> None:
     key = state.pair_key
-    state.bundle.studies.setdefault(
-        key, specs.StudySpec(name=key, mode="pairwise", rubric="pairwise")
-    )
+    if key not in state.bundle.studies:
+        state.bundle.studies[key] = specs.StudySpec(name=key, mode="pairwise", rubric="pairwise")
     rater = _rater(state, r)
     a, b = r.text("llm_a", required=True), r.text("llm_b", required=True)
     if a == b:

@@ -11,7 +11,7 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from django.db.models import Model
@@ -83,14 +83,19 @@ def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
     return out
 
 
+@cache  # eight answers, asked once per rating
+def _canonical(choice: str, first_is_a: bool) -> str:
+    # The first response of the file's pair reads as if it had been shown on the left.
+    shown = {"first": "left", "second": "right"}.get(choice, choice)
+    return PairChoice.from_shown(shown, left_is_a=first_is_a)
+
+
 def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
     """A choice relative to (first, second) as shown in the file -> canonical A/B."""
     if choice == "":
         return choice
     if choice in ("first", "second", "tie", "both_bad"):
-        # The first response of the file's pair reads as if it had been shown on the left.
-        shown = {"first": "left", "second": "right"}.get(choice, choice)
-        return PairChoice.from_shown(shown, left_is_a=first_is_a)
+        return _canonical(choice, first_is_a)
     raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
 
 

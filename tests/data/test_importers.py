@@ -304,3 +304,18 @@ def test_ratings_are_never_imported_into_a_live_study(l2_scores_imported):
             progress=False,
         )
     assert table_counts() == before
+
+
+def test_a_second_rater_imported_later_is_counted_on_the_stored_items(db, tmp_path):
+    """The first import creates the items with their counters; the second finds them stored
+    and recounts them (and raises the study's target to two raters)."""
+    head = "type,question_id,text,llm,llm_a,llm_b,rater,choice\n"
+    catalogue = "question,q1,Why?,,,,,\nresponse,q1,A.,m1,,,,\nresponse,q1,B.,m2,,,,\n"
+    for k, rater in enumerate(("ann", "bob")):
+        path = tmp_path / f"{rater}.csv"
+        rows = catalogue if k == 0 else ""
+        path.write_text(f"{head}{rows}pairwise,q1,,,m1,m2,{rater},a\n", encoding="utf-8")
+        dataset_import(format="csv", paths=[path], dataset="mine", progress=False)
+        study = Study.objects.get()
+        assert list(study.items.values_list("n_ratings", flat=True)) == [k + 1]
+        assert study.ratings_per_item == k + 1
