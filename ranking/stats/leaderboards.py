@@ -139,10 +139,14 @@ def _variance(
 ) -> dict[str, Any]:
     # The paper's analytic variance needs the raters' accuracy p: pooled pairwise accuracy of
     # the raters whose matches these are.
-    fk = flags[(flags["mode"] == "pairwise")] if len(flags) else flags
-    if kind != "all" and len(fk):
-        fk = fk[fk["rater_kind"] == kind]
-    p = float(fk["accurate"].mean()) if len(fk) else float("nan")
+    # Only the flag column is selected (the frame has a row per first judgement).
+    fk = np.zeros(0, bool)
+    if len(flags):
+        sel = (flags["mode"] == "pairwise").to_numpy(bool)
+        if kind != "all":
+            sel = sel & (flags["rater_kind"] == kind).to_numpy(bool)
+        fk = flags["accurate"].to_numpy(bool)[sel]
+    p = float(fk.mean()) if len(fk) else float("nan")
     obs = (
         sh[:, played].var(axis=0, ddof=1) if n_shuffles > 1 else np.full(int(played.sum()), np.nan)
     )
