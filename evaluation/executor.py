@@ -244,15 +244,18 @@ class Executor:
         deadline = time.monotonic() + FLUSH_EVERY
         while len(batch) < FLUSH_MAX:
             while not self.results.empty() and len(batch) < FLUSH_MAX:
-                batch.append(self.results.get_nowait())
+                if (outcome := self.results.get_nowait()) is not None:
+                    batch.append(outcome)
             timeout = deadline - time.monotonic()
             if timeout <= 0 or (done.is_set() and self.results.empty()):
                 break  # time to write, or the workers are done: no point waiting
             try:
-                # Short slices, so the end of the work is noticed at once.
-                batch.append(await asyncio.wait_for(self.results.get(), min(timeout, 0.01)))
+                # The end of the work wakes this at once: _phase puts None after setting done.
+                outcome = await asyncio.wait_for(self.results.get(), timeout)
             except TimeoutError:
                 continue
+            if outcome is not None:
+                batch.append(outcome)
         return batch
 
     async def _writer(self, done: asyncio.Event) -> None:
@@ -306,6 +309,7 @@ class Executor:
                 q.put_nowait(None)
             await asyncio.gather(*workers)
             done.set()
+            self.results.put_nowait(None)  # wakes the writer: nothing more is coming
             await writer
         return repeats
 
