@@ -211,7 +211,8 @@ def pool_limits(client: openai.AsyncOpenAI) -> tuple[int, int]:
     if session is not None:
         limit = session.connector.limit
         return limit, limit  # aiohttp keeps every connection of its pool alive
-    pool = client._client._transport._pool
+    transport: Any = client._client._transport
+    pool = transport._pool
     return pool._max_connections, pool._max_keepalive_connections
 
 
