@@ -27,6 +27,8 @@ pytestmark = pytest.mark.django_db
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 STRENGTH = {"m-a": 2.6, "m-b": 2.1, "m-c": 1.6, "m-d": 1.2}  # on the 1-3 star scale
+# Every figure checked here is a point estimate: no Elo shuffles, no bootstrap intervals.
+POINT_ESTIMATES = ReportFilters.build(n_shuffles=0, n_bootstrap=0)
 LLMEVAL1 = ("accuracy", "informativeness", "fluency", "logicality", "harmlessness")
 
 
@@ -129,7 +131,7 @@ def _rows(study):
 
 def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
     star, _ = synthetic
-    report = report_build(study=star, use_cache=False)
+    report = report_build(study=star, filters=POINT_ESTIMATES, use_cache=False)
     rows = _rows(star)
 
     # Star means per (kind, model, criterion); overall = mean of the criterion means. Repeats
@@ -206,7 +208,7 @@ def test_star_statistics_agree_with_a_naive_recomputation(synthetic):
 
 def test_pairwise_statistics_agree_with_a_naive_recomputation(synthetic):
     _, pair = synthetic
-    report = report_build(study=pair, use_cache=False)
+    report = report_build(study=pair, filters=POINT_ESTIMATES, use_cache=False)
     rows = sorted(_rows(pair), key=lambda r: (r["at"], r["id"]))
     score_a = {"A": 1.0, "B": 0.0, "tie": 0.5, "both_bad": 0.5}
 
