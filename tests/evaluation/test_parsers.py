@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from evaluation.parsers import ParseError, Spec, canonical_choice, parse
 from evaluation.testing.judge_outputs import bad_cases, good_cases
+
+# The case tables of the no-answer and side-shown tests: tests/evaluation/parser_cases.toml.
+_CASES = tomllib.loads((Path(__file__).parent / "parser_cases.toml").read_text(encoding="utf-8"))
 
 LLMEVAL1 = [
     Spec("accuracy", ("Accuracy", "正确性")),
@@ -176,26 +181,7 @@ def test_alignbench_double_bracket_rating_counts_only_when_overall_is_the_only_c
         parse("alignbench", "评价……\nRating: [[8]]", ALIGN)
 
 
-BAD_OUTPUTS = [
-    (
-        "alignbench",
-        "{'事实正确性': 11, '满足用户需求': 6, '综合得分': 7}",
-        "factuality: 11 is outside 1-10",
-    ),
-    ("alignbench", "{'事实正确性': 9, '综合得分': 7}", "missing score(s) for user_satisfaction"),
-    ("alignbench", "评价很长但是被截断了", "no score dict found"),
-    ("choice", "", "empty"),
-    ("choice", "Both answers are fine.", "no option"),
-    ("choice", "A or B, hard to say", "ambiguous"),
-    ("choice", '{"choice": "E"}', "not one of A, B, C, D"),
-    ("ranking", "model_1 is better", "no ranking list"),
-    (
-        "ranking",
-        "[{'model': 'model_1', 'rank': 1}, {'model': 'model_3', 'rank': 2}]",
-        "expected ranks",
-    ),
-    ("ranking", "[{'model': 'model_1'}]", "lacks 'model' and 'rank'"),
-]
+BAD_OUTPUTS = [tuple(case) for case in _CASES["no_answer"]]
 
 
 @pytest.mark.parametrize(("parser", "text", "reason"), BAD_OUTPUTS)
@@ -205,29 +191,7 @@ def test_outputs_that_give_no_answer_fail_with_the_reason(parser, text, reason):
     assert reason in str(e.value)
 
 
-SIDE_SHOWN = [
-    ("choice", "A", "left"),
-    ("choice", "B", "right"),
-    ("choice", "C", "tie"),
-    ("choice", "D", "both_bad"),
-    ("choice", "Output: B", "right"),
-    ("choice", "[[C]]", "tie"),
-    ("choice", "D: Both are bad", "both_bad"),
-    ("choice", '{"choice": "A"}', "left"),
-    ("choice", "**A**. Assistant 1 is more accurate.", "left"),
-    ("choice", "I choose option (B) because it is more complete.", "right"),
-    ("ranking", "[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]", "left"),
-    (
-        "ranking",
-        "```python\n[{'model': 'model_2', 'rank': 1}, {'model': 'model_1', 'rank': 2}]\n```",
-        "right",
-    ),
-    (
-        "ranking",
-        '{"ranking": [{"model": "model_1", "rank": 2}, {"model": "model_2", "rank": 1}]}',
-        "right",
-    ),
-]
+SIDE_SHOWN = [tuple(case) for case in _CASES["side_shown"]]
 
 
 @pytest.mark.parametrize(("parser", "text", "shown"), SIDE_SHOWN)
