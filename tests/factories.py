@@ -16,22 +16,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from annotation import models as am
 from annotation.exports import export_write
 from annotation.importers import dataset_import
-from annotation.models import (
-    LLM,
-    Assignment,
-    Criterion,
-    Dataset,
-    Item,
-    Question,
-    Rater,
-    Rating,
-    Response,
-    Rubric,
-    Score,
-    Study,
-)
 from annotation.recording import NewRating, ratings_record_bulk
 from annotation.services import study_create, study_set_status
 
@@ -52,18 +39,18 @@ def make_dataset(
     reference: str | None = None,
     answer_type: str = "",
     task_type: str = "",
-) -> Dataset:
+) -> am.Dataset:
     """A dataset of n questions (or one per text in `questions`), each answered by n LLMs named
     secret-model-0, 1, ...; `text` replaces every answer's text, `reference` every reference."""
-    dataset = Dataset.objects.create(name=f"ds-{next(_names)}")
-    llms = [LLM.objects.get_or_create(name=f"secret-model-{j}")[0] for j in range(n_llms)]
+    dataset = am.Dataset.objects.create(name=f"ds-{next(_names)}")
+    llms = [am.LLM.objects.get_or_create(name=f"secret-model-{j}")[0] for j in range(n_llms)]
     texts = (
         questions
         if questions is not None
         else [f"Question number {i}?" for i in range(n_questions)]
     )
     for i, question_text in enumerate(texts):
-        q = Question.objects.create(
+        q = am.Question.objects.create(
             dataset=dataset,
             external_id=f"Q{i}",
             text=question_text,
@@ -74,7 +61,7 @@ def make_dataset(
         )
         for j, llm in enumerate(llms):
             body = text if text is not None else f"Answer {i}-{j}: " + "words " * (j + 3)
-            Response.objects.create(question=q, llm=llm, external_id=f"resp-{i}-{j}", text=body)
+            am.Response.objects.create(question=q, llm=llm, external_id=f"resp-{i}-{j}", text=body)
     return dataset
 
 
@@ -85,12 +72,12 @@ def make_study(
     rubric: str | None = None,
     n_questions: int = 4,
     n_llms: int = 3,
-    status: str = Study.Status.LIVE,
-    dataset: Dataset | None = None,
+    status: str = am.Study.Status.LIVE,
+    dataset: am.Dataset | None = None,
     dataset_kw: dict[str, Any] | None = None,
     text: str | None = None,
     **design: Any,
-) -> Study:
+) -> am.Study:
     """A study over a fresh dataset (or `dataset`), live by default, with no hidden repeats unless
     `repeat_rate` says so; `rubric` is a rubric key (llmeval2 or pairwise by mode)."""
     if dataset is None:
@@ -101,55 +88,55 @@ def make_study(
         name=f"study-{next(_names)}",
         dataset=dataset,
         mode=mode,
-        rubric=Rubric.objects.get(key=key),
+        rubric=am.Rubric.objects.get(key=key),
         owner=owner,
         **design,
     )
-    if status != Study.Status.DRAFT:
-        study_set_status(study=study, status=Study.Status.LIVE)
-        if status != Study.Status.LIVE:
+    if status != am.Study.Status.DRAFT:
+        study_set_status(study=study, status=am.Study.Status.LIVE)
+        if status != am.Study.Status.LIVE:
             study_set_status(study=study, status=status)
     study.refresh_from_db()
     return study
 
 
-def make_rater(pool: str = Rater.Pool.ONSITE, **kw: Any) -> Rater:
+def make_rater(pool: str = am.Rater.Pool.ONSITE, **kw: Any) -> am.Rater:
     """A human rater; an onsite one gets a user account, a crowd one a Prolific worker id."""
     n = next(_names)
-    if pool == Rater.Pool.ONSITE and "user" not in kw:
+    if pool == am.Rater.Pool.ONSITE and "user" not in kw:
         kw["user"] = User.objects.create_user(f"annotator{n}")
-    if pool == Rater.Pool.CROWD:
+    if pool == am.Rater.Pool.CROWD:
         kw.setdefault("platform", "prolific")
         kw.setdefault("external_id", f"worker{n}")
-    return Rater.objects.create(kind=Rater.Kind.HUMAN, pool=pool, **kw)
+    return am.Rater.objects.create(kind=am.Rater.Kind.HUMAN, pool=pool, **kw)
 
 
-def make_raters(prefix: str = "") -> dict[str, Rater]:
+def make_raters(prefix: str = "") -> dict[str, am.Rater]:
     """One rater per pool: onsite, crowd, public (humans, no accounts) and a judge."""
     return {
-        "onsite": Rater.objects.create(kind="human", pool="onsite", name=f"{prefix}onsite-1"),
-        "crowd": Rater.objects.create(kind="human", pool="crowd", name=f"{prefix}crowd-1"),
-        "public": Rater.objects.create(kind="human", pool="public", name=f"{prefix}public-1"),
-        "judge": Rater.objects.create(kind="judge", pool="judge", name=f"{prefix}GPT-4"),
+        "onsite": am.Rater.objects.create(kind="human", pool="onsite", name=f"{prefix}onsite-1"),
+        "crowd": am.Rater.objects.create(kind="human", pool="crowd", name=f"{prefix}crowd-1"),
+        "public": am.Rater.objects.create(kind="human", pool="public", name=f"{prefix}public-1"),
+        "judge": am.Rater.objects.create(kind="judge", pool="judge", name=f"{prefix}GPT-4"),
     }
 
 
 def rate(
-    study: Study,
-    item: Item,
-    rater: Rater,
+    study: am.Study,
+    item: am.Item,
+    rater: am.Rater,
     *,
     at: dt.datetime,
     scores: dict[str, int] | None = None,
     choice: str = "",
-    repeat_of: Assignment | None = None,
+    repeat_of: am.Assignment | None = None,
     left_is_a: bool = True,
     hint_shown: bool = False,
     seconds: float = 30.0,
-) -> Rating:
+) -> am.Rating:
     """A finished rating submitted at `at`, `seconds` after it was served; scores by criterion
     key. Recorded by ratings_record_bulk, as importers and judges record theirs."""
-    ids = dict(Criterion.objects.filter(rubric=study.rubric).values_list("key", "id"))
+    ids = dict(am.Criterion.objects.filter(rubric=study.rubric).values_list("key", "id"))
     row = NewRating(
         study_id=study.pk,
         item_id=item.pk,
@@ -172,7 +159,18 @@ def table_counts() -> dict[str, int]:
     """Rows per table, to show that a refused import or request wrote nothing."""
     return {
         m.__name__: m.objects.count()
-        for m in (Dataset, Question, LLM, Response, Study, Item, Rater, Assignment, Rating, Score)
+        for m in (
+            am.Dataset,
+            am.Question,
+            am.LLM,
+            am.Response,
+            am.Study,
+            am.Item,
+            am.Rater,
+            am.Assignment,
+            am.Rating,
+            am.Score,
+        )
     }
 
 
@@ -181,14 +179,14 @@ def l2_files(folder: str) -> list[Path]:
     return sorted((L2 / folder).glob("*_data.json"))
 
 
-def generic_export(study: Study, fmt: str = "jsonl") -> bytes:
+def generic_export(study: am.Study, fmt: str = "jsonl") -> bytes:
     """The study in the generic format (docs/import-formats.md), as the export command writes it."""
     buf = io.BytesIO()
     export_write(study, what="generic", fmt=fmt, out=buf)
     return buf.getvalue()
 
 
-def generic_round_trip(study: Study, fmt: str, folder: Path, *, rubric: str | None, n: int = 1):
+def generic_round_trip(study: am.Study, fmt: str, folder: Path, *, rubric: str | None, n: int = 1):
     """Export the study to `folder` and import the file as a new dataset and study ("copy n of
     ..."); the new study."""
     path = folder / f"export{n}.{fmt}"
@@ -201,4 +199,4 @@ def generic_round_trip(study: Study, fmt: str, folder: Path, *, rubric: str | No
         rubric=rubric,
         progress=False,
     )
-    return Study.objects.get(pk=result.study_ids[0])
+    return am.Study.objects.get(pk=result.study_ids[0])

@@ -13,18 +13,8 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from annotation import models as am
 from annotation.importers import ImportRefused, dataset_import, dataset_preview
-from annotation.models import (
-    Assignment,
-    Criterion,
-    Item,
-    Question,
-    Rater,
-    Rating,
-    Response,
-    Score,
-    Study,
-)
 from annotation.recording import NewRating, ratings_record_bulk
 from ranking.selectors import study_frames
 from ranking.services import ReportFilters, report_build
@@ -35,28 +25,28 @@ T0 = dt.datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
 
 
-def _study(dataset, rubric, *, mode: str, name: str) -> Study:
-    return Study.objects.create(
-        name=name, dataset=dataset, mode=mode, rubric=rubric, status=Study.Status.CLOSED
+def _study(dataset, rubric, *, mode: str, name: str) -> am.Study:
+    return am.Study.objects.create(
+        name=name, dataset=dataset, mode=mode, rubric=rubric, status=am.Study.Status.CLOSED
     )
 
 
-def _raters() -> dict[str, Rater]:
+def _raters() -> dict[str, am.Rater]:
     user = get_user_model().objects.create_user("ann", password="x")
     return {
-        "onsite": Rater.objects.create(kind="human", pool="onsite", user=user),
-        "crowd": Rater.objects.create(
+        "onsite": am.Rater.objects.create(kind="human", pool="onsite", user=user),
+        "crowd": am.Rater.objects.create(
             kind="human", pool="crowd", platform="prolific", external_id="PID123"
         ),
-        "judge": Rater.objects.create(kind="judge", pool="judge", name="gpt-4o judge"),
+        "judge": am.Rater.objects.create(kind="judge", pool="judge", name="gpt-4o judge"),
     }
 
 
-def _row(study: Study, item: Item, rater: Rater, **fields) -> NewRating:
+def _row(study: am.Study, item: am.Item, rater: am.Rater, **fields) -> NewRating:
     return NewRating(study_id=study.id, item_id=item.id, rater_id=rater.id, **fields)
 
 
-def _unparsed(study: Study, item: Item, judge: Rater, *, raw_output: str, at) -> NewRating:
+def _unparsed(study: am.Study, item: am.Item, judge: am.Rater, *, raw_output: str, at) -> NewRating:
     """A judge output that could not be parsed: kept as given, with no score and no choice."""
     return _row(study, item, judge, parse_status="unparsed", raw_output=raw_output, submitted_at=at)
 
@@ -66,15 +56,15 @@ def rich_star(small_dataset, star_rubric):
     """A star study with everything a rating can have: two human pools, a judge, a hidden
     repeat, hints, active times, an empty answer, a published score out of range and a judge
     output that could not be parsed."""
-    q1 = Question.objects.get(dataset=small_dataset, external_id="Q1")
-    empty = Response.objects.get(question=q1, llm__name="model-z")
+    q1 = am.Question.objects.get(dataset=small_dataset, external_id="Q1")
+    empty = am.Response.objects.get(question=q1, llm__name="model-z")
     empty.text = ""
     empty.save()
     study = _study(small_dataset, star_rubric, mode="star", name="rich star")
-    crit = {c.key: c.id for c in Criterion.objects.filter(rubric=star_rubric)}
+    crit = {c.key: c.id for c in am.Criterion.objects.filter(rubric=star_rubric)}
     items = []
-    for r in Response.objects.filter(question=q1).order_by("llm__name"):
-        items.append(Item.objects.create(study=study, question=q1, response_a=r))
+    for r in am.Response.objects.filter(question=q1).order_by("llm__name"):
+        items.append(am.Item.objects.create(study=study, question=q1, response_a=r))
     raters = _raters()
     rows, t = [], T0
     for n, item in enumerate(items):
@@ -118,10 +108,10 @@ def rich_star(small_dataset, star_rubric):
 @pytest.fixture
 def rich_pairwise(small_dataset, pairwise_rubric):
     study = _study(small_dataset, pairwise_rubric, mode="pairwise", name="rich pairwise")
-    q2 = Question.objects.get(dataset=small_dataset, external_id="Q2")
-    x, y, z = Response.objects.filter(question=q2).order_by("llm__name")
+    q2 = am.Question.objects.get(dataset=small_dataset, external_id="Q2")
+    x, y, z = am.Response.objects.filter(question=q2).order_by("llm__name")
     items = [
-        Item.objects.create(study=study, question=q2, response_a=a, response_b=b)
+        am.Item.objects.create(study=study, question=q2, response_a=a, response_b=b)
         for a, b in ((x, y), (x, z), (y, z))
     ]
     raters = _raters()
@@ -176,7 +166,7 @@ def test_the_copy_keeps_every_field_of_every_rating(rich_star, tmp_path):
     copy = generic_round_trip(rich_star, "jsonl", tmp_path, rubric="llmeval2")
 
     def fields(study):
-        rows = Rating.objects.filter(item__study=study).values_list(
+        rows = am.Rating.objects.filter(item__study=study).values_list(
             "assignment__submitted_at",
             "assignment__served_at",
             "assignment__active_ms",
@@ -193,11 +183,11 @@ def test_the_copy_keeps_every_field_of_every_rating(rich_star, tmp_path):
         return sorted(rows, key=str)
 
     assert fields(copy) == fields(rich_star)
-    flagged = Score.objects.filter(rating__item__study=copy, out_of_range=True)
+    flagged = am.Score.objects.filter(rating__item__study=copy, out_of_range=True)
     assert list(flagged.values_list("criterion__key", "value")) == [("correctness", 0)]
-    unparsed = Rating.objects.get(item__study=copy, parse_status="unparsed")
+    unparsed = am.Rating.objects.get(item__study=copy, parse_status="unparsed")
     assert unparsed.raw_output == "Correctness: three-ish =SUM(A1)" and not unparsed.scores.exists()
-    repeat = Assignment.objects.get(study=copy, is_repeat=True)
+    repeat = am.Assignment.objects.get(study=copy, is_repeat=True)
     assert (
         repeat.repeat_of.rater_id == repeat.rater_id and repeat.repeat_of.item_id == repeat.item_id
     )
@@ -206,7 +196,7 @@ def test_the_copy_keeps_every_field_of_every_rating(rich_star, tmp_path):
 def test_the_export_names_annotators_by_pseudonym_only(rich_star):
     text = generic_export(rich_star, "jsonl").decode()
     assert "PID123" not in text and '"ann"' not in text
-    onsite = Rater.objects.get(pool="onsite")
+    onsite = am.Rater.objects.get(pool="onsite")
     assert onsite.pseudonym in text
     assert "gpt-4o judge" in text
 
@@ -253,7 +243,7 @@ def test_elo_follows_the_rating_times_not_the_file_order(small_dataset, tmp_path
         result = dataset_import(
             format="jsonl", paths=[path], dataset="tiny", study=name, progress=False
         )
-        study = Study.objects.get(pk=result.study_ids[0])
+        study = am.Study.objects.get(pk=result.study_ids[0])
         report = report_build(study=study, filters=ReportFilters.build(n_shuffles=0, n_bootstrap=0))
         table = report.table("leaderboard_elo")
         elo.append(table.set_index(["rater_kind", "model"])["elo"].round(9).to_dict())
@@ -322,7 +312,7 @@ def test_an_empty_answer_is_imported_not_refused(small_dataset, tmp_path):
     path = tmp_path / "empty.csv"
     path.write_text("type,question_id,llm,text\nresponse,Q1,model-w,\n", encoding="utf-8")
     dataset_import(format="csv", paths=[path], dataset="tiny", progress=False)
-    assert Response.objects.get(llm__name="model-w").length == 0
+    assert am.Response.objects.get(llm__name="model-w").length == 0
 
 
 def test_export_data_writes_the_generic_format(rich_star, tmp_path):
@@ -379,7 +369,7 @@ def test_values_the_database_cannot_hold_are_refused_cleanly(
 def test_the_api_serves_the_generic_export_to_the_owner_only(
     l2_scores_imported, organizer_client, organizer, client, other_organizer
 ):
-    study = Study.objects.get(name="LLMEval-2 (imported scores)")
+    study = am.Study.objects.get(name="LLMEval-2 (imported scores)")
     study.owner = organizer
     study.save()
     url = f"/api/studies/{study.pk}/export/"
@@ -394,13 +384,13 @@ def test_the_api_serves_the_generic_export_to_the_owner_only(
 def test_imported_llmeval2_scores_round_trip_with_their_flagged_zeros(
     l2_scores_imported, fmt, tmp_path
 ):
-    study = Study.objects.get(name="LLMEval-2 (imported scores)")
+    study = am.Study.objects.get(name="LLMEval-2 (imported scores)")
     first = generic_export(study, fmt)
     assert b'"out_of_range": ["correctness", "explanation_correctness"]' in first or fmt == "csv"
     copy = generic_round_trip(study, fmt, tmp_path, rubric="llmeval2")
     assert generic_export(copy, fmt) == first
-    assert Score.objects.filter(rating__item__study=copy, out_of_range=True).count() == (
-        Score.objects.filter(rating__item__study=study, out_of_range=True).count()
+    assert am.Score.objects.filter(rating__item__study=copy, out_of_range=True).count() == (
+        am.Score.objects.filter(rating__item__study=study, out_of_range=True).count()
     )
 
 

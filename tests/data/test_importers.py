@@ -7,20 +7,8 @@ import json
 
 import pytest
 
+from annotation import models as am
 from annotation.importers import ImportRefused, dataset_import
-from annotation.models import (
-    LLM,
-    Assignment,
-    Dataset,
-    ImportRecord,
-    Item,
-    Question,
-    Rater,
-    Rating,
-    Response,
-    Score,
-    Study,
-)
 from tests.data.conftest import FIXTURES, l2_files, table_counts
 
 
@@ -35,49 +23,49 @@ def test_llmeval2_imports_questions_answers_and_llms_from_the_data_files(db):
     records = _l2_records("data")
     result = dataset_import(format="llmeval2", paths=l2_files("data"), progress=False)
 
-    dataset = Dataset.objects.get(name="LLMEval-2")
+    dataset = am.Dataset.objects.get(name="LLMEval-2")
     assert (
         result.added["questions"]
         == dataset.questions.count()
         == len({r["question_uuid"] for r in records})
     )
-    assert result.added["responses"] == len(records) == Response.objects.count()
-    assert LLM.objects.count() == len({r["llm_name"] for r in records})
+    assert result.added["responses"] == len(records) == am.Response.objects.count()
+    assert am.LLM.objects.count() == len({r["llm_name"] for r in records})
     rec = records[0]
-    q = Question.objects.get(external_id=rec["question_uuid"])
+    q = am.Question.objects.get(external_id=rec["question_uuid"])
     assert q.kind == {"A": "objective", "B": "subjective"}[rec["type"]]
     assert q.reference == str(rec["hint"])
     assert q.task_type == l2_files("data")[0].stem.removesuffix("_data").replace("_", " ")
-    r = Response.objects.get(question=q, llm__name=rec["llm_name"])
+    r = am.Response.objects.get(question=q, llm__name=rec["llm_name"])
     assert r.text == rec["dialog"][1]["content"]
     assert r.length == len(r.text)
     assert r.external_id == rec["dialog_uuid"]
-    assert not Rating.objects.exists()
+    assert not am.Rating.objects.exists()
 
 
 def test_llmeval2_scores_become_ratings_of_the_two_named_raters(l2_scores_imported):
     human = _l2_records("results/human-score")
-    study = Study.objects.get(name="LLMEval-2 (imported scores)")
-    assert study.status == Study.Status.CLOSED
+    study = am.Study.objects.get(name="LLMEval-2 (imported scores)")
+    assert study.status == am.Study.Status.CLOSED
     assert study.rubric.key == "llmeval2" and study.mode == "star"
     assert study.items.count() == len(human)
-    panel = Rater.objects.get(name="LLMEval-2 human panel")
-    judge = Rater.objects.get(name="GPT-4 (LLMEval-2)")
+    panel = am.Rater.objects.get(name="LLMEval-2 human panel")
+    judge = am.Rater.objects.get(name="GPT-4 (LLMEval-2)")
     assert (panel.kind, panel.pool) == ("human", "onsite")
     assert (judge.kind, judge.pool) == ("judge", "judge")
     assert panel.ratings.count() == judge.ratings.count() == len(human)
-    assert Score.objects.count() == 2 * sum(len(r["stars"]) for r in human)
+    assert am.Score.objects.count() == 2 * sum(len(r["stars"]) for r in human)
     # Every rating answers a submitted assignment.
-    a = Assignment.objects.filter(rater=panel).first()
+    a = am.Assignment.objects.filter(rater=panel).first()
     assert a.status == "submitted" and a.submitted_at is not None and a.left_is_a
     assert a.hint_shown == bool(a.item.question.reference)
-    assert set(Item.objects.filter(study=study).values_list("n_ratings", flat=True)) == {2}
+    assert set(am.Item.objects.filter(study=study).values_list("n_ratings", flat=True)) == {2}
     assert study.ratings_per_item == 2
 
 
 def test_llmeval2_scores_match_the_file(l2_scores_imported):
     rec = _l2_records("results/gpt-score")[5]
-    rating = Rating.objects.get(
+    rating = am.Rating.objects.get(
         rater__name="GPT-4 (LLMEval-2)",
         item__response_a__llm__name=rec["llm_name"],
         item__question__external_id=rec["question_uuid"],
@@ -96,7 +84,7 @@ def test_importing_the_same_files_twice_adds_nothing(l2_scores_imported):
     assert again.total_added == 0
     assert again.skipped["ratings"] == l2_scores_imported.added["ratings"]
     assert table_counts() == before
-    assert ImportRecord.objects.filter(ok=True).count() == 2
+    assert am.ImportRecord.objects.filter(ok=True).count() == 2
 
 
 def test_scores_then_data_files_adds_no_second_copy_of_the_answers(l2_scores_imported):
@@ -118,7 +106,7 @@ def test_score_files_outside_a_known_folder_need_a_named_rater(db, tmp_path):
         study="mine",
         progress=False,
     )
-    assert Rater.objects.get(name="my judge").ratings.count() == result.added["ratings"] > 0
+    assert am.Rater.objects.get(name="my judge").ratings.count() == result.added["ratings"] > 0
 
 
 def test_llmeval1_scores_import_with_placeholder_texts(db):
@@ -130,12 +118,12 @@ def test_llmeval1_scores_import_with_placeholder_texts(db):
     dialogs = {(r["question_uuid"], r["llm_name"]) for r in rows}
     assert result.added["responses"] == len(dialogs)
     assert result.added["scores"] == len(rows)
-    q = Question.objects.get(external_id=rows[0]["question_uuid"])
+    q = am.Question.objects.get(external_id=rows[0]["question_uuid"])
     assert q.text == "" and q.meta["placeholder"] is True
     assert q.task_type == rows[0]["question_uuid"].rsplit("_", 1)[0]
-    judge = Rater.objects.get(name="GPT-4 (LLMEval-1)")
+    judge = am.Rater.objects.get(name="GPT-4 (LLMEval-1)")
     assert judge.kind == "judge"
-    study = Study.objects.get(name="LLMEval-1 (imported scores)")
+    study = am.Study.objects.get(name="LLMEval-1 (imported scores)")
     assert study.rubric.key == "llmeval1" and study.status == "closed"
     assert dataset_import(format="llmeval1-scores", paths=[path], progress=False).total_added == 0
 
@@ -145,14 +133,14 @@ def test_alignbench_maps_subcategories_to_answer_types(db):
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     result = dataset_import(format="alignbench", paths=[path], progress=False)
 
-    assert Dataset.objects.filter(name="AlignBench v1.1").exists()
+    assert am.Dataset.objects.filter(name="AlignBench v1.1").exists()
     assert result.added["questions"] == len(lines)
     rec = lines[0]
-    q = Question.objects.get(external_id=str(rec["question_id"]))
+    q = am.Question.objects.get(external_id=str(rec["question_id"]))
     assert q.subcategory == rec["subcategory"] and q.task_type == rec["category"]
     assert q.reference == rec["reference"]
     assert q.answer_type == "事实与解释型回答"  # 音乐 -> fact and explanation
-    assert all(Question.objects.exclude(answer_type="").values_list("answer_type", flat=True))
+    assert all(am.Question.objects.exclude(answer_type="").values_list("answer_type", flat=True))
     assert dataset_import(format="alignbench", paths=[path], progress=False).total_added == 0
 
 
@@ -160,23 +148,23 @@ def test_two_alignbench_releases_are_not_mixed_into_one_dataset(db):
     paths = sorted((FIXTURES / "alignbench" / "data").glob("*.jsonl"))
     with pytest.raises(ImportRefused, match="different AlignBench releases"):
         dataset_import(format="alignbench", paths=paths, progress=False)
-    assert not Question.objects.exists()
+    assert not am.Question.objects.exists()
 
 
 def test_chinese_alpaca_eval_imports_instructions_outputs_and_judgments(cae_imported):
     root = FIXTURES / "chinese-alpaca-eval"
     n = len((root / "data" / "chinese_alpaca_eval.jsonl").read_text(encoding="utf-8").splitlines())
     models = sorted(p.stem for p in (root / "model_outputs").glob("*.jsonl"))
-    assert Question.objects.filter(dataset__name="ChineseAlpacaEval").count() == n
-    assert sorted(LLM.objects.values_list("name", flat=True)) == models
-    assert Response.objects.count() == n * len(models)
+    assert am.Question.objects.filter(dataset__name="ChineseAlpacaEval").count() == n
+    assert sorted(am.LLM.objects.values_list("name", flat=True)) == models
+    assert am.Response.objects.count() == n * len(models)
     judgments = [
         json.loads(line)
         for line in (root / "results" / "gpt-4-0613_vs_text-davinci-003.jsonl")
         .read_text()
         .splitlines()
     ]
-    ratings = Rating.objects.select_related("item__response_a__llm", "assignment")
+    ratings = am.Rating.objects.select_related("item__response_a__llm", "assignment")
     assert ratings.count() == len(judgments)
     for rating in ratings:
         # model_1 (gpt-4-0613, shown first) won: the canonical choice names gpt-4's side.
@@ -185,7 +173,7 @@ def test_chinese_alpaca_eval_imports_instructions_outputs_and_judgments(cae_impo
         ).llm.name
         assert winner == "gpt-4-0613"
         assert rating.assignment.left_is_a == (rating.item.response_a.llm.name == "gpt-4-0613")
-    assert Rater.objects.get(name="gpt-4-0613 (ChineseAlpacaEval)").kind == "judge"
+    assert am.Rater.objects.get(name="gpt-4-0613 (ChineseAlpacaEval)").kind == "judge"
 
 
 def test_chinese_alpaca_eval_outputs_alone_join_the_stored_instructions(db):
@@ -200,7 +188,7 @@ def test_chinese_alpaca_eval_outputs_alone_join_the_stored_instructions(db):
         paths=[root / "model_outputs" / "gpt-4-0613.jsonl"],
         progress=False,
     )
-    assert result.added["responses"] == Question.objects.count()
+    assert result.added["responses"] == am.Question.objects.count()
 
 
 def test_generic_jsonl_imports_questions_responses_star_and_pairwise_ratings(db, tmp_path):
@@ -238,9 +226,9 @@ def test_generic_jsonl_imports_questions_responses_star_and_pairwise_ratings(db,
         format="jsonl", paths=[path], dataset="mine", rubric="llmeval2", progress=False
     )
     assert result.added["questions"] == 1 and result.added["responses"] == 2
-    star = Rating.objects.get(rater__name="ann")
+    star = am.Rating.objects.get(rater__name="ann")
     assert star.scores_dict() == {"correctness": 3, "explanation_correctness": 2}
-    pair = Rating.objects.select_related("item__response_a__llm", "assignment").get(
+    pair = am.Rating.objects.select_related("item__response_a__llm", "assignment").get(
         rater__name="judge-x"
     )
     winner = (pair.item.response_a if pair.choice == "A" else pair.item.response_b).llm.name
@@ -264,7 +252,7 @@ def test_generic_csv_reads_one_criterion_a_row(db, tmp_path):
         encoding="utf-8",
     )
     dataset_import(format="csv", paths=[path], dataset="mine", rubric="llmeval2", progress=False)
-    assert Rating.objects.get().scores_dict() == {"accuracy": 4, "fluency": 3}
+    assert am.Rating.objects.get().scores_dict() == {"accuracy": 4, "fluency": 3}
 
 
 def test_generic_scores_are_checked_against_the_rubric_range(db, tmp_path):
@@ -288,12 +276,12 @@ def test_a_dry_run_counts_but_writes_nothing(db):
     result = dataset_import(format="llmeval2", paths=l2_files("data"), dry_run=True, progress=False)
     assert result.dry_run and result.added["responses"] > 0
     assert table_counts() == before
-    assert not ImportRecord.objects.exists()
+    assert not am.ImportRecord.objects.exists()
 
 
 def test_ratings_are_never_imported_into_a_live_study(l2_scores_imported):
-    study = Study.objects.get(name="LLMEval-2 (imported scores)")
-    Study.objects.filter(pk=study.pk).update(status=Study.Status.LIVE)
+    study = am.Study.objects.get(name="LLMEval-2 (imported scores)")
+    am.Study.objects.filter(pk=study.pk).update(status=am.Study.Status.LIVE)
     before = table_counts()
     with pytest.raises(ImportRefused, match="is live"):
         dataset_import(
@@ -316,6 +304,6 @@ def test_a_second_rater_imported_later_is_counted_on_the_stored_items(db, tmp_pa
         rows = catalogue if k == 0 else ""
         path.write_text(f"{head}{rows}pairwise,q1,,,m1,m2,{rater},a\n", encoding="utf-8")
         dataset_import(format="csv", paths=[path], dataset="mine", progress=False)
-        study = Study.objects.get()
+        study = am.Study.objects.get()
         assert list(study.items.values_list("n_ratings", flat=True)) == [k + 1]
         assert study.ratings_per_item == k + 1
