@@ -13,12 +13,13 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 
 from annotation import models as am
 from annotation.exports import export_write
-from annotation.importers import dataset_import
+from annotation.importers import ImportRefused, dataset_import
 from annotation.recording import NewRating, ratings_record_bulk
 from annotation.services import study_create, study_set_status
 
@@ -200,3 +201,14 @@ def generic_round_trip(study: am.Study, fmt: str, folder: Path, *, rubric: str |
         progress=False,
     )
     return am.Study.objects.get(pk=result.study_ids[0])
+
+
+def import_refused(path: Path, text: str, *, match: str, dataset: str, **options: Any) -> None:
+    """Write `text` to `path` (a generic CSV/JSONL file), import it with the llmeval2 rubric unless
+    `rubric` says otherwise, and check the import is refused with a message matching `match`."""
+    path.write_text(text, encoding="utf-8")
+    options.setdefault("rubric", "llmeval2")
+    with pytest.raises(ImportRefused, match=match):
+        dataset_import(
+            format=path.suffix[1:], paths=[path], dataset=dataset, progress=False, **options
+        )

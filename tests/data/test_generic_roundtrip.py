@@ -19,7 +19,7 @@ from annotation.recording import NewRating, ratings_record_bulk
 from ranking.selectors import study_frames
 from ranking.services import ReportFilters, report_build
 from tests.data.conftest import table_counts
-from tests.factories import generic_export, generic_round_trip
+from tests.factories import generic_export, generic_round_trip, import_refused
 
 T0 = dt.datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=dt.UTC)
 MINUTE = dt.timedelta(minutes=1)
@@ -408,17 +408,14 @@ def test_the_report_api_serves_the_data_quality_table(rich_star, organizer):
 
 
 def test_the_rows_of_one_csv_rating_must_agree_on_its_exposure(small_dataset, tmp_path):
-    path = tmp_path / "r.csv"
-    path.write_text(
+    import_refused(
+        tmp_path / "r.csv",
         "type,question_id,llm,rater,criterion,score,submitted_at\n"
         "rating,Q1,model-x,ann,correctness,2,2024-01-01T10:00:00+00:00\n"
         "rating,Q1,model-x,ann,explanation_correctness,1,2024-01-01T11:00:00+00:00\n",
-        encoding="utf-8",
+        match=r"r.csv, line 3: submitted_at differ from .* line 2",
+        dataset="tiny",
     )
-    with pytest.raises(ImportRefused, match=r"r.csv, line 3: submitted_at differ from .* line 2"):
-        dataset_import(
-            format="csv", paths=[path], dataset="tiny", rubric="llmeval2", progress=False
-        )
 
 
 def test_a_preview_counts_what_would_be_added_and_lists_bad_lines(small_dataset, tmp_path):

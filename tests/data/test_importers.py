@@ -10,6 +10,7 @@ import pytest
 from annotation import models as am
 from annotation.importers import ImportRefused, dataset_import
 from tests.data.conftest import FIXTURES, l2_files, table_counts
+from tests.factories import import_refused
 
 
 def _l2_records(folder: str) -> list[dict]:
@@ -256,18 +257,15 @@ def test_generic_csv_reads_one_criterion_a_row(db, tmp_path):
 
 
 def test_generic_scores_are_checked_against_the_rubric_range(db, tmp_path):
-    path = tmp_path / "mine.csv"
-    path.write_text(
+    import_refused(
+        tmp_path / "mine.csv",
         "type,question_id,text,llm,rater,criterion,score\n"
         "question,q1,Why?,,,,\n"
         "response,q1,Because.,m1,,,\n"
         "rating,q1,,m1,ann,fluency,4\n",
-        encoding="utf-8",
+        match=r"mine.csv, line 4: score fluency=4 is outside",
+        dataset="mine",
     )
-    with pytest.raises(ImportRefused, match=r"mine.csv, line 4: score fluency=4 is outside"):
-        dataset_import(
-            format="csv", paths=[path], dataset="mine", rubric="llmeval2", progress=False
-        )
     assert table_counts()["Question"] == 0
 
 
