@@ -212,3 +212,13 @@ def import_refused(path: Path, text: str, *, match: str, dataset: str, **options
         dataset_import(
             format=path.suffix[1:], paths=[path], dataset=dataset, progress=False, **options
         )
+
+
+def study_over(
+    dataset: am.Dataset, rubric: am.Rubric, *, owner: User, name: str, **design: Any
+) -> am.Study:
+    """A draft study over every question of `dataset` (or design's `selection`), in the rubric's
+    mode, with study_create's defaults for everything `design` does not say."""
+    return study_create(
+        name=name, dataset=dataset, mode=rubric.mode, rubric=rubric, owner=owner, **design
+    )

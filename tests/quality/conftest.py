@@ -10,7 +10,7 @@ import pytest
 
 from annotation import checks
 from annotation.models import LLM, Dataset, Item, Question, Rater, Response, Study
-from annotation.services import study_create
+from tests.factories import study_over
 from tests.ranking.conftest import rate
 
 T0 = dt.datetime(2024, 5, 1, 9, 0, tzinfo=dt.UTC)
@@ -58,12 +58,11 @@ def _answer(who: str, item: Item, k: int) -> tuple[str, bool, float]:
 @pytest.fixture
 def crowd(organizer, pairwise_rubric) -> Crowd:
     dataset = _dataset()
-    study = study_create(
-        name="Crowd quality",
-        dataset=dataset,
-        mode="pairwise",
-        rubric=pairwise_rubric,
+    study = study_over(
+        dataset,
+        pairwise_rubric,
         owner=organizer,
+        name="Crowd quality",
         selection={"question_ids": [f"q{i}" for i in range(N_QUESTIONS + 2)]},
         admit_crowd=True,
         check_rate=0.1,

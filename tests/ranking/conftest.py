@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from annotation.models import Item, Rater, Rating, Study
-from annotation.services import study_create
 
 # Test modules import these factories from here.
-from tests.factories import make_raters, rate
+from tests.factories import make_raters, rate, study_over
 
 __all__ = ["T0", "Built", "make_raters", "new_rating", "rate"]
 
@@ -64,12 +63,11 @@ def star_study(organizer, small_dataset, star_rubric) -> Built:
     """Both questions: 6 items (3 models x 2 questions) x 4 raters (onsite, crowd, public, the
     judge), plus the onsite rater's repeat of model-x's objective answer (a different
     correctness). Hints are randomised; the public rater never saw one."""
-    study = study_create(
-        name="Star study",
-        dataset=small_dataset,
-        mode="star",
-        rubric=star_rubric,
+    study = study_over(
+        small_dataset,
+        star_rubric,
         owner=organizer,
+        name="Star study",
         hint_policy=Study.HintPolicy.RANDOM,
     )
     items = list(study.items.order_by("question__external_id", "response_a__llm__name"))
@@ -124,12 +122,11 @@ PAIR_CHOICES = [
 def pair_study(organizer, small_dataset, pairwise_rubric) -> Built:
     """Pairwise, objective question: the three pairs rated by crowd, public and the judge, in
     time order, plus the judge's repeat of the first pair with the sides swapped."""
-    study = study_create(
-        name="Pair study",
-        dataset=small_dataset,
-        mode="pairwise",
-        rubric=pairwise_rubric,
+    study = study_over(
+        small_dataset,
+        pairwise_rubric,
         owner=organizer,
+        name="Pair study",
         selection={"kinds": ["objective"]},
     )
     items = sorted(
