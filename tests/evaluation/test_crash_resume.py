@@ -54,7 +54,8 @@ def _kill_midway(db: Path, env: dict, ids: dict, server: FakeOpenAI) -> int:
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    _wait(lambda: db.exists() and _count(db, RECORDED) >= 80, 60, "80 recorded calls")
+    # 180 s: the wait includes the process start-up, 20 s and more on a loaded machine.
+    _wait(lambda: db.exists() and _count(db, RECORDED) >= 80, 180, "80 recorded calls")
     server.paused = True  # responses are held: requests stay in flight
     _wait(lambda: _count(db, RECORDED) == len(server.paid()), 10, "writes to catch up")
     in_flight = server.in_flight
