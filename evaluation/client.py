@@ -3,6 +3,7 @@ waiting times (Retry-After, backoff) from the server's responses."""
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import functools
 import json
@@ -269,7 +270,7 @@ async def _post_direct(client: JudgeClient, session, body: dict, headers: dict):
     except (aiohttp.ClientError, OSError) as e:
         raise openai.APIConnectionError(request=httpx2.Request("POST", url)) from e
     if not 200 <= response.status < 300:
-        raise client._make_status_error_from_response(
+        raise status_error(
             httpx2.Response(
                 response.status,
                 headers=response.raw_headers,
@@ -278,3 +279,36 @@ async def _post_direct(client: JudgeClient, session, body: dict, headers: dict):
             )
         )
     return completion_fields(json.loads(content)), response.headers
+
+
+# The SDK's error class per status (as its clients choose them); others are APIStatusError,
+# 5xx InternalServerError.
+STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
+    400: openai.BadRequestError,
+    401: openai.AuthenticationError,
+    403: openai.PermissionDeniedError,
+    404: openai.NotFoundError,
+    409: openai.ConflictError,
+    422: openai.UnprocessableEntityError,
+    429: openai.RateLimitError,
+}
+
+
+def status_error(response: httpx2.Response) -> openai.APIStatusError:
+    """The SDK's error for a 4xx/5xx response, built with the public constructors (message,
+    response, body) as the SDK builds it: "Error code: N - <the server's message>", the body's
+    "error" object (or the body, or its text when it is not JSON) as `body`."""
+    text = response.text.strip()
+    body: Any = text
+    message = f"Error code: {response.status_code}"
+    with contextlib.suppress(ValueError):  # a body that is not JSON stays text, as the SDK has it
+        body = json.loads(text)
+    if isinstance(body, dict):
+        body = body.get("error", body)
+        if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+            message += f" - {body['message']}"
+    if response.status_code >= 500:
+        cls: type[openai.APIStatusError] = openai.InternalServerError
+    else:
+        cls = STATUS_ERRORS.get(response.status_code, openai.APIStatusError)
+    return cls(message, response=response, body=body)

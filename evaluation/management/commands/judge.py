@@ -36,6 +36,10 @@ class Command(BaseCommand):
         "only after a pre-flight (the key variable is approved and set, the URL is allowed, the "
         "server lists the model, the study has items) and prints its cost estimate first."
     )
+    # A worker command: the system checks import the whole URL configuration (the report
+    # views and the statistics stack: pandas, scipy), seconds of CPU per judge process for
+    # nothing the run uses; `manage.py check` and the server run them (as import_dataset).
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
         add_study_argument(parser, required=False)
