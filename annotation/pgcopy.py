@@ -166,14 +166,22 @@ def _empty_and_locked(tables: Sequence[str]) -> bool:
 
 
 def _secondary_indexes(table: str) -> list[tuple[str, str]]:
-    """(name, CREATE statement) of each index of `table` that backs no constraint (primary key,
-    unique or exclusion constraints stay)."""
+    """(drop, create) statements of each index of `table` but the primary key's and those that
+    foreign keys need: plain indexes, and unique constraints no foreign key points at (dropped
+    and added again with their own name and definition). The primary key stays."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+            "SELECT format('DROP INDEX %%s', i.indexrelid::regclass), "
+            "pg_get_indexdef(i.indexrelid) FROM pg_index i "
             "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
-            "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1",
-            [connection.ops.quote_name(table)],
+            "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) "
+            "UNION ALL SELECT format('ALTER TABLE %%s DROP CONSTRAINT %%I', c.conrelid::regclass, "
+            "c.conname), format('ALTER TABLE %%s ADD CONSTRAINT %%I %%s', c.conrelid::regclass, "
+            "c.conname, pg_get_constraintdef(c.oid)) FROM pg_constraint c "
+            "WHERE c.conrelid = %s::regclass AND c.contype = 'u' AND NOT EXISTS "
+            "(SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid) "
+            "ORDER BY 1",
+            [connection.ops.quote_name(table)] * 2,
         )
         return cur.fetchall()
 
@@ -181,8 +189,9 @@ def _secondary_indexes(table: str) -> list[tuple[str, str]]:
 @contextmanager
 def indexes_rebuilt(models: Sequence[type[Model]], rows: int) -> Iterator[bool]:
     """For a write of `rows` (>= REBUILD_MIN) rows into the models' tables when all are empty at
-    the start: their secondary indexes are dropped for the block and built again at its end, in
-    the same transaction (a unique index refuses duplicates then, as IntegrityError). The tables
+    the start: their indexes but the primary keys (and those foreign keys need) are dropped for
+    the block and built again at its end, in the same transaction (a unique index or constraint
+    refuses duplicates then, as IntegrityError). The tables
     stay locked to COMMIT: no one reads or writes them meanwhile (they were empty, and in use by
     no one, or this yields False and changes nothing). An error in the block undoes the drops."""
     tables = [m._meta.db_table for m in models]
@@ -194,8 +203,8 @@ def indexes_rebuilt(models: Sequence[type[Model]], rows: int) -> Iterator[bool]:
         return
     with transaction.atomic(), connection.cursor() as cur:
         indexes = [index for table in tables for index in _secondary_indexes(table)]
-        for name, _ in indexes:
-            cur.execute(f"DROP INDEX {name}")
+        for drop, _ in indexes:
+            cur.execute(drop)
         yield True
         # Queued foreign-key checks (rows written with the triggers on) run now: PostgreSQL
         # builds no index on a table with pending trigger events.
