@@ -13,6 +13,7 @@ import csv
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -338,38 +339,39 @@ class _FastPairwise:
     same RatingSpec."""
 
     def __init__(self, state: _State, header: list[str], name: str) -> None:
-        self.state, self.name = state, name
+        self.state, self.name, self.study = state, name, state.pair_key
         at = {column: i for i, column in enumerate(header)}
-        self.usable = len(at) == len(header) and {"question_id", "llm_a", "llm_b", "rater",
-                                                  "choice"} <= at.keys()  # fmt: skip
-        self.width = len(header)
-        self.cells = [at.get(k, -1) for k in ("question_id", "llm_a", "llm_b", "choice")]
+        usable = len(at) == len(header) and {"question_id", "llm_a", "llm_b", "rater",
+                                             "choice"} <= at.keys()  # fmt: skip
+        self.width = len(header) if usable else -1  # -1: no row is taken
         self.kind, self.when = at["type"], at.get("submitted_at", -1)
         self.rater_at = [at.get(k, -1) for k in RATER_KEYS]
-        self.others = [i for i, column in enumerate(header) if column not in FAST_PAIRWISE]
-        self.raters: dict[tuple, specs.RaterSpec] = {}
+        named = ("question_id", "llm_a", "llm_b", "choice", *(k for k in RATER_KEYS if k in at))
+        self.cells = itemgetter(*(at.get(k, 0) for k in named))
+        others = [i for i, column in enumerate(header) if column not in FAST_PAIRWISE]
+        self.others = itemgetter(*others) if others else None
+        self.raters: dict[tuple, specs.RaterSpec] = {}  # by the rater's cells as given
+        self.add = state.bundle.ratings.append
 
-    def _rater(self, row: list[str]) -> specs.RaterSpec | None:
+    def _rater(self, row: list[str], cells: tuple[str, ...]) -> specs.RaterSpec | None:
         key = tuple([(row[i] or None) if i >= 0 else None for i in self.rater_at])
-        spec = self.raters.get(key)
-        if spec is None:  # known once `_one` has read this rater's first row
-            spec = self.state.rater_cells.get(key)
-            if spec is not None:
-                self.raters[key] = spec
+        spec = self.state.rater_cells.get(key)  # known once `_one` read the rater's first row
+        if spec is not None:
+            self.raters[cells] = spec
         return spec
 
     def take(self, row: list[str], number: int) -> bool:
-        if not self.usable or len(row) != self.width or row[self.kind] != "pairwise":
+        if len(row) != self.width or row[self.kind] != "pairwise":
             return False
-        for i in self.others:
-            if row[i]:
-                return False
-        qid, a, b, raw = (row[i] for i in self.cells)
+        if self.others is not None and any(self.others(row)):  # (one cell: its characters)
+            return False
+        qid, a, b, raw, *rater_cells = self.cells(row)
         qid, choice = qid.strip(), CHOICES.get(raw.strip().lower())
         if not (qid and a and b and choice) or a == b or "\x00" in qid + a + b + raw:
             return False
-        study, rater = self.state.pair_key, self._rater(row)
-        if rater is None or study not in self.state.bundle.studies:
+        cells = tuple(rater_cells)
+        rater = self.raters.get(cells) or self._rater(row, cells)
+        if rater is None or self.study not in self.state.bundle.studies:
             return False
         when = row[self.when].strip() if self.when >= 0 else ""
         submitted = None
@@ -380,8 +382,8 @@ class _FastPairwise:
                 return False
             if submitted.tzinfo is None:
                 submitted = submitted.replace(tzinfo=dt.UTC)
-        self.state.bundle.ratings.append(
-            specs.RatingSpec(study=study, rater=rater.name, question=qid, llm=a, other_llm=b,
+        self.add(
+            specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
                              choice=choice, submitted_at=submitted,
                              where=f"{self.name}, line {number}")
         )  # fmt: skip
