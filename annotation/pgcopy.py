@@ -48,6 +48,8 @@ CHUNK = 10_000
 # secondary indexes and builds them again at the end (indexes_rebuilt): one sort per index
 # instead of one index insertion per row and index (a million-row import writes 16 indexes).
 REBUILD_MIN = 50_000
+# maintenance_work_mem while those indexes are built (SET LOCAL: this transaction only).
+INDEX_BUILD_MEMORY = "256MB"
 # The type of a column whose values the caller gives in the column type's binary format, sent
 # as they are (as bytea, whose binary format is the bytes themselves): a uuid's 16 bytes, a
 # jsonb's version byte and JSON text (JSONB_EMPTY). Cheaper than building a uuid.UUID or
@@ -164,14 +166,22 @@ def _empty_and_locked(tables: Sequence[str]) -> bool:
 
 
 def _secondary_indexes(table: str) -> list[tuple[str, str]]:
-    """(name, CREATE statement) of each index of `table` that backs no constraint (primary key,
-    unique or exclusion constraints stay)."""
+    """(drop, create) statements of each index of `table` but the primary key's and those that
+    foreign keys need: plain indexes, and unique constraints no foreign key points at (dropped
+    and added again with their own name and definition). The primary key stays."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+            "SELECT format('DROP INDEX %%s', i.indexrelid::regclass), "
+            "pg_get_indexdef(i.indexrelid) FROM pg_index i "
             "WHERE i.indrelid = %s::regclass AND NOT EXISTS "
-            "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1",
-            [connection.ops.quote_name(table)],
+            "(SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) "
+            "UNION ALL SELECT format('ALTER TABLE %%s DROP CONSTRAINT %%I', c.conrelid::regclass, "
+            "c.conname), format('ALTER TABLE %%s ADD CONSTRAINT %%I %%s', c.conrelid::regclass, "
+            "c.conname, pg_get_constraintdef(c.oid)) FROM pg_constraint c "
+            "WHERE c.conrelid = %s::regclass AND c.contype = 'u' AND NOT EXISTS "
+            "(SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid) "
+            "ORDER BY 1",
+            [connection.ops.quote_name(table)] * 2,
         )
         return cur.fetchall()
 
@@ -179,8 +189,9 @@ def _secondary_indexes(table: str) -> list[tuple[str, str]]:
 @contextmanager
 def indexes_rebuilt(models: Sequence[type[Model]], rows: int) -> Iterator[bool]:
     """For a write of `rows` (>= REBUILD_MIN) rows into the models' tables when all are empty at
-    the start: their secondary indexes are dropped for the block and built again at its end, in
-    the same transaction (a unique index refuses duplicates then, as IntegrityError). The tables
+    the start: their indexes but the primary keys (and those foreign keys need) are dropped for
+    the block and built again at its end, in the same transaction (a unique index or constraint
+    refuses duplicates then, as IntegrityError). The tables
     stay locked to COMMIT: no one reads or writes them meanwhile (they were empty, and in use by
     no one, or this yields False and changes nothing). An error in the block undoes the drops."""
     tables = [m._meta.db_table for m in models]
@@ -192,12 +203,19 @@ def indexes_rebuilt(models: Sequence[type[Model]], rows: int) -> Iterator[bool]:
         return
     with transaction.atomic(), connection.cursor() as cur:
         indexes = [index for table in tables for index in _secondary_indexes(table)]
-        for name, _ in indexes:
-            cur.execute(f"DROP INDEX {name}")
+        for drop, _ in indexes:
+            cur.execute(drop)
         yield True
         # Queued foreign-key checks (rows written with the triggers on) run now: PostgreSQL
         # builds no index on a table with pending trigger events.
         connection.check_constraints()
+        # Each index is one sort of the whole table: in memory rather than in temporary files
+        # (the default 64 MB spills a million-row sort). Raised only, for this transaction only.
+        cur.execute(
+            "SELECT set_config('maintenance_work_mem', %s, true) WHERE "
+            "pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes(%s)",
+            [INDEX_BUILD_MEMORY, INDEX_BUILD_MEMORY],
+        )
         for _, create in indexes:
             cur.execute(create)
 

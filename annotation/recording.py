@@ -31,7 +31,7 @@ from annotation.models import Assignment, Rating, Score
 BATCH = 2000
 
 
-@dataclass
+@dataclass(slots=True)
 class NewRating:
     """A finished rating to record. Scores map criterion ids to values; `out_of_range` names the
     criterion ids whose published value lies outside the rubric's range (kept as given)."""

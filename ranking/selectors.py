@@ -228,6 +228,12 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def study_has_ratings(study: Study, n: int) -> bool:
+    """Whether the study has at least n submitted ratings; counts no further than n (a million-
+    rating study is not counted through to decide whether it is large)."""
+    return _submitted_ratings(study)[:n].count() >= n
+
+
 def study_rating_stamp(study: Study) -> tuple[int, str]:
     """(number of submitted ratings, latest change) — changes whenever the report would.
 

@@ -345,7 +345,7 @@ def reports_warm(study_ids: Iterable[int], *, dry_run: bool = False) -> None:
 
 def _warm(study_id: int) -> bool:
     study = Study.objects.filter(pk=study_id).first()
-    if study is None or selectors.study_rating_stamp(study)[0] < stale_min_ratings():
+    if study is None or not selectors.study_has_ratings(study, stale_min_ratings()):
         return False
     return report_refresh_soon(study_id=study_id, force=True)
 

@@ -21,7 +21,7 @@ class ImportRefused(Exception):
         self.errors = errors or [message]
 
 
-@dataclass
+@dataclass(slots=True)
 class QuestionSpec:
     external_id: str
     text: str
@@ -33,7 +33,7 @@ class QuestionSpec:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class ResponseSpec:
     question: str  # question external id
     llm: str
@@ -58,7 +58,7 @@ class StudySpec:
     description: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class RatingSpec:
     study: str  # StudySpec key in the bundle
     rater: str  # RaterSpec name

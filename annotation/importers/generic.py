@@ -13,6 +13,7 @@ import csv
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,9 @@ MAX_ERRORS = 100  # per-line errors listed before the import gives up
 ACTIVE_MS_MAX = 2**31 - 1
 
 
-def _csv_records(path: Path) -> Iterator[tuple[str, dict]]:
-    """(line name, record) per CSV row, the empty cells left out; streamed (a million rows are
-    never all held as dicts)."""
+def _csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
+    """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
+    all held at once)."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
@@ -67,14 +68,12 @@ def _csv_records(path: Path) -> Iterator[tuple[str, dict]]:
                 if len(row) > width:
                     raise ImportRefused(f"{path.name}, line {number}: more cells than columns")
                 if row:  # a blank line, as csv.DictReader skips it
-                    yield f"line {number}", {k: v for k, v in zip(header, row, strict=False) if v}
+                    yield header, number, row
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ImportRefused(f"{path.name}: cannot read the CSV: {exc}") from exc
 
 
-def _records(path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
-    if fmt != "jsonl":
-        return _csv_records(path)
+def _jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
     out = []
     for number, rec in read_jsonl(path):
         if not isinstance(rec, dict):
@@ -326,6 +325,71 @@ def _pairwise(state: _State, r: _Record, qid: str) -> None:
     state.bundle.ratings.append(spec)
 
 
+# The cells the common pairwise CSV row may fill (every other cell empty): _FastPairwise.
+FAST_PAIRWISE = frozenset(
+    ["type", "question_id", "llm_a", "llm_b", *RATER_KEYS, "choice", "submitted_at"]
+)
+
+
+class _FastPairwise:
+    """The common pairwise CSV row (a question, two models, a known rater, a choice and maybe a
+    time; every other cell empty), read straight from its cells: a million-row file is mostly
+    such rows. `take` returns False for any other row, which then goes through `_one`, so the
+    checks and messages are the same; a row `take` accepts is one `_one` would accept with the
+    same RatingSpec."""
+
+    def __init__(self, state: _State, header: list[str], name: str) -> None:
+        self.state, self.name, self.study = state, name, state.pair_key
+        at = {column: i for i, column in enumerate(header)}
+        usable = len(at) == len(header) and {"question_id", "llm_a", "llm_b", "rater",
+                                             "choice"} <= at.keys()  # fmt: skip
+        self.width = len(header) if usable else -1  # -1: no row is taken
+        self.kind, self.when = at["type"], at.get("submitted_at", -1)
+        self.rater_at = [at.get(k, -1) for k in RATER_KEYS]
+        named = ("question_id", "llm_a", "llm_b", "choice", *(k for k in RATER_KEYS if k in at))
+        self.cells = itemgetter(*(at.get(k, 0) for k in named))
+        others = [i for i, column in enumerate(header) if column not in FAST_PAIRWISE]
+        self.others = itemgetter(*others) if others else None
+        self.raters: dict[tuple, specs.RaterSpec] = {}  # by the rater's cells as given
+        self.add = state.bundle.ratings.append
+
+    def _rater(self, row: list[str], cells: tuple[str, ...]) -> specs.RaterSpec | None:
+        key = tuple([(row[i] or None) if i >= 0 else None for i in self.rater_at])
+        spec = self.state.rater_cells.get(key)  # known once `_one` read the rater's first row
+        if spec is not None:
+            self.raters[cells] = spec
+        return spec
+
+    def take(self, row: list[str], number: int) -> bool:
+        if len(row) != self.width or row[self.kind] != "pairwise":
+            return False
+        if self.others is not None and any(self.others(row)):  # (one cell: its characters)
+            return False
+        qid, a, b, raw, *rater_cells = self.cells(row)
+        qid, choice = qid.strip(), CHOICES.get(raw.strip().lower())
+        if not (qid and a and b and choice) or a == b or "\x00" in qid + a + b + raw:
+            return False
+        cells = tuple(rater_cells)
+        rater = self.raters.get(cells) or self._rater(row, cells)
+        if rater is None or self.study not in self.state.bundle.studies:
+            return False
+        when = row[self.when].strip() if self.when >= 0 else ""
+        submitted = None
+        if when:
+            try:
+                submitted = dt.datetime.fromisoformat(when)
+            except ValueError:
+                return False
+            if submitted.tzinfo is None:
+                submitted = submitted.replace(tzinfo=dt.UTC)
+        self.add(
+            specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
+                             choice=choice, submitted_at=submitted,
+                             where=f"{self.name}, line {number}")
+        )  # fmt: skip
+        return True
+
+
 HANDLERS = {"question": _question, "response": _response, "rating": _star, "pairwise": _pairwise}
 
 
@@ -342,6 +406,20 @@ def _one(state: _State, r: _Record) -> None:
     HANDLERS[kind](state, r, qid)
 
 
+def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
+    """The records of a file for `_one`: all of a JSONL file's; a CSV file's rows that
+    `_FastPairwise` does not take (it adds those to the bundle itself, in file order)."""
+    if fmt == "jsonl":
+        yield from _jsonl_records(path)
+        return
+    fast = None
+    for header, number, row in _csv_rows(path):
+        if fast is None:
+            fast = _FastPairwise(state, header, path.name)
+        if not fast.take(row, number):
+            yield f"line {number}", {k: v for k, v in zip(header, row, strict=False) if v}
+
+
 def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> specs.Bundle:
     """Every record is checked; the errors of up to MAX_ERRORS records are listed together."""
     if not opts.dataset:
@@ -350,7 +428,8 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
     errors: list[str] = []
     for path in map(Path, paths):
         name = path.name
-        records = progress(_records(path, fmt), total=None, desc=name, enabled=opts.progress)
+        records = progress(_file_records(state, path, fmt), total=None, desc=name,
+                           enabled=opts.progress)  # fmt: skip
         for rid, rec in records:
             try:
                 _one(state, _Record(rec, path, rid, repairs, f"{name}, {rid}"))

@@ -345,6 +345,18 @@ def _copy_items(new: dict[tuple, list[int]], ids: dict[tuple, int]) -> None:
     )  # fmt: skip
 
 
+def _item_of(ctx: _Ctx, spec: RatingSpec, pairwise: bool) -> tuple[Study, tuple, bool]:
+    """The rating's study, its item's key (study, response A, response B or None) and whether
+    the file's first model is response A."""
+    study = ctx.studies[spec.study]
+    first = _response_id(ctx, spec, spec.llm)
+    a, b = first, None
+    if pairwise:
+        second = _response_id(ctx, spec, spec.other_llm)
+        a, b = (first, second) if first < second else (second, first)
+    return study, (study.id, a, b), first == a
+
+
 def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
     study, item id and whether the file's first model is the item's response A."""
@@ -353,20 +365,20 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
     plan = []
     new_items: dict[tuple[int, int, int | None], list[int]] = {}
     pairwise = {name for name, s in ctx.studies.items() if s.mode == Rubric.Mode.PAIRWISE}
+    # Many ratings share (study, question, models): each such set is looked up once.
+    seen: dict[tuple[str, str, str, str], tuple[Study, tuple, bool]] = {}
     for spec in ctx.bundle.ratings:
-        study = ctx.studies[spec.study]
-        first = _response_id(ctx, spec, spec.llm)
-        a, b = first, None
-        if spec.study in pairwise:
-            second = _response_id(ctx, spec, spec.other_llm)
-            a, b = (first, second) if first < second else (second, first)
-        key = (study.id, a, b)
+        names = (spec.study, spec.question, spec.llm, spec.other_llm)
+        found = seen.get(names)
+        if found is None:
+            found = seen[names] = _item_of(ctx, spec, spec.study in pairwise)
+        study, key, first_is_a = found
         if key not in keys:
             new = new_items.get(key)
             if new is None:
                 new = new_items[key] = [ctx.q_ids[spec.question], 0]
             new[1] += not spec.repeat
-        plan.append((spec, study, key, first == a))
+        plan.append((spec, study, key, first_is_a))
     keys.update(_create_items(ctx, new_items))
     ctx.count("items", added=len(new_items), skipped=len({p[2] for p in plan}) - len(new_items))
     return [(spec, study, keys[key], first_is_a) for spec, study, key, first_is_a in plan]
@@ -391,13 +403,15 @@ def _scores(ctx: _Ctx, spec: RatingSpec, study: Study) -> tuple[dict[int, int], 
     return scores, frozenset(flagged)
 
 
-def _new_rating(ctx: _Ctx, spec: RatingSpec, study: Study, item_id: int, first_is_a: bool):
-    scores, flagged = _scores(ctx, spec, study)
-    pairwise = study.mode == Rubric.Mode.PAIRWISE
+def _new_rating(
+    ctx: _Ctx, spec: RatingSpec, study: Study, item_id: int, first_is_a: bool, rater_id: int
+) -> NewRating:
+    scores, flagged = _scores(ctx, spec, study) if spec.scores else ({}, frozenset())
+    pairwise = study.mode == "pairwise"  # Rubric.Mode.PAIRWISE, compared as the plain str
     return NewRating(
         study_id=study.id,
         item_id=item_id,
-        rater_id=ctx.raters[spec.rater].id,
+        rater_id=rater_id,
         choice=canonical_choice(spec.choice, first_is_a, spec.where) if pairwise else "",
         scores=scores,
         out_of_range=flagged,
@@ -439,7 +453,7 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
             ctx.count("ratings", skipped=1)
             ctx.count("scores", skipped=len(spec.scores))
             continue
-        row = _new_rating(ctx, spec, study, item_id, first_is_a)
+        row = _new_rating(ctx, spec, study, item_id, first_is_a, rater_id)
         if spec.repeat:
             origin = firsts.get((item_id, rater_id))
             if origin is None:

@@ -148,3 +148,42 @@ def test_tables_with_rows_keep_their_indexes(rebuild_always, star_rows):
     with CaptureQueriesContext(connection) as queries:
         ratings_record_bulk(rows=star_rows()[1:])
     assert not any("INDEX" in q["sql"] or "LOCK" in q["sql"] for q in queries.captured_queries)
+
+
+def _constraints(*models) -> set[tuple[str, str]]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = ANY(%s::regclass[])",
+            [[m._meta.db_table for m in models]],
+        )
+        return set(cur.fetchall())
+
+
+def test_unique_constraints_are_built_again_with_their_definition(rebuild_always, star_rows):
+    """Unique constraints no foreign key needs (a rating's assignment, an assignment's public
+    id, one score per criterion) are dropped for the write and added again as they were."""
+    before = _constraints(Assignment, Rating, Score)
+    with CaptureQueriesContext(connection) as queries:
+        ratings_record_bulk(rows=star_rows())
+    dropped = [q["sql"] for q in queries.captured_queries if "DROP CONSTRAINT" in q["sql"]]
+    assert any("annotation_rating_assignment_id_key" in sql for sql in dropped)
+    assert not any("pkey" in sql for sql in dropped)  # primary keys stay
+    assert _constraints(Assignment, Rating, Score) == before
+
+
+def test_a_rebuilt_unique_constraint_still_refuses_a_duplicate(rebuild_always, star_rows):
+    rows = star_rows()
+    ratings_record_bulk(rows=rows)
+    Score.objects.all().delete()
+    twice = [(rows[0].rating_id, next(iter(rows[0].scores)), 1, False)] * 2
+    columns = ("rating_id", "criterion_id", "value", "out_of_range")
+    with (
+        pytest.raises(IntegrityError),
+        transaction.atomic(),
+        pgcopy.indexes_rebuilt((Score,), len(twice)) as rebuilt,
+    ):
+        assert rebuilt
+        pgcopy.copy_rows(Score, columns, twice)
+    assert not Score.objects.exists()
+    assert "score_one_per_criterion" in {name for name, _ in _constraints(Score)}
