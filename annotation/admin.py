@@ -22,8 +22,6 @@ from annotation.admin_scope import (
     DatasetScoped,
     ScopedAdminMixin,
     StudyScoped,
-    datasets_owned,
-    datasets_visible,
     llms_owned_filter,
     llms_visible_filter,
     own_questions,
@@ -49,7 +47,7 @@ from annotation.models import (
     Score,
     Study,
 )
-from annotation.permissions import is_organizer
+from annotation.permissions import datasets_owned, datasets_visible, is_organizer
 from annotation.services import uploads_import
 
 

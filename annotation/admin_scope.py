@@ -2,8 +2,9 @@
 
 Two rules per model, both querysets so that lists, forms, bulk actions and single objects agree:
 
-- **visible**: the rows the organizer may see (their own studies and what hangs off them, their own
-  datasets and those their studies use, the raters who worked on their studies, their judges);
+- **visible**: the rows the organizer may see (their own studies and what hangs off them, the
+  datasets `annotation.permissions.datasets_visible` lists, the raters who worked on their
+  studies, their judges);
 - **owned**: the visible rows they may change or delete: only rows no other organizer depends on.
   A crowd rater who also rated another organizer's study is visible but read-only, because
   changing its pool would rewrite that organizer's per-pool report.
@@ -24,21 +25,8 @@ from django.db.models.options import Options
 from django.forms import ModelChoiceField
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 
-from annotation.models import Assignment, Dataset, Question, Rater, Response, Rubric, Study
-from annotation.permissions import studies_for
-
-
-def datasets_visible(user) -> QuerySet[Dataset]:
-    qs = Dataset.objects.all()
-    if user.is_superuser:
-        return qs
-    used = Study.objects.filter(owner=user).values("dataset_id")
-    return qs.filter(Q(owner=user) | Q(pk__in=used))
-
-
-def datasets_owned(user) -> QuerySet[Dataset]:
-    qs = Dataset.objects.all()
-    return qs if user.is_superuser else qs.filter(owner=user)
+from annotation.models import Assignment, Question, Rater, Response, Rubric, Study
+from annotation.permissions import datasets_owned, datasets_visible, studies_for
 
 
 def raters_visible(user) -> QuerySet[Rater]:

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation import limits
 from annotation.catalogue import Choice, dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
+from annotation.permissions import datasets_visible
 from annotation.services import IMPORT_OPTIONS
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class StudyForm(forms.Form):
 
     name = forms.CharField(max_length=200, label=_("Name"))
     dataset = forms.ModelChoiceField(
-        Dataset.objects.all(),
+        Dataset.objects.none(),  # set per user in __init__
         label=_("Dataset"),
         error_messages={"invalid_choice": _("Dataset %(value)s does not exist.")},
     )
@@ -130,7 +131,7 @@ class StudyForm(forms.Form):
         choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
     )
     baseline_llm = forms.ModelChoiceField(
-        LLM.objects.all(),
+        LLM.objects.none(),  # the chosen dataset's LLMs, set in __init__
         required=False,
         label=_("Baseline"),
         error_messages={"invalid_choice": _("Baseline %(value)s is not an LLM of this dataset.")},
@@ -170,8 +171,14 @@ class StudyForm(forms.Form):
     )
     completion_url = forms.URLField(required=False, label=_("Completion URL"))
 
-    def __init__(self, *args: Any, dataset: Dataset | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, user: Any, dataset: Dataset | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
+        # Only the datasets the user may read: another organizer's is refused as a missing one,
+        # and its task types and LLMs are never offered.
+        self.datasets = datasets_visible(user)
+        _field(self, "dataset", forms.ModelChoiceField).queryset = self.datasets
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
@@ -195,7 +202,7 @@ class StudyForm(forms.Form):
         raw = str(raw or "")
         if not raw.isascii() or not raw.isdigit() or len(raw) > 18:  # a database id, nothing else
             return None
-        return Dataset.objects.filter(pk=int(raw)).first()
+        return self.datasets.filter(pk=int(raw)).first()
 
     @property
     def duplicate_llms(self) -> list[list]:

@@ -1,5 +1,9 @@
-"""Who may do what. Organizers are staff users or members of the "organizers" group; they see
-every dataset but only the studies they own (superusers see all)."""
+"""Who may do what. Organizers are staff users or members of the "organizers" group. They see
+only the studies they own, and only the datasets `datasets_visible` lists: their own, the shared
+catalogue (datasets with no owner: loaded from the command line, the demo, the published data)
+and those their studies use. Superusers see all. Every page, API view, form and admin page that
+lists or fetches a study, dataset, question, response or LLM goes through these functions
+(docs/decisions/data.md, "Who sees which data")."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from rest_framework.permissions import BasePermission
 
@@ -40,6 +45,47 @@ def studies_for(user):
 
     qs = Study.objects.all()
     return qs if user.is_superuser else qs.filter(owner=user)
+
+
+def datasets_visible(user) -> QuerySet:
+    """The datasets `user` may read: their own, the shared catalogue (no owner) and those their
+    studies use; superusers all. Another organizer's dataset is not listed, and fetching it is
+    a 404 like a missing one."""
+    from annotation.models import Dataset, Study
+
+    qs = Dataset.objects.all()
+    if user.is_superuser:
+        return qs
+    used = Study.objects.filter(owner=user).values("dataset_id")
+    return qs.filter(Q(owner=user) | Q(owner__isnull=True) | Q(pk__in=used))
+
+
+def datasets_owned(user) -> QuerySet:
+    """The datasets `user` may change: their own (superusers: all)."""
+    from annotation.models import Dataset
+
+    qs = Dataset.objects.all()
+    return qs if user.is_superuser else qs.filter(owner=user)
+
+
+def may_write_dataset(user, dataset) -> bool:
+    """May an import by `user` (None: the command line) add questions or answers to `dataset`?
+    The command line, superusers and the dataset's owner may; nobody else, not even into the
+    shared catalogue, which every organizer reads."""
+    if user is None or user.is_superuser:
+        return True
+    return dataset.owner_id is not None and dataset.owner_id == user.pk
+
+
+def llms_visible(user) -> QuerySet:
+    """The LLMs with at least one answer in a dataset `user` may read (superusers: all)."""
+    from annotation.models import LLM, Response
+
+    qs = LLM.objects.all()
+    if user.is_superuser:
+        return qs
+    seen = Response.objects.filter(llm=OuterRef("pk"), question__dataset__in=datasets_visible(user))
+    return qs.filter(Exists(seen))
 
 
 def get_study_for_organizer(user, study_id):

@@ -20,11 +20,13 @@ from annotation.models import (
     Score,
     Study,
 )
-from annotation.permissions import studies_for
+from annotation.permissions import datasets_visible, llms_visible, studies_for
 
 
-def dataset_list() -> QuerySet[Dataset]:
-    return Dataset.objects.annotate(n_questions=Count("questions", distinct=True)).order_by("name")
+def dataset_list(user) -> QuerySet[Dataset]:
+    """The datasets `user` may read (annotation.permissions.datasets_visible)."""
+    qs = datasets_visible(user).annotate(n_questions=Count("questions", distinct=True))
+    return qs.order_by("name")
 
 
 def _in_dataset(qs: QuerySet, dataset: int | str, *, path: str) -> QuerySet:
@@ -39,11 +41,13 @@ def _given(**lookups: Any) -> dict[str, Any]:
     return {lookup: value for lookup, value in lookups.items() if value}
 
 
-def question_list(query: Mapping[str, str] | None = None) -> QuerySet[Question]:
-    """Questions with their number of responses. `query` (the data API's query string) filters
-    by dataset (id or name), task_type, kind and search (in the text and the external id)."""
+def question_list(user, query: Mapping[str, str] | None = None) -> QuerySet[Question]:
+    """Questions of the datasets `user` may read, with their number of responses. `query` (the
+    data API's query string) filters by dataset (id or name), task_type, kind and search (in the
+    text and the external id); another organizer's dataset filters to nothing, like a missing one."""
     q = query or {}
-    qs = Question.objects.select_related("dataset").annotate(n_responses=Count("responses"))
+    qs = Question.objects.filter(dataset__in=datasets_visible(user))
+    qs = qs.select_related("dataset").annotate(n_responses=Count("responses"))
     if q.get("dataset"):
         qs = _in_dataset(qs, q["dataset"], path="dataset")
     qs = qs.filter(**_given(task_type=q.get("task_type"), kind=q.get("kind")))
@@ -52,11 +56,12 @@ def question_list(query: Mapping[str, str] | None = None) -> QuerySet[Question]:
     return qs.order_by("dataset_id", "id")
 
 
-def response_list(query: Mapping[str, str] | None = None) -> QuerySet[Response]:
-    """Responses with their question and LLM. `query` (the data API's query string) filters by
-    dataset (id or name), question (id), llm (name) and task_type."""
+def response_list(user, query: Mapping[str, str] | None = None) -> QuerySet[Response]:
+    """Responses in the datasets `user` may read, with their question and LLM. `query` (the data
+    API's query string) filters by dataset (id or name), question (id), llm (name) and task_type."""
     q = query or {}
-    qs = Response.objects.select_related("question__dataset", "llm")
+    qs = Response.objects.filter(question__dataset__in=datasets_visible(user))
+    qs = qs.select_related("question__dataset", "llm")
     if q.get("dataset"):
         qs = _in_dataset(qs, q["dataset"], path="question__dataset")
     qs = qs.filter(
@@ -69,8 +74,13 @@ def response_list(query: Mapping[str, str] | None = None) -> QuerySet[Response]:
     return qs.order_by("question_id", "llm__name")
 
 
-def llm_list() -> QuerySet[LLM]:
-    return LLM.objects.annotate(n_responses=Count("responses")).order_by("name")
+def llm_list(user) -> QuerySet[LLM]:
+    """The LLMs with answers in the datasets `user` may read, and how many answers they have
+    there (superusers: every LLM and all its answers)."""
+    if user.is_superuser:
+        return llms_visible(user).annotate(n_responses=Count("responses")).order_by("name")
+    seen = Q(responses__question__dataset__in=datasets_visible(user))
+    return llms_visible(user).annotate(n_responses=Count("responses", filter=seen)).order_by("name")
 
 
 def rubric_list() -> QuerySet[Rubric]:

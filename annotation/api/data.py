@@ -6,6 +6,7 @@ exports. Organizer-only (the default permission); someone else's study is a 404.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
@@ -39,13 +40,18 @@ def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
 
 # --- data (read) ------------------------------------------------------------------------------
 # One read-only view set per resource serves its list and its detail (annotation/urls.py routes
-# GET on each). A class-level queryset is safe: DRF reads it through .all() on every request,
-# never cached.
+# GET on each).
+
+
+# Every read is scoped to what the organizer may see (annotation.permissions.datasets_visible):
+# another organizer's dataset, question, response or LLM is a 404 like a missing one.
 
 
 class Datasets(viewsets.ReadOnlyModelViewSet):
-    queryset = selectors.dataset_list()
     serializer_class = s.DatasetOut
+
+    def get_queryset(self) -> QuerySet:
+        return selectors.dataset_list(self.request.user)
 
 
 QUESTION_FILTERS = [
@@ -59,10 +65,11 @@ QUESTION_FILTERS = [
 # A resource whose list is filtered by the query string, which its selector `select` reads; the
 # detail is never filtered.
 class _Filtered(viewsets.ReadOnlyModelViewSet):
-    select: Callable[[Mapping[str, str] | None], QuerySet]
+    select: Callable[[Any, Mapping[str, str] | None], QuerySet]
 
     def get_queryset(self) -> QuerySet:
-        return self.select(self.request.query_params if self.action == "list" else None)
+        query = self.request.query_params if self.action == "list" else None
+        return self.select(self.request.user, query)
 
 
 @extend_schema_view(list=extend_schema(parameters=QUESTION_FILTERS))
@@ -86,8 +93,10 @@ class Responses(_Filtered):
 
 
 class LLMs(viewsets.ReadOnlyModelViewSet):
-    queryset = selectors.llm_list()
     serializer_class = s.LLMOut
+
+    def get_queryset(self) -> QuerySet:
+        return selectors.llm_list(self.request.user)
 
 
 class Rubrics(viewsets.ReadOnlyModelViewSet):
@@ -112,7 +121,7 @@ class StudyListCreate(generics.ListAPIView):
         responses={201: s.StudyOut, 400: s.ErrorOut},
     )
     def post(self, request: Request) -> ApiResponse:
-        data = s.StudyCreateIn(data=request.data)
+        data = s.StudyCreateIn(data=request.data, context={"request": request})
         data.is_valid(raise_exception=True)
         # A ValidationError from the service is a 400 (config/drf.py exception_handler).
         study = study_create(owner=request.user, **data.validated_data)

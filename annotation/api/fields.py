@@ -3,8 +3,10 @@ evaluation/api.py): a related object shown by its slug, and outputs that are mos
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.db.models import QuerySet
 from rest_framework import serializers
 
 
@@ -12,6 +14,23 @@ def slug_of(slug_field: str) -> serializers.SlugRelatedField[Any]:
     """A related object shown (read only) by one of its unique fields: a dataset by its name, a
     rubric by its key, a user by the username."""
     return serializers.SlugRelatedField(slug_field=slug_field, read_only=True)
+
+
+class VisibleSlugField(serializers.SlugRelatedField):
+    """An input naming a related object by a unique field, chosen among the rows `visible(user)`
+    returns for the request's user: another organizer's row is refused exactly as a missing one
+    ("does not exist"), so the answer does not tell that it exists. The serializer needs the
+    request in its context."""
+
+    def __init__(self, *, visible: Callable[[Any], QuerySet], **kwargs: Any) -> None:
+        self.visible = visible
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet:
+        request = self.context.get("request")
+        if request is None:
+            raise RuntimeError(f"{type(self).__name__} needs the request in the context")
+        return self.visible(request.user)
 
 
 # An output whose whole-number counts are named in `counts` rather than declared one IntegerField

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from annotation import limits
-from annotation.api.fields import CountsSerializer, slug_of
+from annotation.api.fields import CountsSerializer, VisibleSlugField, slug_of
 from annotation.exports import FORMATS as EXPORT_FORMATS
 from annotation.exports import WHATS
 from annotation.importers import FORMATS as IMPORT_FORMATS
@@ -23,6 +23,7 @@ from annotation.models import (
     Rubric,
     Study,
 )
+from annotation.permissions import datasets_visible, llms_visible
 
 
 class DatasetOut(serializers.ModelSerializer):
@@ -188,7 +189,7 @@ class StudyDesignIn(serializers.Serializer):
 
 class StudyCreateIn(StudyDesignIn):
     name = serializers.CharField(max_length=200)
-    dataset = serializers.SlugRelatedField(slug_field="name", queryset=Dataset.objects.all())
+    dataset = VisibleSlugField(slug_field="name", visible=datasets_visible)
     mode = serializers.ChoiceField(choices=Rubric.Mode.choices)
     rubric = serializers.SlugRelatedField(slug_field="key", queryset=Rubric.objects.all())
     selection = serializers.JSONField(
@@ -200,8 +201,8 @@ class StudyCreateIn(StudyDesignIn):
     pair_design = serializers.ChoiceField(
         choices=Study.PairDesign.choices, required=False, default=Study.PairDesign.ALL
     )
-    baseline_llm = serializers.SlugRelatedField(
-        slug_field="name", queryset=LLM.objects.all(), required=False, allow_null=True
+    baseline_llm = VisibleSlugField(
+        slug_field="name", visible=llms_visible, required=False, allow_null=True
     )
     pairs_per_question = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_PAIRS_PER_QUESTION

@@ -25,6 +25,7 @@ from annotation.importers.bundle import (
     StudySpec,
 )
 from annotation.importers.counters import refresh_counters
+from annotation.importers.ownership import check_added, check_dataset, check_study
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
 from annotation.models import (
@@ -110,10 +111,12 @@ def _find_or_add[M: Model](ctx: _Ctx, entity: str, found: M | None, add: Callabl
 
 def _dataset(ctx: _Ctx) -> None:
     b = ctx.bundle
+    if (found := Dataset.objects.filter(name=b.dataset).first()) is not None:
+        check_dataset(ctx.owner, found)
     dataset = _find_or_add(
         ctx,
         "datasets",
-        Dataset.objects.filter(name=b.dataset).first(),
+        found,
         lambda: Dataset.objects.create(
             name=b.dataset, description=b.dataset_description, source=b.dataset_source,
             owner=ctx.owner,
@@ -284,6 +287,7 @@ def _studies(ctx: _Ctx) -> None:
             raise ImportRefused(f"unknown rubric {spec.rubric!r}")
         found = Study.objects.filter(name=spec.name).first()
         if found is not None:
+            check_study(ctx.owner, found)
             _check_existing_study(found, ctx.dataset, rubric, spec.mode)
         study = _find_or_add(ctx, "studies", found, partial(_new_study, ctx, spec, rubric))
         ctx.studies[key] = study
@@ -481,6 +485,7 @@ def write_bundle(
     _llms(ctx)
     _questions(ctx)
     _responses(ctx)
+    check_added(owner, ctx.dataset, result)
     if bundle.ratings:
         _write_ratings(ctx)
     result.timed("write", t)

@@ -202,14 +202,25 @@ def test_merging_is_refused_when_both_answered_one_question(organizer_client, or
     assert Response.objects.filter(llm=gpt40).count() == 2
 
 
-def test_only_the_datasets_owner_merges(client, organizer, other_organizer):
-    dataset, gpt4, gpt40 = dup_dataset(organizer)
-    client.force_login(other_organizer)
+def test_nobody_but_an_administrator_merges_in_the_shared_catalogue(client, organizer):
+    dataset, gpt4, gpt40 = dup_dataset(None)  # no owner: every organizer reads it
+    client.force_login(organizer)
     url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
     page = client.get(url, {"source": gpt40.pk, "target": gpt4.pk}).content.decode()
     assert "Only the dataset's owner" in page
     response = client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
     assert response.status_code == 403
+    assert Response.objects.filter(llm=gpt40).count() == 1
+
+
+def test_another_organizers_dataset_is_not_found(client, organizer, other_organizer):
+    dataset, gpt4, gpt40 = dup_dataset(organizer)
+    client.force_login(other_organizer)
+    assert client.get(reverse("organize:dataset_llms", args=[dataset.pk])).status_code == 404
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    assert client.get(url, {"source": gpt40.pk, "target": gpt4.pk}).status_code == 404
+    response = client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
+    assert response.status_code == 404
     assert Response.objects.filter(llm=gpt40).count() == 1
 
 

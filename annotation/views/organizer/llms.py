@@ -1,6 +1,7 @@
 """A dataset's LLMs with near-duplicate names flagged (GPT4 / GPT4.0 / gpt-4), and merging one
-into another after a confirmation page. Any organizer may look; only the dataset's owner may
-merge (``annotation.catalogue.llm_merge`` checks it)."""
+into another after a confirmation page. An organizer may look at the datasets they may read
+(another organizer's dataset is a 404); only the dataset's owner may merge
+(``annotation.catalogue.llm_merge`` checks it)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.catalogue import can_edit_dataset, dataset_llms, duplicate_groups, llm_merge
 from annotation.models import LLM, Dataset, Question
-from annotation.permissions import organizer_required
+from annotation.permissions import datasets_visible, organizer_required
 
 
 @organizer_required
 @require_GET
 def dataset_llm_list(request: HttpRequest, dataset_id: int) -> HttpResponse:
-    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    dataset = get_object_or_404(datasets_visible(request.user), pk=dataset_id)
     llms = dataset_llms(dataset)
     ids = dict(LLM.objects.filter(name__in=[c.value for c in llms]).values_list("name", "pk"))
     groups = [[{"name": c.value, "count": c.count, "pk": ids[c.value]} for c in g]
@@ -47,7 +48,7 @@ def _pick(request: HttpRequest, dataset: Dataset, key: str) -> LLM:
 @require_http_methods(["GET", "POST"])
 def dataset_llm_merge(request: HttpRequest, dataset_id: int) -> HttpResponse:
     """GET: what the merge will do, and a form. POST with ``confirm=merge``: merge."""
-    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    dataset = get_object_or_404(datasets_visible(request.user), pk=dataset_id)
     try:
         source, target = _pick(request, dataset, "source"), _pick(request, dataset, "target")
     except ValidationError as e:

@@ -72,9 +72,9 @@ def _study_form_page(request: HtmxHttpRequest, *, study: Study | None) -> HttpRe
         initial["dataset"] = request.GET["dataset"]
     refresh = request.method == "POST" and "refresh" in request.POST
     if refresh:
-        form = StudyForm(initial=_refresh_initial(request.POST))
+        form = StudyForm(initial=_refresh_initial(request.POST), user=request.user)
     else:
-        form = StudyForm(request.POST or None, initial=initial)
+        form = StudyForm(request.POST or None, initial=initial, user=request.user)
     if request.method == "POST" and not refresh and form.is_valid():
         try:
             if study is None:
