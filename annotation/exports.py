@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import IO, Any
 
-from annotation.cells import xlsx_row
+from annotation.cells import escape_formula, xlsx_row
 from annotation.generic_export import CSV_COLUMNS, generic_csv_rows, generic_records
 from annotation.models import Study
 from annotation.selectors import (
@@ -51,11 +51,15 @@ class _Echo:
         return value
 
 
-def iter_csv(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+def iter_csv(
+    columns: list[str], rows: Iterable[dict[str, Any]], *, spreadsheet: bool = False
+) -> Iterator[str]:
+    """CSV lines; for a spreadsheet, text that would run as a formula gets an apostrophe."""
     writer = csv.writer(_Echo())
     yield writer.writerow(columns)
     for row in rows:
-        yield writer.writerow([_text(row.get(c)) for c in columns])
+        cells = [_text(row.get(c)) for c in columns]
+        yield writer.writerow(map(escape_formula, cells) if spreadsheet else cells)
 
 
 def iter_jsonl(columns: list[str], rows: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -77,8 +81,9 @@ def xlsx_bytes(columns: list[str], rows: Iterable[dict[str, Any]], *, title: str
     return buf.getvalue()
 
 
-def export_iter(study: Study, *, what: str, fmt: str) -> Iterator[bytes]:
-    """The export as chunks of bytes (CSV and JSONL stream; XLSX is built whole)."""
+def export_iter(study: Study, *, what: str, fmt: str, spreadsheet: bool = False) -> Iterator[bytes]:
+    """The export as chunks of bytes (CSV and JSONL stream; XLSX is built whole). `spreadsheet`:
+    a CSV to open in Excel, its formula-like text escaped (docs/decisions/data.md)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use csv, jsonl or xlsx")
     columns, rows = export_rows(study, what)
@@ -90,7 +95,11 @@ def export_iter(study: Study, *, what: str, fmt: str) -> Iterator[bytes]:
             json.dumps(r, ensure_ascii=False) + "\n" for r in generic_records(study)
         )
     else:
-        lines = iter_csv(columns, rows) if fmt == "csv" else iter_jsonl(columns, rows)
+        lines = (
+            iter_csv(columns, rows, spreadsheet=spreadsheet)
+            if fmt == "csv"
+            else iter_jsonl(columns, rows)
+        )
     buf: list[str] = []
     size = 0
     for line in lines:

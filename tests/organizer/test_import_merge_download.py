@@ -275,6 +275,28 @@ def test_raw_ratings_download_as_plain_and_excel_csv(organizer_client, organizer
     assert "中文答案".encode() in responses
 
 
+def test_the_csv_for_excel_escapes_formulas_and_the_plain_csv_keeps_them(
+    organizer_client, organizer
+):
+    import csv
+    import io
+
+    study = make_study(owner=organizer, n_llms=1, text="=cmd|' /C calc'!A0")
+    LLM.objects.filter(responses__question__dataset=study.dataset).update(name="@SUM(A1)")
+    urls = {
+        fmt: reverse("organize:study_download", args=[study.pk, "responses", fmt])
+        for fmt in ("csv", "excel")
+    }
+    plain, excel = (body(organizer_client.get(urls[f])).decode("utf-8-sig") for f in urls)
+    plain_rows, excel_rows = (list(csv.reader(io.StringIO(t))) for t in (plain, excel))
+    assert len(plain_rows) == len(excel_rows) > 1
+    plain_cells = {c for row in plain_rows for c in row}
+    excel_cells = {c for row in excel_rows for c in row}
+    assert {"=cmd|' /C calc'!A0", "@SUM(A1)"} <= plain_cells  # exact, for pandas and re-import
+    assert {"'=cmd|' /C calc'!A0", "'@SUM(A1)"} <= excel_cells
+    assert not any(c.startswith(("=", "+", "-", "@")) for c in excel_cells)
+
+
 def test_raw_downloads_are_owner_only_and_check_the_format(
     client, organizer, other_organizer, annotator_user
 ):

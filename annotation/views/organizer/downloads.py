@@ -1,6 +1,8 @@
 """Raw data downloads of a study for its organizer: ratings or responses as CSV, "Excel" CSV
 (UTF-8 with a byte-order mark, so Excel reads Chinese text as UTF-8 instead of the system code
-page), JSONL or XLSX. The same export as the export_data command and the API."""
+page, and text that would run as a formula prefixed with an apostrophe, since this file is meant to
+be double-clicked open), JSONL or XLSX. The same export as the export_data command and the API;
+the plain CSV keeps every value exact for pandas, R and re-imports."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def study_download(request: HttpRequest, study_id: int, what: str, fmt: str):
     if what not in exports.WHATS or fmt not in DOWNLOAD_FORMATS:
         raise Http404
     export_fmt = DOWNLOAD_FORMATS[fmt]
-    chunks = exports.export_iter(study, what=what, fmt=export_fmt)
+    chunks = exports.export_iter(study, what=what, fmt=export_fmt, spreadsheet=fmt == "excel")
     if fmt == "excel":
         chunks = _with_bom(chunks)
     response = StreamingHttpResponse(chunks, content_type=exports.CONTENT_TYPES[export_fmt])
