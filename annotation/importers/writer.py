@@ -17,13 +17,7 @@ from typing import Any
 from django.db.models import Model
 
 from annotation import pgcopy
-from annotation.importers.bundle import (
-    Bundle,
-    ImportRefused,
-    RatingSpec,
-    ResponseSpec,
-    StudySpec,
-)
+from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec, ResponseSpec, StudySpec
 from annotation.importers.counters import refresh_counters
 from annotation.importers.ownership import check_added, check_dataset, check_study
 from annotation.importers.reading import Bar
