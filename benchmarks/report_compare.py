@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,12 @@ def differences(old: Any, new: Any, where: str = "") -> list[str]:
     return [] if old == new else [f"{where}: {old!r} before, {new!r} after"]
 
 
+def _column(difference: str) -> str:
+    """``.table[3].col: ...`` -> ``table.col``: where a difference is, without the row."""
+    where = difference.split(":", 1)[0]
+    return re.sub(r"\[\d+\]", "", where).lstrip(".")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
@@ -118,8 +126,10 @@ def main() -> int:
         diff = differences(json.loads((args.check / f"{name}.json").read_text()), data)
         failed += bool(diff)
         print(f"{name}: {'DIFFERENT' if diff else 'identical'} ({seconds:.1f} s)")
-        for line in diff[:20]:
+        for line in diff[:5]:
             print("   ", line)
+        for where, count in sorted(Counter(_column(d) for d in diff).items()):
+            print(f"    {where}: {count} cells differ")
     return 1 if failed else 0
 
 

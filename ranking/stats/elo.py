@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import parallel
+
 try:  # numba is optional: it only makes the same loop faster.
     import numba as numba  # re-exported for kappa_kernel
 
@@ -259,7 +261,11 @@ def elo_shuffles(
         seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
         packed = pack_matches(a, b, s, n_models)
         k, start = float(rule.k), float(rule.start)
-        return _elo_shuffled(packed, int(n_shuffles), int(n_models), k, start, seeds)
+        # Each chain has its own seed: the blocks of chains run on the kernel threads and give
+        # the same ratings as one call.
+        blocks = parallel.split(n_shuffles, parallel.KERNEL_THREADS)
+        jobs = [(packed, c.stop - c.start, int(n_models), k, start, seeds[c]) for c in blocks]
+        return np.concatenate(parallel.kernel_map(_elo_shuffled, jobs))
     order = shuffle_orders(len(a), n_shuffles, rng)
     return elo_chains(a, b, s, order, n_models, rule=rule, use_numba=use_numba)
 

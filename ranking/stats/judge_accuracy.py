@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .schema import empty_frame, str_values
+from .schema import codes_and_names, empty_frame
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
 
@@ -105,25 +105,28 @@ def _reference(
     return s, q, n, usable
 
 
-def _groups(f: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    kind = str_values(f["rater_kind"])
+def _group_codes(values: pd.Series, mask: np.ndarray) -> tuple[npt.NDArray[np.int64], list[str]]:
+    """Integer group per row (-1 outside ``mask``) and the sorted names of the groups present
+    under ``mask`` (category codes renumbered: no string per row is hashed or compared)."""
+    raw, names = codes_and_names(values)
+    present = np.unique(raw[mask])
+    rank = np.full(len(names), -1, dtype=np.int64)
+    rank[present] = np.arange(len(present))
+    codes = np.full(len(values), -1, dtype=np.int64)
+    codes[mask] = rank[raw[mask]]
+    return codes, [str(names[i]) for i in present]
+
+
+def _groups(f: pd.DataFrame, human: np.ndarray) -> list[tuple[str, np.ndarray, list[str]]]:
+    """(group_by, group code per row, group names) for judges, human pools and all humans."""
+    judge = (f["rater_kind"] == "judge").to_numpy(bool)
+    everyone = np.full(len(f), -1, dtype=np.int64)
+    everyone[human] = 0
     return [
-        ("judge", str_values(f["rater_id"]), kind == "judge"),
-        ("pool", str_values(f["pool"]), kind == "human"),
-        ("humans", np.full(len(f), "all", dtype=object), kind == "human"),
+        ("judge", *_group_codes(f["rater_id"], judge)),
+        ("pool", *_group_codes(f["pool"], human)),
+        ("humans", everyone, ["all"] if human.any() else []),
     ]
-
-
-def _group_codes(labels: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Integer group per row (-1 outside ``mask``) and the sorted group names."""
-    # Hash-factorise (no Python set or dict lookups per row), then renumber in sorted order.
-    raw, uniq = pd.factorize(labels[mask])
-    order = sorted(range(len(uniq)), key=lambda i: uniq[i])
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(len(uniq))
-    codes = np.full(len(labels), -1, dtype=np.int64)
-    codes[mask] = rank[raw]
-    return codes, [str(uniq[i]) for i in order]
 
 
 def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
@@ -135,18 +138,18 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
-    mode = str_values(f["mode"])
+    mode, mode_names = codes_and_names(f["mode"])
     rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
     n_r = int(rater.max()) + 1
-    coded = [(g, *_group_codes(labels, mask)) for g, labels, mask in _groups(f)]
+    human = (f["rater_kind"] == "human").to_numpy(bool)
+    coded = _groups(f, human)
     unit = unit_codes(f)
-    human = str_values(f["rater_kind"]) == "human"
     rows = []
     for variant in VARIANTS:
         s, q, n, usable = _reference(x, unit, human, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
-        for m in sorted(set(mode)):
-            in_mode = usable & (mode == m)
+        for mi in np.unique(mode):
+            m, in_mode = str(mode_names[mi]), usable & (mode == mi)
             for group_by, codes, names in coded:
                 sel = in_mode & (codes >= 0)
                 g = codes[sel]
@@ -185,7 +188,7 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)
-    human = str_values(f["rater_kind"]) == "human"
+    human = (f["rater_kind"] == "human").to_numpy(bool)
     s, _, n = _unit_sums(x, unit_codes(f), human)
     n = n - human
     with np.errstate(all="ignore"):
@@ -193,9 +196,9 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     usable = n >= 1
     # Integer codes in sorted name order: one integer comparison per row and group instead of
     # a string comparison (the same rows, in the same order, as comparing the names).
-    crit, crit_names = pd.factorize(str_values(f["criterion"]), sort=True)
+    crit, crit_names = codes_and_names(f["criterion"])
     rows = []
-    coded = [(g, *_group_codes(labels, mask)) for g, labels, mask in _groups(f)]
+    coded = _groups(f, human)
     for ci, c in enumerate(crit_names):
         for group_by, codes, names in coded:
             base = usable & (crit == ci) & (codes >= 0)

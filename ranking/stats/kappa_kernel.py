@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import parallel
 from .elo import HAVE_NUMBA, numba
 
 
@@ -121,6 +122,12 @@ else:  # pragma: no cover
     _cohen_boot = None
 
 
+# Pairs per block of the compiled bootstrap: each block draws from its own seed (spawned from
+# one seed per table), and the blocks run on the kernel threads (``parallel``). A fixed size, so
+# the intervals do not depend on the number of threads.
+PAIRS_PER_BLOCK = 256
+
+
 def cohen_intervals_fast(
     tables: np.ndarray, n_boot: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -132,5 +139,11 @@ def cohen_intervals_fast(
     if p == 0 or n_boot == 0:
         return lo, hi
     flat = np.ascontiguousarray(tables.reshape(p, k * k), dtype=np.int64)
-    _cohen_boot(flat, k, n_boot, int(rng.integers(0, 2**31 - 1)), lo, hi)
+    starts = range(0, p, PAIRS_PER_BLOCK)
+    seeds = parallel.block_seeds(int(rng.integers(0, 2**31 - 1)), len(starts))
+    jobs = []
+    for i, seed in zip(starts, seeds, strict=True):
+        part = slice(i, i + PAIRS_PER_BLOCK)  # views: the kernel writes into lo and hi
+        jobs.append((flat[part], k, n_boot, seed, lo[part], hi[part]))
+    parallel.kernel_map(_cohen_boot, jobs)
     return lo, hi

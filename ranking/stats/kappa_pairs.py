@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import intervals as iv
 from .kappa_kernel import cohen_intervals_fast
-from .schema import empty_frame, str_values
+from .schema import codes_and_names, empty_frame, str_values
 
 # With fewer common items a pair's kappa interval spans most of [-1, 1] (n = 15: about
 # [-0.1, 0.5]); such pairs are listed with their kappa and no interval, which also keeps the
@@ -55,7 +55,7 @@ def _first(j: pd.DataFrame) -> pd.DataFrame:
 def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
     criterion): every two raters who rated a common item, ordered rater_1 < rater_2."""
-    rater, names = pd.factorize(g["rater_id"].astype(str), sort=True)
+    rater, names = codes_and_names(g["rater_id"])
     value, cats = pd.factorize(g["value"], sort=True)
     item = pd.factorize(g["item_id"])[0]
     order = np.lexsort((rater, item))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .schema import empty_frame, str_values
+from .schema import codes_and_names, empty_frame
 
 PAIR_LABELS = ("A", "B", "tie")
 _PAIR_CODE = np.array([0, 1, 2, 2])  # A, B, tie, both_bad -> A, B, tie
@@ -98,14 +98,16 @@ def macro_prf(conf: np.ndarray) -> tuple[float, float, float]:
     return float(p[present].mean()), float(r[present].mean()), float(f[present].mean())
 
 
-def _group_keys(g: pd.DataFrame) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(group_by, group label per row, row mask) for judges, human pools and all humans."""
-    kind = str_values(g["rater_kind"])
-    judge, human = kind == "judge", kind == "human"
+def _group_keys(
+    g: pd.DataFrame, human: np.ndarray
+) -> list[tuple[str, tuple[np.ndarray, np.ndarray], np.ndarray]]:
+    """(group_by, (group code per row, name per code), row mask) for judges, human pools and all
+    humans: integer codes, not a string per row."""
+    judge = (g["rater_kind"] == "judge").to_numpy(bool)
     return [
-        ("judge", str_values(g["rater_id"]), judge),
-        ("pool", str_values(g["pool"]), human),
-        ("humans", np.full(len(g), "all", dtype=object), human),
+        ("judge", codes_and_names(g["rater_id"]), judge),
+        ("pool", codes_and_names(g["pool"]), human),
+        ("humans", (np.zeros(len(g), np.int64), np.array(["all"], dtype=object)), human),
     ]
 
 
@@ -114,7 +116,7 @@ def _rows_for(
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     code, names = label_codes(g, mode)
     k = len(names)
-    human = str_values(g["rater_kind"]) == "human"
+    human = (g["rater_kind"] == "human").to_numpy(bool)
     others = other_counts(g["item_id"].to_numpy(), code, human, k)
     n_others = others.sum(axis=1)
     top = others.max(axis=1)
@@ -125,11 +127,9 @@ def _rows_for(
     no_tie = (mode == "pairwise") & (code != tie)
     pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
     agree_nt = np.where(no_tie, agree, 0)
-    rater = pd.factorize(str_values(g["rater_id"]))[0]
+    rater = codes_and_names(g["rater_id"])[0]
     rows, conf_rows = [], []
-    for group_by, labels, mask in _group_keys(g):
-        # Integer codes of the labels: one factorize instead of a string comparison per group.
-        lab, uniq = pd.factorize(labels)
+    for group_by, (lab, uniq), mask in _group_keys(g, human):
         present = np.bincount(lab[mask], minlength=len(uniq)) > 0
         for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(present)):
             sel = mask & (lab == c)

@@ -64,6 +64,7 @@ import numpy as np
 import pandas as pd
 
 from . import elo as elo_mod
+from . import parallel
 from .agreement import (
     accuracy_by_criterion,
     accuracy_by_rater,
@@ -392,6 +393,13 @@ def build_report(
     are recomputed without them). ``bt_ties`` is "half" (a tie is half a win) or "exclude".
     ``n_bootstrap`` resamples (default 1,000) feed every interval; ``seed`` makes them repeat.
     """
+    with parallel.sequential(REPORT_THREADS <= 0):
+        return _build(star_df, pair_df, options)
+
+
+def _build(
+    star_df: pd.DataFrame | None, pair_df: pd.DataFrame | None, options: dict[str, Any]
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     laps = Laps()
     o = ReportOptions(**options)

@@ -207,3 +207,17 @@ def str_values(values: pd.Series) -> np.ndarray:
         return strings
     as_str: npt.NDArray[np.object_] = values.astype(str).to_numpy(dtype=object)
     return as_str
+
+
+def codes_and_names(values: pd.Series) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
+    """(integer code per row, name per code) with the names in sorted order, as
+    ``pd.factorize(str_values(values), sort=True)`` gives them, but without hashing a string per
+    row for a categorical (the coerced frames' label columns): its codes are used as they are
+    (its categories are sorted by ``_as_category``; unused ones keep their code). Codes order the
+    rows as the names sort."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        names = np.array([str(c) for c in values.cat.categories], dtype=object)
+        if len(names) < 2 or bool(np.all(names[:-1] < names[1:])):
+            return values.cat.codes.to_numpy().astype(np.int64), names
+    codes, uniq = pd.factorize(str_values(values), sort=True)
+    return codes.astype(np.int64), np.asarray(uniq, dtype=object)

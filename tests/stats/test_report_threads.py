@@ -34,3 +34,28 @@ def test_threaded_report_equals_the_one_thread_report(study, monkeypatch, thresh
     monkeypatch.setattr(report_mod, "REPORT_THREADS", 0)
     sequential = _figures(build_report(study.star_df, study.pair_df, **options))
     assert threaded == sequential
+
+
+def test_kernel_blocks_give_the_same_figures_on_any_number_of_threads(study, monkeypatch):
+    """The kappa bootstrap's blocks of pairs (one seed each) and the Elo chains (one seed each)
+    give the same figures whether the blocks run on two threads, one, or in the caller."""
+    from ranking.stats import kappa_kernel, parallel
+
+    monkeypatch.setattr(kappa_kernel, "PAIRS_PER_BLOCK", 3)  # several blocks per table
+    calls: list[int] = []
+    real_map = parallel.kernel_map
+
+    def counting_map(fn, jobs):
+        jobs = list(jobs)
+        calls.append(len(jobs))
+        return real_map(fn, jobs)
+
+    monkeypatch.setattr(parallel, "kernel_map", counting_map)
+    options = {"n_shuffles": 10, "n_bootstrap": 40, "seed": 5}
+    two = _figures(build_report(study.star_df, study.pair_df, **options))
+    assert max(calls) > 2  # the pairs were cut into blocks
+    monkeypatch.setattr(parallel, "KERNEL_THREADS", 1)
+    one = _figures(build_report(study.star_df, study.pair_df, **options))
+    monkeypatch.setattr(report_mod, "REPORT_THREADS", 0)
+    inline = _figures(build_report(study.star_df, study.pair_df, **options))
+    assert two == one == inline
