@@ -10,8 +10,9 @@ A repeat exposure names its origin either by id (`repeat_of_id`, an assignment a
 or by another `NewRating` of the same call (`repeat_of`); origins are written first.
 
 On PostgreSQL the rows go in with COPY (ids reserved from the sequences first, so each row still
-learns its assignment and rating ids); elsewhere with multi-row INSERTs. Both write the same
-columns and meet the same constraints.
+learns its assignment and rating ids); on SQLite with one prepared INSERT per table, each row's
+id read back (annotation/sqlrows.py); elsewhere with multi-row INSERTs (bulk_create). All write
+the same columns and meet the same constraints.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import pgcopy
+from annotation import pgcopy, sqlrows
 from annotation.models import Assignment, Rating, Score
 
 BATCH = 2000
@@ -180,47 +181,75 @@ def _uuids(n: int) -> list[bytes]:
     return [(head | (t >> 62) << 64 | (t & _LOW_62)).to_bytes(16) for t in tails]
 
 
+def _assignment_values(r: NewRating, public_id: bytes, now: dt.datetime) -> tuple:
+    """The assignment's columns after its id (ASSIGNMENT_COLUMNS[1:])."""
+    submitted = r.submitted_at or now
+    return (
+        public_id, r.study_id, r.item_id, r.rater_id, r.seq, Assignment.Status.SUBMITTED.value,
+        r.left_is_a, r.hint_shown, r.is_repeat, _origin_id(r), r.served_at or submitted,
+        submitted, r.active_ms, "",
+    )  # fmt: skip
+
+
+def _rating_values(r: NewRating, now: dt.datetime) -> tuple:
+    """The rating's columns after its id (RATING_COLUMNS[1:])."""
+    submitted = r.submitted_at or now
+    return (
+        r.assignment_id, r.item_id, r.rater_id, r.choice, r.comment, r.parse_status,
+        r.raw_output, submitted, submitted,
+    )  # fmt: skip
+
+
+def _score_values(rows: Sequence[NewRating]) -> Iterator[tuple]:
+    for r in rows:
+        for cid, value in r.scores.items():
+            yield (r.rating_id, cid, value, cid in r.out_of_range)
+
+
 def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
     """The PostgreSQL path: the same rows as `_write`, streamed with COPY."""
     a_ids = pgcopy.reserve_ids(Assignment._meta.db_table, len(rows))
     r_ids = pgcopy.reserve_ids(Rating._meta.db_table, len(rows))
     for row, aid, rid in zip(rows, a_ids, r_ids, strict=True):
         row.assignment_id, row.rating_id, row.recorded_at = aid, rid, now
-    submitted = Assignment.Status.SUBMITTED.value
     pgcopy.copy_rows(
         Assignment,
         ASSIGNMENT_COLUMNS,
         (
-            (r.assignment_id, pid, r.study_id, r.item_id, r.rater_id, r.seq, submitted,
-             r.left_is_a, r.hint_shown, r.is_repeat, _origin_id(r),
-             r.served_at or r.submitted_at or now, r.submitted_at or now, r.active_ms, "")
+            (r.assignment_id, *_assignment_values(r, pid, now))
             for r, pid in zip(rows, _uuids(len(rows)), strict=True)
         ),
         expected=len(rows),
         types={"public_id": pgcopy.RAW},
-    )  # fmt: skip
+    )
     pgcopy.copy_rows(
         Rating,
         RATING_COLUMNS,
-        (
-            (r.rating_id, r.assignment_id, r.item_id, r.rater_id, r.choice, r.comment,
-             r.parse_status, r.raw_output, r.submitted_at or now, r.submitted_at or now)
-            for r in rows
-        ),
+        ((r.rating_id, *_rating_values(r, now)) for r in rows),
         own=("assignment_id",),
         expected=len(rows),
-    )  # fmt: skip
-    return pgcopy.copy_rows(
-        Score,
-        SCORE_COLUMNS,
-        (
-            (r.rating_id, cid, value, cid in r.out_of_range)
-            for r in rows
-            for cid, value in r.scores.items()
-        ),
-        own=("rating_id",),
-        expected=len(rows),
     )
+    return pgcopy.copy_rows(
+        Score, SCORE_COLUMNS, _score_values(rows), own=("rating_id",), expected=len(rows)
+    )
+
+
+def _write_sqlite(rows: list[NewRating], now: dt.datetime) -> int:
+    """The SQLite path: the same rows and columns as `_write_copy`, one prepared INSERT per
+    table (annotation/sqlrows.py), each row's id read back as it is written."""
+    values = (
+        _assignment_values(r, pid, now) for r, pid in zip(rows, _uuids(len(rows)), strict=True)
+    )
+    for row, aid in zip(
+        rows, sqlrows.insert_rows(Assignment, ASSIGNMENT_COLUMNS[1:], values), strict=True
+    ):
+        row.assignment_id, row.recorded_at = aid, now
+    ratings = (_rating_values(r, now) for r in rows)
+    for row, rid in zip(
+        rows, sqlrows.insert_rows(Rating, RATING_COLUMNS[1:], ratings), strict=True
+    ):
+        row.rating_id = rid
+    return len(sqlrows.insert_rows(Score, SCORE_COLUMNS, _score_values(rows)))
 
 
 @transaction.atomic
@@ -251,7 +280,12 @@ def ratings_record_bulk(
                 pending = [r for r in pending if id(r) not in ready_ids]
             for start in range(0, len(ready), batch):
                 chunk = ready[start : start + batch]
-                counts["scores"] += _write_copy(chunk, now) if copy else _write(chunk, now, batch)
+                if copy:
+                    counts["scores"] += _write_copy(chunk, now)
+                elif sqlrows.available():
+                    counts["scores"] += _write_sqlite(chunk, now)
+                else:
+                    counts["scores"] += _write(chunk, now, batch)
                 counts["assignments"] += len(chunk)
                 counts["ratings"] += len(chunk)
                 if on_batch is not None:

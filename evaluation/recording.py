@@ -12,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import pgcopy
+from annotation import pgcopy, sqlrows
 from annotation.models import Assignment, Rating, Score, Study
 from annotation.recording import NewRating, ratings_record_bulk
 from evaluation import parsers
@@ -178,9 +178,11 @@ def _record_bulk(*, run: JudgeRun, calls: list[JudgeCall], criteria: dict) -> No
                 firsts[call.item_id] = row
     ratings_record_bulk(rows=[row for _, row in rated])
     for call, row in rated:
-        call.rating = row.rating
+        call.rating_id = row.rating_id  # the id only: no Rating instance built per call
     if pgcopy.available():  # COPY, as ratings_record_bulk writes the ratings on PostgreSQL
         pgcopy.copy_objects(JudgeCall, calls)
+    elif sqlrows.available():  # and its prepared INSERTs on SQLite
+        sqlrows.insert_objects(JudgeCall, calls)
     else:
         JudgeCall.objects.bulk_create(calls)
 

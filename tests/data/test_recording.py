@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import IntegrityError, connection, transaction
 
+from annotation import recording
 from annotation.importers.bundle import Bundle, ImportRefused, RaterSpec, RatingSpec, StudySpec
 from annotation.importers.reading import check_score
 from annotation.models import Assignment, Criterion, Item, Rater, Rating, Response, Score, Study
@@ -81,6 +83,19 @@ def star_items(small_dataset, star_rubric):
     return study, items
 
 
+def _repeat_of(first: NewRating, crit: Criterion) -> NewRating:
+    """A repeat exposure of `first`, scored out of the rubric's range (kept as given)."""
+    return NewRating(
+        study_id=first.study_id,
+        item_id=first.item_id,
+        rater_id=first.rater_id,
+        scores={crit.id: 0},
+        out_of_range=frozenset({crit.id}),
+        is_repeat=True,
+        repeat_of=first,
+    )
+
+
 def test_ratings_record_bulk_writes_origins_before_their_repeats(star_items, star_rubric):
     study, items = star_items
     rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
@@ -92,15 +107,7 @@ def test_ratings_record_bulk_writes_origins_before_their_repeats(star_items, sta
         scores={crit.id: 2},
         submitted_at=T0,
     )
-    repeat = NewRating(
-        study_id=study.id,
-        item_id=items[0].id,
-        rater_id=rater.id,
-        scores={crit.id: 0},
-        out_of_range=frozenset({crit.id}),
-        is_repeat=True,
-        repeat_of=first,
-    )
+    repeat = _repeat_of(first, crit)
     # The repeat comes first in the list: the service still writes its origin first.
     counts = ratings_record_bulk(rows=[repeat, first], batch=1)
     assert counts == {"assignments": 2, "ratings": 2, "scores": 2}
@@ -161,3 +168,81 @@ def test_the_copy_path_gives_each_assignment_an_ordered_version_7_uuid():
     # The first 48 bits are the time in milliseconds; the rest of each id is random.
     assert {u.int >> 80 for u in ids} <= set(range(before, time.time_ns() // 1_000_000 + 1))
     assert len({u.int & ((1 << 62) - 1) for u in ids}) == 500
+
+
+def _two_ratings(study, items, rater, crit) -> list[NewRating]:
+    first = NewRating(
+        study_id=study.id,
+        item_id=items[0].id,
+        rater_id=rater.id,
+        choice="A",
+        scores={crit.id: 2},
+        left_is_a=False,
+        hint_shown=True,
+        seq=7,
+        served_at=T0 - dt.timedelta(seconds=3),
+        submitted_at=T0 + dt.timedelta(microseconds=123456),
+        active_ms=1234,
+        comment="ok",
+        parse_status="ok",
+        raw_output="Correctness: 2 ★★",
+    )
+    repeat = _repeat_of(first, crit)
+    return [first, repeat]
+
+
+def _as_stored(rater) -> list[tuple]:
+    """The rater's assignments, ratings and scores as read back, without ids (public ids are
+    random: version 4 from the model's default, 7 from the bulk paths)."""
+    ids = {"id", "public_id", "rater", "assignment", "repeat_of"}
+    out = []
+    for a in Assignment.objects.filter(rater=rater).order_by("id"):
+        r = Rating.objects.get(assignment=a)
+        fields = [(a, f) for f in a._meta.concrete_fields] + [
+            (r, f) for f in r._meta.concrete_fields
+        ]
+        out.append(
+            (
+                [(f.name, getattr(obj, f.attname)) for obj, f in fields if f.name not in ids],
+                a.repeat_of_id is not None,
+                list(r.scores.values_list("criterion_id", "value", "out_of_range")),
+            )
+        )
+    return out
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's prepared-INSERT path")
+def test_the_sqlite_path_stores_what_bulk_create_stores(star_items, star_rubric):
+    study, items = star_items
+    crit = Criterion.objects.get(rubric=star_rubric, key="correctness")
+    fast, slow = (Rater.objects.create(kind="human", pool="onsite", name=n) for n in "fs")
+    now = T0 + dt.timedelta(minutes=1)
+    rows = _two_ratings(study, items, fast, crit)
+    for row in rows:  # origin first, then its repeat (as ratings_record_bulk orders them)
+        recording._write_sqlite([row], now)
+    others = _two_ratings(study, items, slow, crit)
+    for row in others:
+        recording._write([row], now, 100)
+    stored = _as_stored(fast)
+    assert len(stored) == 2 and stored == _as_stored(slow)
+    assert stored[1][1]  # the repeat points at its origin
+    # The ids handed back are those of the stored rows.
+    assert [r.rating_id for r in rows] == [
+        Rating.objects.get(assignment_id=r.assignment_id).pk for r in rows
+    ]
+    assert rows[0].rating.created_at == T0 + dt.timedelta(microseconds=123456)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's prepared-INSERT path")
+def test_the_sqlite_path_raises_djangos_integrity_error(star_items):
+    study, items = star_items
+    rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
+    recording._write_sqlite(
+        [NewRating(study_id=study.id, item_id=items[0].id, rater_id=rater.id)], T0
+    )
+    # A second first exposure of the item to the same rater breaks a unique constraint.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        recording._write_sqlite(
+            [NewRating(study_id=study.id, item_id=items[0].id, rater_id=rater.id)], T0
+        )
+    assert Assignment.objects.filter(rater=rater).count() == 1

@@ -137,3 +137,61 @@ def test_the_counters_added_per_batch_equal_a_recount_of_the_stored_calls(
         assert getattr(stored, name) == getattr(recounted, name) == snapshot[name], name
     assert (stored.n_done, stored.n_ok, stored.n_parse_failed, stored.n_call_failed) == (3, 1, 1, 1)
     assert (stored.tokens_in, stored.tokens_out) == (14, 3) and stored.cost > 0
+
+
+def test_call_rows_stored_with_prepared_inserts_equal_those_of_bulk_create(make_study, make_judge):
+    """SQLite's path for the call rows (annotation/sqlrows.py): JSON, decimals, times, nulls
+    read back as bulk_create stores them, and each instance gets its row's id."""
+    import datetime as dt
+    from decimal import Decimal
+
+    import pytest
+    from django.db import connection
+
+    from annotation import sqlrows
+    from evaluation.models import JudgeCall
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's prepared-INSERT path")
+    study = make_study(["A?", "B?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(), repeat_rate=0)
+    items = list(study.items.order_by("id"))
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC)
+
+    def call(item) -> JudgeCall:
+        return JudgeCall(
+            run=run,
+            item=item,
+            purpose="primary",
+            left_is_a=False,
+            request_hash="h" * 64,
+            request={"model": "m", "messages": [{"role": "user", "content": '好 "q"'}]},
+            status="ok",
+            http_status=200,
+            attempts=2,
+            raw_output="Correctness: 3",
+            parse_status="ok",
+            parsed={"scores": {"correctness": 3}},
+            tokens_in=10,
+            tokens_out=3,
+            cost=Decimal("0.000123456"),
+            latency_ms=None,
+            started_at=when,
+            finished_at=when,
+        )
+
+    fast = sqlrows.insert_objects(JudgeCall, [call(items[0])])[0]
+    JudgeCall.objects.bulk_create([slow := call(items[1])])
+    assert fast.pk == JudgeCall.objects.get(item=items[0]).pk and not fast._state.adding
+    read = {c.item_id: c for c in JudgeCall.objects.filter(run=run)}
+    skip = {"id", "item"}
+
+    def columns(c):
+        return [
+            (f.name, getattr(c, f.attname)) for f in c._meta.concrete_fields if f.name not in skip
+        ]
+
+    assert columns(read[items[0].id]) == columns(read[slow.item_id])
+    assert (
+        read[items[0].id].cost == Decimal("0.000123456") and read[items[0].id].finished_at == when
+    )
