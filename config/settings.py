@@ -56,6 +56,17 @@ def envlist(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def envpairs(name: str, default: str) -> list[tuple[str, str]]:
+    """A comma-separated list of NAME=value pairs; each is checked at start-up."""
+    pairs = []
+    for entry in envlist(name, default):
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise SettingError(f"{name}: {entry!r} is not NAME=value")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
 def envnetworks(name: str) -> list[str]:
     """A comma-separated list of IP addresses or networks (CIDR); each is checked at start-up."""
     entries = envlist(name, "")
@@ -311,3 +322,7 @@ JUDGE_API_KEY_ENVS = envlist("JUDGE_API_KEY_ENVS", "OPENAI_API_KEY,LLMEVAL_DEMO_
 # reserved addresses only when listed here (host names, .suffixes, IP addresses or CIDR networks).
 JUDGE_ALLOWED_HOSTS = envlist("JUDGE_ALLOWED_HOSTS", "")
 JUDGE_ALLOW_PUBLIC_HOSTS = envbool("JUDGE_ALLOW_PUBLIC_HOSTS", True)
+# Where a key variable's value may be sent: VARIABLE=host pairs (a variable may have several).
+# A variable named here goes only to its hosts, so no organizer can point a judge at their own
+# server and receive the operator's OpenAI key; a variable not named goes to any allowed host.
+JUDGE_KEY_HOSTS = envpairs("JUDGE_KEY_HOSTS", "OPENAI_API_KEY=api.openai.com")

@@ -136,6 +136,7 @@ def judge_run_preflight(
     try:
         key = safety.api_key(judge.api_key_env)
         safety.check_base_url(judge.base_url)
+        safety.check_key_host(judge.api_key_env, judge.base_url)
     except ValidationError as e:
         errors.setdefault("judge", []).extend(e.messages)
     listed: bool | None = None
@@ -206,6 +207,7 @@ def judge_run_resume(*, run: JudgeRun, force: bool = False) -> JudgeRun:
     try:
         safety.api_key(run.params.get("api_key_env", ""))
         safety.check_base_url(run.params.get("base_url", ""))
+        safety.check_key_host(run.params.get("api_key_env", ""), run.params.get("base_url", ""))
     except ValidationError as e:
         raise ValidationError(e.messages) from None
     with transaction.atomic():

@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -236,6 +237,13 @@ class JudgeConfig(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.api_key_env and self.base_url:
+            try:
+                safety.check_key_host(self.api_key_env, self.base_url)
+            except ValidationError as e:
+                raise ValidationError({"base_url": e.messages}) from None
 
     @property
     def key_is_set(self) -> bool:

@@ -117,6 +117,7 @@ def _checked_key(run: JudgeRun) -> str:
     try:
         key = safety.api_key(run.params.get("api_key_env", ""))
         safety.check_base_url(run.params.get("base_url", ""))
+        safety.check_key_host(run.params.get("api_key_env", ""), run.params.get("base_url", ""))
     except ValidationError as e:
         raise RunError(" ".join(e.messages)) from None
     return key

@@ -5,7 +5,9 @@ shows the server's error text on the run page. Unchecked, an organizer could nam
 SECRET_KEY or DATABASE_URL and point the judge at their own listener, or make the server call
 internal hosts (cloud metadata at 169.254.169.254) and read the answers. So:
 
-- a judge may name only a variable the operator lists in JUDGE_API_KEY_ENVS;
+- a judge may name only a variable the operator lists in JUDGE_API_KEY_ENVS, and a variable the
+  operator binds to hosts in JUDGE_KEY_HOSTS (OPENAI_API_KEY to api.openai.com by default) is sent
+  to those hosts only;
 - a judge URL may point at a public address (unless JUDGE_ALLOW_PUBLIC_HOSTS is off) or at a host
   or network listed in JUDGE_ALLOWED_HOSTS; private, loopback, link-local, multicast, reserved
   and unspecified addresses are refused otherwise;
@@ -83,6 +85,34 @@ def api_key(name: str) -> str:
             % {"name": name}
         )
     return value
+
+
+def key_hosts(name: str) -> set[str] | None:
+    """The hosts the operator binds this key variable to (JUDGE_KEY_HOSTS), None when unbound."""
+    hosts = {
+        h.lower().rstrip(".") for var, h in getattr(settings, "JUDGE_KEY_HOSTS", []) if var == name
+    }
+    return hosts or None
+
+
+def check_key_host(name: str, url: str) -> None:
+    """Refuse sending a bound key variable to any host but its own: an organizer could otherwise
+    point a judge at a server of theirs and receive the operator's key as the Bearer token."""
+    hosts = key_hosts(name)
+    if hosts is None:
+        return
+    try:
+        host = (urlsplit(url or "").hostname or "").lower().rstrip(".")
+    except ValueError:
+        host = ""
+    if host not in hosts:
+        raise ValidationError(
+            _(
+                "The key in %(name)s is only sent to %(hosts)s (the operator's JUDGE_KEY_HOSTS); "
+                "choose another key variable for this URL."
+            )
+            % {"name": name, "hosts": ", ".join(sorted(hosts))}
+        )
 
 
 # --- endpoints ------------------------------------------------------------------------------

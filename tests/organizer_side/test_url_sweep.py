@@ -142,7 +142,7 @@ def alice_objects(organizer) -> AliceObjects:
     Study.objects.filter(pk=study.pk).update(name=f"{SECRET} study")
     annotator = User.objects.create_user(f"{SECRET}-annotator", password="x-pass-123456")
     rater = Rater.objects.create(kind="human", pool="onsite", user=annotator, invited_by=organizer)
-    item = study.items.first()
+    item = study.items.order_by("pk")[0]
     assignment = Assignment.objects.create(study=study, item=item, rater=rater, seq=1)
     judge = judge_config_create(name=f"{SECRET} judge", owner=organizer)
     prompt_template_create(
@@ -155,12 +155,12 @@ def alice_objects(organizer) -> AliceObjects:
     )  # fmt: skip
     ImportRecord.objects.create(format="jsonl", user=organizer, paths=[f"{SECRET}.jsonl"],
                                 message=f"{SECRET} import")  # fmt: skip
-    question = dataset.questions.first()
+    question = dataset.questions.order_by("pk")[0]
     own_llm = LLM.objects.create(name=f"{SECRET}-model")  # an LLM only Alice's dataset has
     Response.objects.create(question=question, llm=own_llm, text=f"{SECRET} answer")
     return AliceObjects(
         study=study.pk, dataset=dataset.pk, dataset_name=dataset.name, question=question.pk,
-        response=question.responses.first().pk, item=item.pk, rater=rater.pk,
+        response=question.responses.order_by("pk")[0].pk, item=item.pk, rater=rater.pk,
         assignment_pid=str(assignment.public_id), run=run.pk,
     )  # fmt: skip
 
@@ -183,7 +183,7 @@ def _state(alice: AliceObjects) -> tuple:
     return (
         study.status,
         study.name,
-        Rater.objects.get(pk=alice.rater).user.is_active,
+        User.objects.get(rater__pk=alice.rater).is_active,
         JudgeRun.objects.get(pk=alice.run).status,
         study.items.count(),
         Assignment.objects.filter(study_id=alice.study).count(),
