@@ -397,6 +397,8 @@ class DataImportForm(forms.Form):
                     _("The %(format)s format does not use this field; leave it empty.")
                     % {"format": spec.name},
                 )
+        if spec.name in ("jsonl", "csv") and not data.get("dataset", "").strip():
+            self.add_error("dataset", _("Name the dataset: your own JSONL or CSV files need one."))
         if data.get("folder") and spec.name != "llmeval2-scores":
             self.add_error("folder", _("Only LLMEval-2 score files come from a score folder."))
         return data

@@ -386,6 +386,7 @@ def server_env(db_url: str) -> dict[str, str]:
         "LOG_LEVEL": "ERROR",
         # Every simulated worker comes from 127.0.0.1: no per-address cap on open items.
         "ANNOTATION_OPEN_PER_ADDRESS": "0",
+        "ANNOTATION_CROWD_ARRIVALS_PER_HOUR": "0",
     }
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
     if redis_reachable(redis_url):

@@ -26,7 +26,7 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
-from annotation.importers.reading import read_jsonl
+from annotation.importers.reading import read_jsonl, unreadable
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
@@ -69,7 +69,9 @@ def _csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
                     raise ImportRefused(f"{path.name}, line {number}: more cells than columns")
                 if row:  # a blank line, as csv.DictReader skips it
                     yield header, number, row
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from exc
+    except csv.Error as exc:
         raise ImportRefused(f"{path.name}: cannot read the CSV: {exc}") from exc
 
 
@@ -235,6 +237,11 @@ def _question(state: _State, r: _Record, qid: str) -> None:
         answer_type=r.text("answer_type"),
         reference=r.text("reference"),
     )
+    have = state.bundle.questions.get(qid)
+    if have is not None and have.text != spec.text:
+        raise r.refuse(
+            f"question id {qid!r} is used again for another text: give each question its own id"
+        )
     state.bundle.add_question(spec, where=r.where)
 
 

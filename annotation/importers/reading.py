@@ -128,6 +128,17 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
         raise ImportRefused(f"{where}: {exc}") from exc
 
 
+def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:
+    """The refusal for a file that cannot be read; text that is not UTF-8 says how to fix it."""
+    if isinstance(exc, UnicodeDecodeError):
+        byte = exc.object[exc.start : exc.start + 1].hex()
+        return ImportRefused(
+            f"{path.name}: the file is not UTF-8 text (byte 0x{byte} cannot be read): save it "
+            "as UTF-8 (in Excel: Save as > CSV UTF-8) and upload it again"
+        )
+    return ImportRefused(f"{path.name}: cannot read the file: {exc}")
+
+
 def read_jsonl(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed object) for every non-blank line; bad JSON is refused by line."""
     out = []
@@ -139,7 +150,7 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
                         (number, parse_json(line, f"{path.name}, line {number}", jsonl=True))
                     )
     except (OSError, UnicodeDecodeError) as exc:
-        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+        raise unreadable(path, exc) from exc
     return out
 
 
@@ -149,5 +160,5 @@ def read_json(path: Path) -> Any:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
+        raise unreadable(path, exc) from exc
     return parse_json(text, path.name)

@@ -119,7 +119,14 @@ def client_tag(request: HttpRequest) -> str:
     return leases.client_tag(client_ip(request))
 
 
+def pending_cookie(study: Study) -> str:
+    """The signed cookie that holds a crowd link's ids until consent (views/entry.py)."""
+    return f"crowd_{study.public_id}"
+
+
 def _no_rater(request: HttpRequest, study: Study) -> HttpResponse:
+    if study.admit_crowd and pending_cookie(study) in request.COOKIES:  # back to the consent
+        return redirect("annotate:crowd", study_pid=study.public_id)
     if study.admit_onsite and not request.user.is_authenticated:
         return redirect(f"{reverse('login')}?{urlencode({'next': request.get_full_path()})}")
     return redirect("annotate:study", study_pid=study.public_id)

@@ -4,6 +4,10 @@
   worker sees the study's instructions and a consent box first; nothing is reserved until they
   agree. A worker who already agreed goes straight to their open or next item; one who arrives
   when the study has nothing left for them goes straight to the end page.
+- A link with ids nobody has used yet writes nothing, not even a session: the ids wait in a
+  signed cookie until the consent POST, which creates the rater. New identities per client
+  address are capped per hour (ANNOTATION_CROWD_ARRIVALS_PER_HOUR), so a stranger replaying the
+  link with made-up ids cannot fill the database with raters and sessions.
 - Public sign-up: a nickname and consent, rate-limited per client address.
 - The end page says where the rater stands (annotation/outcome.py) and shows a crowd code only
   when it was earned: the completion code, or the study's no-more-work code.
@@ -13,8 +17,10 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -36,6 +42,7 @@ from annotation.views.annotator import (
     _study,
     _too_many,
     has_consented,
+    pending_cookie,
 )
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -43,6 +50,9 @@ MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 # Query parameter -> where it is kept, per platform.
 PROLIFIC_META = {"STUDY_ID": "study_id", "SESSION_ID": "session_id"}
 MTURK_META = {"hitId": "hit_id", "assignmentId": "assignment_id"}
+ENTRY_PARAMS = ("PROLIFIC_PID", *PROLIFIC_META, "workerId", *MTURK_META, "turkSubmitTo")
+PENDING_SALT = "annotation.crowd-entry"
+PENDING_MAX_AGE = 24 * 3600
 
 
 def _crowd_identity(query) -> tuple[str, str, dict[str, str]]:
@@ -73,9 +83,53 @@ def _missing_worker_id(request: HttpRequest, study: Study) -> HttpResponse:
     )
 
 
-def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
+def _pending_ids(request: HttpRequest, study: Study) -> QueryDict | None:
+    """The ids of a link opened before consent, from the signed cookie the entry page set."""
+    value = request.COOKIES.get(pending_cookie(study))
+    if not value:
+        return None
     try:
-        platform, worker, meta = _crowd_identity(request.GET)
+        ids = signing.loads(value, salt=PENDING_SALT, max_age=PENDING_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    if not isinstance(ids, dict):
+        return None
+    query = QueryDict(mutable=True)
+    query.update({k: v for k, v in ids.items() if k in ENTRY_PARAMS and isinstance(v, str)})
+    return query
+
+
+def _keep_pending(response: HttpResponse, study: Study, query) -> HttpResponse:
+    """Sign the link's ids into a cookie (URL-safe characters only, so any client keeps it)."""
+    ids = {name: query[name] for name in ENTRY_PARAMS if query.get(name)}
+    response.set_cookie(
+        pending_cookie(study),
+        signing.dumps(ids, salt=PENDING_SALT, compress=True),
+        max_age=PENDING_MAX_AGE,
+        httponly=True,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
+    return response
+
+
+def _new_arrival_refused(request: HttpRequest) -> bool:
+    """One more new crowd identity from this address this hour would pass the cap."""
+    cap = int(getattr(settings, "ANNOTATION_CROWD_ARRIVALS_PER_HOUR", 200))
+    if cap <= 0:
+        return False
+    key = f"annot-crowd-new:{client_ip(request)}:{int(time.time() // 3600)}"
+    cache.add(key, 0, 3700)
+    return cache.incr(key) > cap
+
+
+def _crowd_rater(
+    request: HttpRequest, study: Study, query, *, create: bool
+) -> Rater | HttpResponse:
+    """The crowd rater the ids in `query` name, remembered in the session. A worker nobody has
+    seen is created only when `create` (the consent POST); otherwise an unsaved Rater."""
+    try:
+        platform, worker, meta = _crowd_identity(query)
     except LookupError:
         return _missing_worker_id(request, study)
     except ValueError:
@@ -86,23 +140,30 @@ def _crowd_rater(request: HttpRequest, study: Study) -> Rater | HttpResponse:
             _("The ids in this link are not valid. Open the study again from your platform."),
             status=400,
         )
-    if platform == "mturk":
-        mturk = dict(request.session.get(SESSION_MTURK, {}))
-        mturk[study.public_id] = {
-            "assignmentId": meta["assignment_id"],
-            "turkSubmitTo": meta.pop("submit_to"),
-        }
-        request.session[SESSION_MTURK] = mturk
-    rater, created = Rater.objects.get_or_create(
-        kind=Rater.Kind.HUMAN,
-        pool=Rater.Pool.CROWD,
-        platform=platform,
-        external_id=worker,
-        defaults={"meta": meta},
-    )
-    if not created and meta != {k: rater.meta.get(k) for k in meta}:
+    submit_to = meta.pop("submit_to", None)
+    key = {"kind": Rater.Kind.HUMAN, "pool": Rater.Pool.CROWD, "platform": platform}
+    rater = Rater.objects.filter(**key, external_id=worker).first()
+    if rater is None:
+        if not create:
+            return Rater(**key, external_id=worker, meta=meta)
+        if _new_arrival_refused(request):
+            return _message(
+                request,
+                study,
+                _("Too many new workers from your network"),
+                _("Too many new worker ids arrived from your address this hour. Try again later."),
+                status=429,
+            )
+        rater, _created = Rater.objects.get_or_create(
+            **key, external_id=worker, defaults={"meta": meta}
+        )
+    if meta != {k: rater.meta.get(k) for k in meta}:
         rater.meta = {**rater.meta, **meta}
         rater.save(update_fields=["meta"])
+    if submit_to is not None:
+        mturk = dict(request.session.get(SESSION_MTURK, {}))
+        mturk[study.public_id] = {"assignmentId": meta["assignment_id"], "turkSubmitTo": submit_to}
+        request.session[SESSION_MTURK] = mturk
     _remember(request, study, rater)
     return rater
 
@@ -120,9 +181,13 @@ def crowd_entry(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
     if request.GET.get("assignmentId") == MTURK_PREVIEW:
         return render(request, "annotation/crowd_preview.html", {"study": study})
     rater = _rater_for(request, study)
+    # The link's ids; without any, those of the link opened before consent.
+    query: QueryDict = request.GET
+    if not _has_ids(query):
+        query = _pending_ids(request, study) or query
     if rater is None or rater.pool != Rater.Pool.CROWD or _has_ids(request.GET):
         # A new arrival, or a link with ids (which always win over the session).
-        arrived = _crowd_rater(request, study)
+        arrived = _crowd_rater(request, study, query, create=False)
         if isinstance(arrived, HttpResponse):
             return arrived
         rater = arrived
@@ -131,17 +196,41 @@ def crowd_entry(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
     if has_consented(rater, study) and study.status == Study.Status.LIVE:
         return _serve_next(request, study, rater)
     if outcome.rater_outcome(study=study, rater=rater).state == outcome.NO_MORE_WORK:
+        if rater.pk is None:  # the end page shows the no-more-work code to a known rater
+            created = _crowd_rater(request, study, query, create=True)
+            if isinstance(created, HttpResponse):
+                return created
         return redirect("annotate:done", study_pid=study.public_id)
-    return render(request, "annotation/crowd_start.html", {"study": study})
+    page = render(request, "annotation/crowd_start.html", {"study": study})
+    if rater.pk is None:
+        return _keep_pending(page, study, query)
+    if pending_cookie(study) in request.COOKIES:  # an earlier link's ids must not win now
+        page.delete_cookie(pending_cookie(study), samesite="Lax")
+    return page
 
 
 def _crowd_consent(request: HtmxHttpRequest, study: Study) -> HttpResponse:
+    pending = _pending_ids(request, study)
     rater = _rater_for(request, study)
-    if rater is None or rater.pool != Rater.Pool.CROWD:
+    if pending is None and (rater is None or rater.pool != Rater.Pool.CROWD):
         return _missing_worker_id(request, study)
     if request.POST.get("consent") != "yes":
         context = {"study": study, "error": _("Tick the box to agree before you start.")}
         return render(request, "annotation/crowd_start.html", context, status=400)
+    if pending is not None:  # the ids of the link just opened win over the session
+        arrived = _crowd_rater(request, study, pending, create=True)
+        if isinstance(arrived, HttpResponse):
+            return arrived
+        rater = arrived
+    if rater is None:
+        return _missing_worker_id(request, study)
+    response = _consented(request, study, rater)
+    if pending is not None:
+        response.delete_cookie(pending_cookie(study), samesite="Lax")
+    return response
+
+
+def _consented(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResponse:
     if not has_consented(rater, study):
         consent = dict((rater.meta or {}).get("consent", {}))
         consent[study.public_id] = timezone.now().isoformat()

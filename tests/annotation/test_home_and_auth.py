@@ -9,6 +9,13 @@ def test_home_page_renders_for_anonymous_visitors(client, db):
     assert b"Log in" in response.content
 
 
+def test_pages_name_an_inline_icon_so_browsers_ask_for_no_missing_favicon(client, db):
+    # Without it every first page view logs a 404 for /favicon.ico in the browser's console.
+    assert client.get("/favicon.ico").status_code == 404
+    for url in ("/", "/accounts/login/"):
+        assert b'<link rel="icon" href="data:,">' in client.get(url).content
+
+
 def test_home_page_lists_an_organizers_own_studies_only(
     client, organizer, small_dataset, star_rubric
 ):

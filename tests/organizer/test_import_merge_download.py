@@ -113,6 +113,8 @@ def test_errors_are_shown_by_file_and_line_and_nothing_is_written(organizer_clie
         ({"rater": "someone"}, "The jsonl format does not use this field"),
         ({"format": "nope"}, "Select a valid choice. nope is not one of the available choices"),
         ({"dataset": "x\x00y"}, "Null characters are not allowed"),
+        ({"dataset": ""}, "Name the dataset: your own JSONL or CSV files need one."),
+        ({"dataset": "  "}, "Name the dataset: your own JSONL or CSV files need one."),
     ],
 )
 def test_bad_options_are_400_with_a_message(organizer_client, fields, message):
@@ -120,6 +122,40 @@ def test_bad_options_are_400_with_a_message(organizer_client, fields, message):
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not Question.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "content"),
+    [
+        ("latin1.csv", "csv", "type,question_id,text\nquestion,q1,Caf\xe9\n".encode("latin-1")),
+        (
+            "latin1.jsonl",
+            "jsonl",
+            '{"type": "question", "question_id": "q1", "text": "\xe9"}'.encode("latin-1"),
+        ),
+    ],
+)
+def test_a_file_that_is_not_utf8_is_refused_with_how_to_fix_it(
+    organizer_client, name, fmt, content
+):
+    response = upload(organizer_client, content, name=name, format=fmt)
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert f"{name}: the file is not UTF-8 text (byte 0xe9 cannot be read)" in html
+    assert "save it as UTF-8" in html
+    assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_a_question_id_used_twice_for_different_texts_is_refused(organizer_client):
+    twice = GOOD + b"\n" + jsonl({"type": "question", "question_id": "q1", "text": "2+2=?"})
+    response = upload(organizer_client, twice)
+    assert response.status_code == 400
+    assert "mine.jsonl, line 6: question id &#x27;q1&#x27; is used again for another text" in (
+        response.content.decode()
+    )
+    assert not Question.objects.exists()
+    same_again = GOOD + b"\n" + jsonl({"type": "question", "question_id": "q1", "text": "1+1=?"})
+    assert upload(organizer_client, same_again).status_code == 200  # a repeated line is fine
 
 
 def test_only_organizers_import(client, annotator_user):
