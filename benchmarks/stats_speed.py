@@ -11,7 +11,9 @@
    report's worker threads (``ranking.stats.report.REPORT_THREADS``); ``--sequential`` also times
    it with everything in one thread (same figures). The seconds per report section are printed
    too (``meta["timings"]``, wall, and ``meta["cpu_timings"]``, CPU seconds of the thread that
-   ran the section), and the process's CPU seconds next to the wall time, with the
+   ran the section; the compiled kernels that ``ranking.stats.parallel`` spreads over its own
+   threads, the Elo shuffles and the per-pair kappa bootstrap, count only in the process's
+   total), and the process's CPU seconds next to the wall time, with the
    machine's load and CPU steal over the run (on a busy shared machine the wall time includes
    waiting for a core). A large study's page after new ratings is served the last snapshot while
    a background job refreshes it (docs/decisions/report-speed.md): that request costs what the

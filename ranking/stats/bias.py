@@ -272,10 +272,12 @@ _POS_COLS = {
 
 
 def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
-    c = pair_df["choice"].to_numpy()
+    # One comparison per label on the column (category codes when categorical), not per use.
+    c = pair_df["choice"]
+    is_a, is_b = (c == "A").to_numpy(bool), (c == "B").to_numpy(bool)
     left_a = pair_df["left_is_a"].to_numpy(bool)
-    left = ((c == "A") & left_a) | ((c == "B") & ~left_a)
-    right = ((c == "B") & left_a) | ((c == "A") & ~left_a)
+    left = (is_a & left_a) | (is_b & ~left_a)
+    right = (is_b & left_a) | (is_a & ~left_a)
     return pd.DataFrame(
         {
             "rater_id": pair_df["rater_id"].to_numpy(),
@@ -283,8 +285,8 @@ def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
             "pool": pair_df["pool"].to_numpy(),
             "left": left,
             "right": right,
-            "tie": c == "tie",
-            "both_bad": c == "both_bad",
+            "tie": (c == "tie").to_numpy(bool),
+            "both_bad": (c == "both_bad").to_numpy(bool),
         }
     )
 

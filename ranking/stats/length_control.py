@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .rankings import match_arrays
-from .schema import empty_frame, str_values
+from .schema import codes_and_names, empty_frame, str_values
 
 LC_COLS = {
     "group": "str",
@@ -89,14 +89,15 @@ def lc_win_rates(theta: np.ndarray, played: np.ndarray) -> np.ndarray:
 
 
 def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
-    kind = str_values(pair_df["rater_kind"])
-    rater = str_values(pair_df["rater_id"])
-    pool = str_values(pair_df["pool"])
-    out = [("humans", "all", kind == "human")]
-    out += [
-        ("pool", p, (pool == p) & (kind == "human")) for p in sorted(set(pool[kind == "human"]))
-    ]
-    out += [("judge", r, rater == r) for r in sorted(set(rater[kind == "judge"]))]
+    """(group_by, group, row mask): all humans, each human pool, each judge (in name order;
+    integer codes, not a string comparison per row)."""
+    human = (pair_df["rater_kind"] == "human").to_numpy(bool)
+    judge = (pair_df["rater_kind"] == "judge").to_numpy(bool)
+    pool, pools = codes_and_names(pair_df["pool"])
+    rater, raters = codes_and_names(pair_df["rater_id"])
+    out = [("humans", "all", human)]
+    out += [("pool", str(pools[c]), (pool == c) & human) for c in np.unique(pool[human])]
+    out += [("judge", str(raters[c]), rater == c) for c in np.unique(rater[judge])]
     return out
 
 

@@ -81,11 +81,19 @@ NOTE_BT = "not enough data: Bradley-Terry needs human comparisons connecting at 
 # --------------------------------------------------------------------------- item outcomes
 
 
-def _who_and_what(ratings: pd.DataFrame) -> dict[str, np.ndarray]:
+def _labels(values: pd.Series) -> Any:
+    """A label column as the outcome rows keep it: categoricals stay categorical (grouping by
+    their codes is much cheaper than hashing a string per row), anything else as strings."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.array.rename_categories([str(c) for c in values.cat.categories])
+    return str_values(values)
+
+
+def _who_and_what(ratings: pd.DataFrame) -> dict[str, Any]:
     """The columns every outcome row starts with: rater, rater kind, rating and item."""
     return {
-        "rater_id": str_values(ratings["rater_id"]),
-        "rater_kind": str_values(ratings["rater_kind"]),
+        "rater_id": _labels(ratings["rater_id"]),
+        "rater_kind": _labels(ratings["rater_kind"]),
         "rating_id": ratings["rating_id"].to_numpy(),
         "item_id": ratings["item_id"].to_numpy(),
     }
@@ -97,8 +105,8 @@ def star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
     base = pd.DataFrame(
         {
             **_who_and_what(s),
-            "model": str_values(s["model"]),
-            "criterion": str_values(s["criterion"]),
+            "model": _labels(s["model"]),
+            "criterion": _labels(s["criterion"]),
             "score": s["score"].to_numpy(dtype=float),
         }
     ).dropna(subset=["score"])
@@ -114,8 +122,8 @@ def pair_outcomes(pair: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             **_who_and_what(p),
-            "model_a": str_values(p["model_a"]),
-            "model_b": str_values(p["model_b"]),
+            "model_a": _labels(p["model_a"]),
+            "model_b": _labels(p["model_b"]),
             "score": p["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),
         }
     )

@@ -79,6 +79,12 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
     if isinstance(values.dtype, pd.CategoricalDtype) and categories is None:
         values = values.cat.rename_categories([str(c) for c in values.cat.categories])
         return values.cat.reorder_categories(sorted(values.cat.categories))
+    if categories is None and not isinstance(values.dtype, pd.CategoricalDtype):
+        # Strings without missing values (the usual frames): one factorisation, whose sorted
+        # categories are the sorted names the general path below computes.
+        cat = pd.Categorical(values)
+        if (cat.codes >= 0).all() and all(isinstance(c, str) for c in cat.categories):
+            return pd.Series(cat, index=values.index, name=values.name)
     values = values.astype(str)
     if categories is None:
         categories = sorted(pd.unique(values.to_numpy()))
