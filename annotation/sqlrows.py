@@ -9,7 +9,9 @@ through their field's own `get_db_prep_save`, so the stored values are those `bu
 store. Constraints are SQLite's, as for any INSERT; errors come out as Django's (IntegrityError).
 
 Each row is its own `execute` of the same prepared statement (sqlite3 caches it), so its id is
-`lastrowid`: no reliance on the order of a multi-row INSERT's RETURNING rows.
+`lastrowid`: no reliance on the order of a multi-row INSERT's RETURNING rows. The statements go
+past Django's cursor wrapper (its per-statement placeholder rewriting and execute hooks), so
+query logging and `assertNumQueries` do not see them, as they do not see pgcopy's COPY rows.
 """
 
 from __future__ import annotations
