@@ -170,7 +170,7 @@ def _questions(ctx: _Ctx) -> None:
     ctx.q_ids = _question_ids(ctx, referenced) if new_q else q_ids
 
 
-def _new_responses(ctx: _Ctx) -> list[Response]:
+def _new_responses(ctx: _Ctx) -> list[tuple[int, int, str, str]]:
     """Responses have the natural key (question, LLM). A stored response must carry the same
     text, or the two files disagree about what was rated."""
     stored = {
@@ -180,7 +180,7 @@ def _new_responses(ctx: _Ctx) -> list[Response]:
         )
     }
     seen: dict[tuple[int, int], tuple[str, str]] = {}
-    new: list[Response] = []
+    new: list[tuple[int, int, str, str]] = []  # question id, LLM id, external id, text
     for spec in ctx.bundle.responses:
         key = (ctx.q_ids[spec.question], ctx.llm_ids[spec.llm])
         earlier = stored.get(key), "the one already stored"
@@ -197,21 +197,26 @@ def _new_responses(ctx: _Ctx) -> list[Response]:
         if key in stored:
             ctx.count("responses", skipped=1)
             continue
-        new.append(
-            Response(
-                question_id=key[0],
-                llm_id=key[1],
-                external_id=spec.external_id,
-                text=spec.text,
-                length=len(spec.text),
-            )
-        )
+        new.append((key[0], key[1], spec.external_id, spec.text))
     return new
 
 
 def _responses(ctx: _Ctx) -> None:
     new = _new_responses(ctx)
-    _batched_create(Response, new, enabled=ctx.progress, desc="responses")
+    if pgcopy.available():  # no model instance per response (they cost more than the COPY)
+        pgcopy.copy_rows(
+            Response,
+            ("id", "question_id", "llm_id", "external_id", "text", "length"),
+            ((rid, q, llm, eid, text, len(text)) for rid, (q, llm, eid, text) in
+             zip(pgcopy.reserve_ids(Response._meta.db_table, len(new)), new, strict=True)),
+            expected=len(new),
+        )  # fmt: skip
+    else:
+        objs = [
+            Response(question_id=q, llm_id=llm, external_id=eid, text=text, length=len(text))
+            for q, llm, eid, text in new
+        ]
+        _batched_create(Response, objs, enabled=ctx.progress, desc="responses")
     ctx.count("responses", added=len(new))
     if ctx.bundle.ratings:
         rows = Response.objects.filter(question__dataset=ctx.dataset)
