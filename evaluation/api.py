@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api.fields import CountsSerializer, slug_of
+from annotation.api.fields import CountsSerializer, VisibleSlugField, slug_of
 from annotation.permissions import studies_for
 from evaluation import launch, recording, selectors, services
 from evaluation.forms import JUDGE_FIELDS, RUN_BOUNDS, PromptTemplateForm, non_ascii_numbers
@@ -32,8 +32,9 @@ class JudgeOut(serializers.ModelSerializer):
 
 
 class JudgeIn(serializers.ModelSerializer):
-    template = serializers.SlugRelatedField(
-        slug_field="key", queryset=PromptTemplate.objects.all(), required=False, allow_null=True
+    # Another organizer's template is refused exactly as a missing key.
+    template = VisibleSlugField(
+        slug_field="key", visible=services.templates_for, required=False, allow_null=True
     )
 
     class Meta:
@@ -45,12 +46,6 @@ class JudgeIn(serializers.ModelSerializer):
         if errors:
             raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
-
-    def validate_template(self, value):
-        user = self.context["request"].user
-        if value is not None and not services.templates_for(user).filter(pk=value.pk).exists():
-            raise serializers.ValidationError("Unknown template.")
-        return value
 
 
 class TemplateSer(serializers.ModelSerializer):

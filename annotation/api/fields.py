@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -16,6 +18,7 @@ def slug_of(slug_field: str) -> serializers.SlugRelatedField[Any]:
     return serializers.SlugRelatedField(slug_field=slug_field, read_only=True)
 
 
+@extend_schema_field(OpenApiTypes.STR)  # the slug: a dataset's name, an LLM's name
 class VisibleSlugField(serializers.SlugRelatedField):
     """An input naming a related object by a unique field, chosen among the rows `visible(user)`
     returns for the request's user: another organizer's row is refused exactly as a missing one

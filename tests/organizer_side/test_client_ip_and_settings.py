@@ -124,6 +124,17 @@ def test_envnetworks_refuses_a_bad_proxy_entry(monkeypatch):
         config_settings.envnetworks("LLMEVAL_TEST_NETS")
 
 
+def test_envpairs_reads_name_value_pairs_and_refuses_anything_else(monkeypatch):
+    monkeypatch.setenv("LLMEVAL_TEST_PAIRS", "A=api.openai.com, A=gw.example,B=x")
+    assert config_settings.envpairs("LLMEVAL_TEST_PAIRS", "") == [
+        ("A", "api.openai.com"), ("A", "gw.example"), ("B", "x")
+    ]  # fmt: skip
+    for bad in ("api.openai.com", "A=", "=host"):
+        monkeypatch.setenv("LLMEVAL_TEST_PAIRS", bad)
+        with pytest.raises(config_settings.SettingError, match="NAME=value"):
+            config_settings.envpairs("LLMEVAL_TEST_PAIRS", "")
+
+
 def _load_settings(**env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "TRUSTED_PROXIES"}}
     environment.update(env)

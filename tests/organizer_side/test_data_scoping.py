@@ -223,3 +223,20 @@ def test_the_import_command_as_another_user_is_refused(other_organizer, alice_da
     with pytest.raises(ImportRefused, match="taken by another organizer"):
         dataset_import(format="jsonl", paths=[path], user=other_organizer, dataset=alice_data.name)
     assert alice_data.questions.count() == 2
+
+
+def test_a_judge_cannot_use_another_organizers_template(bob_client, organizer):
+    from evaluation.services import prompt_template_create
+
+    prompt_template_create(
+        key="alice-tpl", name="t", kind="star", parser="stars",
+        user="Question: {question}\nAnswer: {answer}\nRate it.", owner=organizer,
+    )  # fmt: skip
+    url = reverse("judges_api:judge_create")
+    body = {"name": "bob-judge", "base_url": "https://judge.example/v1", "api_key_env": "X"}
+    theirs = bob_client.post(url, {**body, "template": "alice-tpl"}, "application/json")
+    missing = bob_client.post(url, {**body, "template": "no-such"}, "application/json")
+    assert theirs.status_code == missing.status_code == 400
+    assert theirs.json()["template"] == [
+        m.replace("no-such", "alice-tpl") for m in missing.json()["template"]
+    ]
