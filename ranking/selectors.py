@@ -121,10 +121,14 @@ def _ratings_frame(study: Study, *, exclude_simulated: bool) -> pd.DataFrame:
     served = pd.to_datetime(df["served_at"], utc=True)
     # Time on the item: the page's measured active time when there is one, else submit minus
     # serve. Imported ratings carry no real exposure (served == submitted), so a non-positive
-    # span means "unknown" rather than "instant".
+    # span means "unknown" rather than "instant". The active time comes from the client: one
+    # longer than the item was shown is impossible (a speeder posting active_ms=600000), so the
+    # span caps it.
     span = (df["submitted_at"] - served).dt.total_seconds()
+    span = span.where(span > 0)
     active = pd.to_numeric(df["active_ms"], errors="coerce") / 1000.0
-    df["duration_s"] = active.where(active.notna(), span.where(span > 0)).astype(float)
+    duration = active.where(active.notna(), span)
+    df["duration_s"] = duration.where(span.isna() | (duration <= span), span).astype(float)
     return df.drop(columns=["served_at", "active_ms"])
 
 

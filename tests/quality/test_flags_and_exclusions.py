@@ -31,6 +31,17 @@ def test_flags_name_the_straight_liner_the_speeder_and_the_gold_failer(crowd):
     assert flags["good1"] == flags["good2"] == ""
 
 
+def test_a_speeder_claiming_a_long_active_time_is_still_too_fast(crowd):
+    # The page's active time is the client's word: 10 minutes claimed on items shown 0.5 s.
+    from annotation.models import Assignment
+
+    lied = Assignment.objects.filter(rater=crowd.raters["speeder"]).update(active_ms=600_000)
+    assert lied > 10
+    assert _flags(crowd)["speeder"].split() == ["too_fast"]
+    Assignment.objects.filter(rater=crowd.raters["good1"]).update(active_ms=600_000)
+    assert _flags(crowd)["good1"] == ""  # an honest long time stays long (capped at 30 s+)
+
+
 def test_check_ratings_stay_out_of_model_statistics(crowd):
     frames = study_frames(crowd.study)
     check_ids = {g.pk for g in crowd.gold} | {crowd.attention.pk}
