@@ -120,7 +120,14 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         if jsonl:
-            raise ImportRefused(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+            hint = ""
+            if exc.msg.startswith("Invalid control character"):  # "... at": Python's wording
+                hint = (
+                    "; a tab, line break or NUL inside a text must be written as \\t, \\n, \\u0000"
+                )
+            raise ImportRefused(
+                f"{where}: not valid JSON ({exc.msg.removesuffix(' at')}, column {exc.colno}{hint})"
+            ) from exc
         raise ImportRefused(
             f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc

@@ -146,6 +146,17 @@ def test_a_file_that_is_not_utf8_is_refused_with_how_to_fix_it(
     assert not Dataset.objects.filter(name="my-data").exists()
 
 
+def test_a_raw_control_character_in_a_jsonl_text_says_how_to_write_it(organizer_client):
+    raw = GOOD + b'\n{"type": "question", "question_id": "q9", "text": "tab\there"}'
+    response = upload(organizer_client, raw)
+    assert response.status_code == 400
+    assert (
+        "mine.jsonl, line 6: not valid JSON (Invalid control character, column 55; a tab, line "
+        "break or NUL inside a text must be written as \\t, \\n, \\u0000)"
+    ) in response.content.decode()
+    assert not Question.objects.exists()
+
+
 def test_a_question_id_used_twice_for_different_texts_is_refused(organizer_client):
     twice = GOOD + b"\n" + jsonl({"type": "question", "question_id": "q1", "text": "2+2=?"})
     response = upload(organizer_client, twice)
