@@ -212,10 +212,8 @@ def _responses(ctx: _Ctx) -> None:
             expected=len(new),
         )  # fmt: skip
     else:
-        objs = [
-            Response(question_id=q, llm_id=llm, external_id=eid, text=text, length=len(text))
-            for q, llm, eid, text in new
-        ]
+        objs = [Response(question_id=q, llm_id=llm, external_id=eid, text=t, length=len(t))
+                for q, llm, eid, t in new]  # fmt: skip
         _batched_create(Response, objs, enabled=ctx.progress, desc="responses")
     ctx.count("responses", added=len(new))
     if ctx.bundle.ratings:
@@ -349,8 +347,7 @@ def _copy_items(new: dict[tuple, list[int]], ids: dict[tuple, int]) -> None:
 
 
 def _item_of(ctx: _Ctx, spec: RatingSpec, pairwise: bool) -> tuple[Study, tuple, bool]:
-    """The rating's study, its item's key (study, response A, response B or None) and whether
-    the file's first model is response A."""
+    """The rating's study, its item's key (study, A, B or None), whether the first model is A."""
     study = ctx.studies[spec.study]
     first = _response_id(ctx, spec, spec.llm)
     a, b = first, None
