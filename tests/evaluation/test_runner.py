@@ -79,7 +79,10 @@ def test_judge_runs_leave_the_human_engine_counters_alone(make_study, make_judge
 def test_pairwise_choices_are_stored_canonically_with_the_order_presented(
     make_study, make_judge, fake
 ):
-    study = make_study([f"Q{i}?" for i in range(8)], mode="pairwise", rubric="pairwise", n_llms=2)
+    # 32 items: the order is drawn per item from the run's seed and the item's id, which depend
+    # on what the database made before (PostgreSQL does not reuse ids), so with 8 items one order
+    # for all came up about once in 128 runs; with 32 it is about once in 2 billion.
+    study = make_study([f"Q{i}?" for i in range(32)], mode="pairwise", rubric="pairwise", n_llms=2)
     run = run_judge(study, make_judge(), repeat_rate=0)
     orders = set()
     for call in run.calls.select_related("rating__assignment", "item"):
