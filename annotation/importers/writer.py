@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache, partial
 from typing import Any
 
@@ -144,6 +144,13 @@ def _questions(ctx: _Ctx) -> None:
     rows: list[ResponseSpec | RatingSpec] = [*b.responses, *b.ratings]
     referenced = set(b.questions) | {r.question for r in rows}
     q_ids = _question_ids(ctx, referenced)
+    stored = Question.objects.filter(pk__in=[q_ids[e] for e in b.questions if e in q_ids])
+    for eid, text in stored.values_list("external_id", "text"):
+        if b.questions[eid].text != text:
+            raise ImportRefused(
+                f"question {eid!r} is stored in dataset {ctx.dataset.name!r} with another text "
+                "(the files disagree about what was asked): give the new text a new question id"
+            )
     for spec in rows:
         if spec.question not in q_ids and spec.question not in b.questions:
             raise ImportRefused(
@@ -151,17 +158,7 @@ def _questions(ctx: _Ctx) -> None:
                 f"{ctx.dataset.name!r}"
             )
     new_q = [
-        Question(
-            dataset=ctx.dataset,
-            external_id=s.external_id,
-            text=s.text,
-            task_type=s.task_type,
-            subcategory=s.subcategory,
-            kind=s.kind,
-            answer_type=s.answer_type,
-            reference=s.reference,
-            meta=s.meta,
-        )
+        Question(dataset=ctx.dataset, **asdict(s))
         for eid, s in b.questions.items()
         if eid not in q_ids
     ]

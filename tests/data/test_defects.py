@@ -274,3 +274,23 @@ def test_empty_and_null_answers_are_imported_and_flagged_not_refused(db, corrupt
     study = Rating.objects.first().item.study
     table = data_quality(study).set_index("issue")["n"]
     assert table["empty answer"] == 2
+
+
+def test_a_question_stored_with_another_text_is_refused_and_the_same_text_is_not(db, tmp_path):
+    def jsonl(name: str, text: str):
+        path = tmp_path / name
+        rows = [
+            {"type": "question", "question_id": "Q1", "text": text},
+            {"type": "response", "question_id": "Q1", "llm": "m1", "text": "four"},
+        ]
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+        return [path]
+
+    dataset_import(format="jsonl", paths=jsonl("a.jsonl", "2+2?"), dataset="d", progress=False)
+    again = dataset_import(
+        format="jsonl", paths=jsonl("b.jsonl", "2+2?"), dataset="d", progress=False
+    )
+    assert again.added.get("questions", 0) == 0
+    message = _refused("jsonl", jsonl("c.jsonl", "3+3?"), "another text", dataset="d")
+    assert "'Q1'" in message
+    assert Question.objects.get(external_id="Q1").text == "2+2?"
