@@ -87,10 +87,14 @@ def _star_board(report: StudyReport, kind: str) -> Board | None:
     if star.empty or "mean" not in star.columns:
         return None
     total = _of(report.table("leaderboard_total"), kind)
-    means = star["mean"].astype(float)
-    order = means.sort_values(ascending=False).index
-    ranks = _ranks(means)
     has_total = not total.empty and "total" in total.columns
+    # Criteria on different star ranges (1-3, 1-2, ...) make the plain mean a poor ranking: where
+    # the study has the LLMEval-2 total (each criterion scaled to its range), that is the order.
+    means = star["mean"].astype(float)
+    if has_total:
+        means = total["total"].astype(float).reindex(star.index).fillna(float("-inf"))
+    order = means.sort_values(ascending=False, kind="stable").index
+    ranks = _ranks(means)
     has_ci = {"ci_low", "ci_high"} <= set(star.columns)
     rows = []
     for model in order:
@@ -105,7 +109,14 @@ def _star_board(report: StudyReport, kind: str) -> Board | None:
     columns += [_("Interval (95%)")] if has_ci else []
     columns += [_("Total /100")] if has_total else []
     columns.append(_("Ratings"))
-    note = _("Mean stars over all criteria; equal means share a rank.")
+    note = (
+        _(
+            "Ordered by the LLMEval-2 total (each criterion scaled to its range, out of 100); "
+            "ties share a rank."
+        )
+        if has_total
+        else _("Mean stars over all criteria; equal means share a rank.")
+    )
     return Board(kind, _(KIND_LABELS[kind]), columns, rows, note)
 
 

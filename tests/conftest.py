@@ -27,6 +27,18 @@ def _fresh_cache():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _default_language():
+    """A page request in another language (LocaleMiddleware) leaves that language active in the
+    thread: every test starts in the default one, whatever ran before it in the worker."""
+    from django.conf import settings
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
 def _organizer(username: str) -> User:
     user = User.objects.create_user(username, password=f"{username}-pass-123")
     user.groups.add(Group.objects.get_or_create(name=ORGANIZERS_GROUP)[0])

@@ -99,6 +99,21 @@ def test_star_summary_ranks_ties_alike(star_study):  # noqa: F811
     assert judge.columns[:3] == ["Rank", "Model", "Mean stars"]
 
 
+def test_star_summary_follows_the_total_where_criteria_ranges_differ(star_study):  # noqa: F811
+    """Criteria on 1-3 and 1-2 ranges: the plain mean of stars can order models unlike the
+    LLMEval-2 total (each criterion scaled to its range), which is the paper's ranking."""
+    report = report_build(study=star_study.study)
+    total = report.table("leaderboard_total")
+    for board in report_summary(report).boards:
+        col = board.columns.index("Total /100")
+        shown = [row[1] for row in board.rows]
+        mine = total[total["rater_kind"].astype(str) == board.kind]
+        exact = mine.set_index(mine["model"].astype(str))["total"].astype(float)
+        assert [exact[m] for m in shown] == sorted(exact[shown], reverse=True), board.kind
+        assert all(row[col] for row in board.rows)
+        assert "LLMEval-2 total" in board.note
+
+
 def test_the_agreement_headline_reads_the_judge_agreement_table(pair_study):  # noqa: F811
     report = report_build(study=pair_study.study)
     report.tables["judge_agreement"] = pd.DataFrame(
