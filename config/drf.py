@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from rest_framework import status
 from rest_framework.exceptions import ParseError
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
@@ -33,6 +34,19 @@ class ClientIpThrottleMixin:
         from annotation.net import client_ip
 
         return client_ip(request)
+
+
+class Pages(LimitOffsetPagination):
+    """Every list of the API (DEFAULT_PAGINATION_CLASS): ?limit=&offset= pages with count and
+    next/previous links. A limit past max_limit is cut to it; an offset past any real list is
+    clamped: a huge number is never a database error (SQLite's LIMIT is a 64-bit integer)."""
+
+    default_limit = 100
+    max_limit = 500
+    max_offset = 10**9
+
+    def get_offset(self, request) -> int:
+        return min(super().get_offset(request), self.max_offset)
 
 
 class SafeJSONParser(JSONParser):

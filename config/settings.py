@@ -230,7 +230,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "config.drf.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "config.drf.Pages",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"public_signup": "30/hour", "anon": "600/minute"},
     # DRF's own throttles would otherwise key on the whole X-Forwarded-For header, which any

@@ -10,13 +10,13 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError as ApiValidationError
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.api.fields import CountsSerializer, VisibleSlugField, slug_of
 from annotation.permissions import studies_for
+from config.drf import Pages
 from evaluation import launch, recording, selectors, services
 from evaluation.forms import JUDGE_FIELDS, RUN_BOUNDS, PromptTemplateForm, non_ascii_numbers
 from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
@@ -157,18 +157,6 @@ class ReparseOut(serializers.Serializer):
     changed = serializers.IntegerField()
     ok = serializers.IntegerField()
     parse_failed = serializers.IntegerField()
-
-
-class Pages(LimitOffsetPagination):
-    """?limit=&offset= pages with count and next/previous links. A limit past max_limit is cut
-    to it; an offset past any real list (or not a number) is clamped, never a database error."""
-
-    default_limit = 100
-    max_limit = 500
-    max_offset = 10**9
-
-    def get_offset(self, request) -> int:
-        return min(super().get_offset(request), self.max_offset)
 
 
 def _page(request: Request, view: APIView, queryset, serialize) -> Response:

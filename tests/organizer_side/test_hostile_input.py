@@ -304,6 +304,20 @@ def test_list_and_export_endpoints_survive_any_query(api, study, data):
     assert r.status_code < 500, (url, r.content[:300])
 
 
+@pytest.mark.parametrize(
+    "url", ["/api/datasets/", "/api/studies/", "/api/imports/", "/api/llms/", "/api/questions/"]
+)
+def test_every_list_caps_a_huge_limit_and_offset(api, study, url):
+    """Each list, not only the judge API's, pages through one class: a limit beyond SQLite's
+    64-bit LIMIT was a 500 on the lists with DRF's default paginator."""
+    r = api.get(url, {"limit": "99999999999999999999", "offset": "99999999999999999999"})
+    assert r.status_code == 200, r.content[:300]
+    assert r.json()["results"] == []
+    r = api.get(url, {"limit": "99999999999999999999"})
+    assert r.status_code == 200 and len(r.json()["results"]) <= 500
+    assert "limit=500" in (r.json()["next"] or "limit=500")
+
+
 @HYPOTHESIS
 @given(text=hostile_text)
 def test_path_parameters_never_reach_a_500(api, study, text):
