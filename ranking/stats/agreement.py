@@ -13,13 +13,12 @@ Definitions and the choices made where the paper is silent are in docs/statistic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
+from .unit_agreement import agreement_rows, mean_cohen_codes
 
 PAIRWISE_CRITERION = "pairwise"
 _CHOICE_CODE = {c: i for i, c in enumerate(CHOICES)}
@@ -373,48 +372,22 @@ def fleiss_kappa(counts: np.ndarray) -> float:
     return float(fleiss_batch(uniq, freq[None].astype(float))[0])
 
 
-def _unit_counts(f: pd.DataFrame) -> np.ndarray:
-    u = pd.factorize(f["item_id"])[0]
-    c = pd.factorize(f["value"], sort=True)[0]
-    counts = np.zeros((u.max() + 1, c.max() + 1))
-    np.add.at(counts, (u, c), 1.0)
-    return counts
-
-
 def mean_cohen_kappa(f: pd.DataFrame, *, min_common: int = 5) -> tuple[float, int]:
     """Mean Cohen's kappa over pairs of raters with at least ``min_common`` items in common.
 
     ``f`` holds first-rating judgements of one (mode, criterion). Returns (mean kappa, n pairs).
-    Vectorised: every pair of ratings of the same item becomes one row, rater pairs and
-    categories are integer-coded, and observed / expected agreement come from bincounts.
+    Vectorised (``unit_agreement.mean_cohen_codes``): every pair of ratings of the same item is
+    one pair of positions, rater pairs and categories are integer-coded, and observed / expected
+    agreement come from bincounts.
     """
     if f.empty:
         return float("nan"), 0
-    rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
-    value, cats = pd.factorize(f["value"], sort=True)
-    value = value.astype(np.int64)
-    item = f["item_id"].to_numpy()
-    x = pd.DataFrame({"item": item, "r": rater, "v": value})
-    pairs = x.merge(x, on="item", suffixes=("1", "2"))
-    pairs = pairs[pairs["r1"] < pairs["r2"]]
-    if pairs.empty:
-        return float("nan"), 0
-    n_r, n_c = int(rater.max()) + 1, len(cats)
-    pid, _ = pd.factorize(pairs["r1"].to_numpy() * n_r + pairs["r2"].to_numpy())
-    n_p = int(pid.max()) + 1
-    n = np.bincount(pid, minlength=n_p).astype(float)
-    agree = np.bincount(
-        pid, weights=pairs["v1"].to_numpy() == pairs["v2"].to_numpy(), minlength=n_p
+    return mean_cohen_codes(
+        f["item_id"].to_numpy(),
+        pd.factorize(f["rater_id"])[0].astype(np.int64),
+        f["value"].to_numpy(dtype=float),
+        min_common=min_common,
     )
-    m1 = np.bincount(pid * n_c + pairs["v1"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
-    m2 = np.bincount(pid * n_c + pairs["v2"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
-    po = agree / n
-    pe = (m1 * m2).sum(axis=1) / n**2
-    keep = (n >= min_common) & (pe < 1.0)
-    if not keep.any():
-        return float("nan"), 0
-    kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
-    return float(kappa.mean()), int(keep.sum())
 
 
 _AGREE_COLS = {
@@ -437,35 +410,12 @@ _KAPPA_COLS = {
 }
 
 
-def _groups_with_all_pool(
-    f: pd.DataFrame,
-) -> Iterator[tuple[tuple[str, str, str], pd.DataFrame]]:
-    """Yield ((mode, pool, criterion), frame) per pool and for all pools together ("all")."""
-    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True):
-        yield (mode, "all", crit), g
-        for pool, gp in g.groupby("pool", sort=True):
-            yield (mode, pool, crit), gp
-
-
 def agreement_tables(j: pd.DataFrame, *, min_common: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Krippendorff's alpha (ordinal stars, nominal pairwise) and Fleiss / mean Cohen kappa
-    per (mode, pool, criterion), on first ratings only."""
-    # Only the columns used, so that each group split copies 6 columns, not 14.
+    per (mode, pool, criterion), on first ratings only (over integer codes:
+    ``unit_agreement.agreement_rows``)."""
     f = j.loc[j["is_first"], ["mode", "criterion", "pool", "rater_id", "item_id", "value"]]
-    a_rows, k_rows = [], []
-    for (mode, pool, crit), g in _groups_with_all_pool(f):
-        level = "ordinal" if mode == "star" else "nominal"
-        m = g.groupby("item_id")["value"].transform("size")
-        g2 = g[m >= 2]
-        if g2.empty and pool != "all":
-            # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
-            continue
-        alpha = krippendorff_alpha(g2["item_id"].to_numpy(), g2["value"].to_numpy(), level)
-        n_units = int(g2["item_id"].nunique())
-        a_rows.append((mode, pool, crit, level, alpha, n_units, len(g2)))
-        fk = fleiss_kappa(_unit_counts(g2)) if len(g2) else float("nan")
-        ck, n_pairs = mean_cohen_kappa(g2, min_common=min_common) if len(g2) else (float("nan"), 0)
-        k_rows.append((mode, pool, crit, fk, n_units, ck, n_pairs))
+    a_rows, k_rows = agreement_rows(f, min_common=min_common)
     alpha_df = (
         pd.DataFrame(a_rows, columns=list(_AGREE_COLS)) if a_rows else empty_frame(_AGREE_COLS)
     )
