@@ -64,7 +64,7 @@ def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
             ]
         ].copy()
         s["value"] = s["score"]
-        s["mode"] = pd.Categorical(["star"] * len(s), categories=["pairwise", "star"])
+        s["mode"] = _constant(len(s), "star", ["pairwise", "star"])
         parts.append(s)
     if len(pair_df):
         p = pair_df[
@@ -79,10 +79,10 @@ def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
                 "hint_shown",
             ]
         ].copy()
-        p["criterion"] = pd.Categorical([PAIRWISE_CRITERION] * len(p))
+        p["criterion"] = _constant(len(p), PAIRWISE_CRITERION, [PAIRWISE_CRITERION])
         p["score"] = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
         p["value"] = pair_df["choice"].map(_CHOICE_CODE).to_numpy(dtype=float)
-        p["mode"] = pd.Categorical(["pairwise"] * len(p), categories=["pairwise", "star"])
+        p["mode"] = _constant(len(p), "pairwise", ["pairwise", "star"])
         parts.append(p)
     if not parts:
         return empty_frame(JUDGEMENT_COLUMNS)
@@ -109,12 +109,24 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
     for col in ("mode", "criterion", "rater_id", "item_id"):
         codes, uniq = pd.factorize(j[col], use_na_sentinel=False)
         key = key * max(len(uniq), 1) + codes
-    order = np.lexsort((j["rating_id"].to_numpy(), at.array.asi8))
-    order = order[~j["is_repeat"].to_numpy(bool)[order]]
-    _, first = np.unique(key[order], return_index=True)
-    flags = np.zeros(len(j), dtype=bool)
-    flags[order[first]] = True
-    return flags
+    flags = ~j["is_repeat"].to_numpy(bool)
+    # A key rated once (not as a repeat) is its own first rating: only the others need the
+    # time order, usually a few percent of the rows.
+    again = flags.copy()
+    again[flags] = pd.Series(key[flags]).duplicated(keep=False).to_numpy()
+    rows = np.flatnonzero(again)
+    if len(rows):
+        order = rows[np.lexsort((j["rating_id"].to_numpy()[rows], at.array.asi8[rows]))]
+        _, first = np.unique(key[order], return_index=True)
+        flags[rows] = False
+        flags[order[first]] = True
+    return np.asarray(flags, dtype=bool)
+
+
+def _constant(n: int, value: str, categories: list[str]) -> pd.Categorical:
+    """A categorical column of ``n`` times ``value`` (from codes: no string per row)."""
+    code = categories.index(value)
+    return pd.Categorical.from_codes(np.full(n, code, dtype=np.int8), categories=categories)
 
 
 # ------------------------------------------------------------------ ground truth / accuracy
@@ -140,9 +152,19 @@ def accuracy_flags(j: pd.DataFrame, *, ddof: int = 0, min_raters: int = 2) -> pd
     (item, criterion) with fewer than ``min_raters`` first ratings are left out: with one rating
     the rater would only be compared with itself.
     """
-    gt = ground_truth(j, ddof=ddof)
-    gt = gt[gt["n"] >= min_raters]
-    f = j[j["is_first"]].merge(gt, on=["mode", "item_id", "criterion"], how="inner")
+    # ``ground_truth`` per row by its group number instead of merging it back on three keys
+    # (same groups, same cython mean and std; rows and columns as the merge gave them).
+    f = j[j["is_first"]].reset_index(drop=True)
+    g = f.groupby(["mode", "item_id", "criterion"], sort=False)["score"]
+    ids = g.ngroup().to_numpy()
+    gt = g.agg(gt="mean", n="size")
+    n = gt["n"].to_numpy()[ids]
+    keep = n >= min_raters
+    f = f[keep].reset_index(drop=True)
+    ids = ids[keep]
+    f["gt"] = gt["gt"].to_numpy()[ids]
+    f["n"] = n[keep]
+    f["sigma"] = g.std(ddof=ddof).to_numpy()[ids]
     diff = (f["score"] - f["gt"]).abs()
     # A tiny tolerance: gt is a float mean, so "score == gt" must survive rounding.
     zero = f["sigma"] <= 1e-12
