@@ -222,14 +222,17 @@ def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.
     annotators scored 9.79 % higher without hints. Tests: Welch's t and Mann-Whitney U.
     """
     rows = []
-    sdf = star_df[star_df["hint_shown"].notna() & star_df["score"].notna()]
+    # Only the columns read (every criterion's split copies them).
+    sdf = star_df[["criterion", "hint_shown", "score"]]
+    sdf = sdf[sdf["hint_shown"].notna() & sdf["score"].notna()]
     if len(sdf) and sdf["hint_shown"].nunique() == 2:
         for crit, g in [("overall", sdf), *sdf.groupby("criterion", sort=True)]:
             h = g.loc[g["hint_shown"].astype(bool), "score"].to_numpy(float)
             nh = g.loc[~g["hint_shown"].astype(bool), "score"].to_numpy(float)
             rows.append(("star", "score", crit, h, nh))
     if flags is not None and len(flags):
-        f = flags[flags["hint_shown"].notna()]
+        f = flags[["mode", "criterion", "hint_shown", "accurate"]]
+        f = f[f["hint_shown"].notna()]
         for mode, gm in f.groupby("mode", sort=True):
             if gm["hint_shown"].nunique() < 2:
                 continue
@@ -280,9 +283,10 @@ def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
     right = (is_b & left_a) | (is_a & ~left_a)
     return pd.DataFrame(
         {
-            "rater_id": pair_df["rater_id"].to_numpy(),
-            "rater_kind": pair_df["rater_kind"].to_numpy(),
-            "pool": pair_df["pool"].to_numpy(),
+            # The label columns as they are (categoricals group by their codes, not strings).
+            "rater_id": pair_df["rater_id"].array,
+            "rater_kind": pair_df["rater_kind"].array,
+            "pool": pair_df["pool"].array,
             "left": left,
             "right": right,
             "tie": (c == "tie").to_numpy(bool),
