@@ -11,7 +11,14 @@ import pandas as pd
 from scipy import stats
 
 from .rankings import match_arrays, points_arrays
-from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame, rows_frame, time_ordered
+from .schema import (
+    CHOICE_SCORE_A,
+    codes_and_names,
+    concat_aligned,
+    empty_frame,
+    rows_frame,
+    time_ordered,
+)
 
 # --------------------------------------------------------------------------- length bias
 
@@ -400,13 +407,21 @@ def _pair_diagnostics(base: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     base["left_bias_p"] = pval.reindex(base.index)
     base["tie_share"] = (g["tie"] / n).reindex(base.index)
     base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
-    pools = sd["pool"].astype(str)
-    pool_tie = sd["tie"].groupby(pools).mean().replace(0, np.nan)
-    pool_bb = sd["both_bad"].groupby(pools).mean().replace(0, np.nan)
+    pool_tie, pool_bb = _pool_shares(sd, "tie"), _pool_shares(sd, "both_bad")
     base_pool = base["pool"].astype(str)
     base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
     base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(float)
     return base
+
+
+def _pool_shares(sd: pd.DataFrame, col: str) -> pd.Series:
+    """Share of ``col`` per pool present, by name (0 as NaN): counts per pool code, the same
+    figure as a groupby mean of the flags (integer sums, one division)."""
+    codes, names = codes_and_names(sd["pool"])
+    n = np.bincount(codes, minlength=len(names))
+    hits = np.bincount(codes, weights=sd[col].to_numpy(float), minlength=len(names))
+    seen = n > 0
+    return pd.Series(hits[seen] / n[seen], index=names[seen]).replace(0, np.nan)
 
 
 def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
