@@ -51,9 +51,15 @@ def mean_cohen_codes(
     ``agreement.mean_cohen_kappa`` over arrays."""
     if len(item) == 0:
         return float("nan"), 0
-    rater = _first_seen(rater)
     v, cats = pd.factorize(value, sort=True)
-    v = v.astype(np.int64)
+    return _mean_cohen(item, rater, v.astype(np.int64), len(cats), min_common)
+
+
+def _mean_cohen(
+    item: np.ndarray, rater: np.ndarray, v: np.ndarray, n_c: int, min_common: int
+) -> tuple[float, int]:
+    """``mean_cohen_codes`` with the values coded 0..n_c-1 in sorted order."""
+    rater = _first_seen(rater)
     p, q = within_item_pairs(item)
     # The self-merge's row for two ratings has the rater coded first on the left.
     swap = rater[p] > rater[q]
@@ -65,7 +71,7 @@ def mean_cohen_codes(
     n_rows = len(item)
     order = np.argsort(left * n_rows + right)
     left, right = left[order], right[order]
-    n_r, n_c = int(rater.max()) + 1, len(cats)
+    n_r = int(rater.max()) + 1
     pid, _ = pd.factorize(rater[left] * n_r + rater[right])
     n_p = int(pid.max()) + 1
     v1, v2 = v[left], v[right]
@@ -82,15 +88,25 @@ def mean_cohen_codes(
     return float(kappa.mean()), int(keep.sum())
 
 
-def _unit_figures(item: np.ndarray, value: np.ndarray, level: str) -> tuple[float, float, int]:
+def _sub_codes(codes: np.ndarray, cats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted codes of a subset (``pd.factorize(values, sort=True)`` of the subset's values) from
+    the sorted codes of all rows: the categories present, renumbered in order."""
+    present = np.bincount(codes, minlength=len(cats)) > 0
+    renumber = np.cumsum(present) - 1
+    return renumber[codes], cats[present]
+
+
+def _unit_figures(
+    item: np.ndarray, c: np.ndarray, cats: np.ndarray, level: str
+) -> tuple[float, float, int]:
     """(Krippendorff's alpha, Fleiss' kappa, number of items) of rows whose items all have at
-    least two values: ``krippendorff_alpha`` and ``fleiss_kappa`` of their count matrix."""
+    least two values (``item``: integer codes; ``c``: value codes in sorted ``cats``):
+    ``krippendorff_alpha`` and ``fleiss_kappa`` of their count matrix."""
     if len(item) == 0:
         return float("nan"), float("nan"), 0
-    u = pd.factorize(item)[0]
-    c, cats = pd.factorize(value, sort=True)
     k = len(cats)
-    counts = np.bincount(u * k + c, minlength=(int(u.max()) + 1) * k).reshape(-1, k)
+    counts = np.bincount(item * k + c, minlength=(int(item.max()) + 1) * k).reshape(-1, k)
+    counts = counts[counts.sum(axis=1) > 0]  # the items of the group (any order: patterns)
     uniq, freq = patterns(counts)
     weights = freq[None].astype(float)
     cats = np.asarray(cats, dtype=float)
@@ -125,6 +141,8 @@ def agreement_rows(
     item_all = pd.factorize(f["item_id"])[0].astype(np.int64)
     rater_all = codes_and_names(f["rater_id"])[0]
     value_all = f["value"].to_numpy(dtype=float)
+    vcode_all, vcats_all = pd.factorize(value_all, sort=True)
+    coded = not (vcode_all < 0).any()
     a_rows, k_rows = [], []
     for (mode, pool, crit), rows in _groups(f):
         level = "ordinal" if mode == "star" else "nominal"
@@ -134,9 +152,17 @@ def agreement_rows(
         if not len(rows) and pool != "all":
             # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
             continue
-        item, value = item_all[rows], value_all[rows]
-        alpha, fleiss, n_units = _unit_figures(item, value, level)
+        item = item_all[rows]
+        if coded:
+            v, cats = _sub_codes(vcode_all[rows], vcats_all)
+        else:  # a missing value: the subset's own factorisation, as the frame formulas do
+            v, cats = pd.factorize(value_all[rows], sort=True)
+        alpha, fleiss, n_units = _unit_figures(item, v, np.asarray(cats), level)
         a_rows.append((mode, pool, crit, level, alpha, n_units, len(rows)))
-        ck, n_pairs = mean_cohen_codes(item, rater_all[rows], value, min_common=min_common)
+        ck, n_pairs = (
+            _mean_cohen(item, rater_all[rows], v.astype(np.int64), len(cats), min_common)
+            if len(rows)
+            else (float("nan"), 0)
+        )
         k_rows.append((mode, pool, crit, fleiss, n_units, ck, n_pairs))
     return a_rows, k_rows
