@@ -13,13 +13,12 @@ Definitions and the choices made where the paper is silent are in docs/statistic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
+from .unit_agreement import agreement_rows, mean_cohen_codes
 
 PAIRWISE_CRITERION = "pairwise"
 _CHOICE_CODE = {c: i for i, c in enumerate(CHOICES)}
@@ -65,7 +64,7 @@ def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
             ]
         ].copy()
         s["value"] = s["score"]
-        s["mode"] = pd.Categorical(["star"] * len(s), categories=["pairwise", "star"])
+        s["mode"] = _constant(len(s), "star", ["pairwise", "star"])
         parts.append(s)
     if len(pair_df):
         p = pair_df[
@@ -80,10 +79,10 @@ def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
                 "hint_shown",
             ]
         ].copy()
-        p["criterion"] = pd.Categorical([PAIRWISE_CRITERION] * len(p))
+        p["criterion"] = _constant(len(p), PAIRWISE_CRITERION, [PAIRWISE_CRITERION])
         p["score"] = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
         p["value"] = pair_df["choice"].map(_CHOICE_CODE).to_numpy(dtype=float)
-        p["mode"] = pd.Categorical(["pairwise"] * len(p), categories=["pairwise", "star"])
+        p["mode"] = _constant(len(p), "pairwise", ["pairwise", "star"])
         parts.append(p)
     if not parts:
         return empty_frame(JUDGEMENT_COLUMNS)
@@ -110,12 +109,24 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
     for col in ("mode", "criterion", "rater_id", "item_id"):
         codes, uniq = pd.factorize(j[col], use_na_sentinel=False)
         key = key * max(len(uniq), 1) + codes
-    order = np.lexsort((j["rating_id"].to_numpy(), at.array.asi8))
-    order = order[~j["is_repeat"].to_numpy(bool)[order]]
-    _, first = np.unique(key[order], return_index=True)
-    flags = np.zeros(len(j), dtype=bool)
-    flags[order[first]] = True
-    return flags
+    flags = ~j["is_repeat"].to_numpy(bool)
+    # A key rated once (not as a repeat) is its own first rating: only the others need the
+    # time order, usually a few percent of the rows.
+    again = flags.copy()
+    again[flags] = pd.Series(key[flags]).duplicated(keep=False).to_numpy()
+    rows = np.flatnonzero(again)
+    if len(rows):
+        order = rows[np.lexsort((j["rating_id"].to_numpy()[rows], at.array.asi8[rows]))]
+        _, first = np.unique(key[order], return_index=True)
+        flags[rows] = False
+        flags[order[first]] = True
+    return np.asarray(flags, dtype=bool)
+
+
+def _constant(n: int, value: str, categories: list[str]) -> pd.Categorical:
+    """A categorical column of ``n`` times ``value`` (from codes: no string per row)."""
+    code = categories.index(value)
+    return pd.Categorical.from_codes(np.full(n, code, dtype=np.int8), categories=categories)
 
 
 # ------------------------------------------------------------------ ground truth / accuracy
@@ -141,9 +152,19 @@ def accuracy_flags(j: pd.DataFrame, *, ddof: int = 0, min_raters: int = 2) -> pd
     (item, criterion) with fewer than ``min_raters`` first ratings are left out: with one rating
     the rater would only be compared with itself.
     """
-    gt = ground_truth(j, ddof=ddof)
-    gt = gt[gt["n"] >= min_raters]
-    f = j[j["is_first"]].merge(gt, on=["mode", "item_id", "criterion"], how="inner")
+    # ``ground_truth`` per row by its group number instead of merging it back on three keys
+    # (same groups, same cython mean and std; rows and columns as the merge gave them).
+    f = j[j["is_first"]].reset_index(drop=True)
+    g = f.groupby(["mode", "item_id", "criterion"], sort=False)["score"]
+    ids = g.ngroup().to_numpy()
+    gt = g.agg(gt="mean", n="size")
+    n = gt["n"].to_numpy()[ids]
+    keep = n >= min_raters
+    f = f[keep].reset_index(drop=True)
+    ids = ids[keep]
+    f["gt"] = gt["gt"].to_numpy()[ids]
+    f["n"] = n[keep]
+    f["sigma"] = g.std(ddof=ddof).to_numpy()[ids]
     diff = (f["score"] - f["gt"]).abs()
     # A tiny tolerance: gt is a float mean, so "score == gt" must survive rounding.
     zero = f["sigma"] <= 1e-12
@@ -157,8 +178,38 @@ def _rater_meta(j: pd.DataFrame) -> pd.DataFrame:
 
 def rater_counts(j: pd.DataFrame) -> pd.DataFrame:
     """Number of first ratings (distinct rating ids) per (rater, mode)."""
-    f = j[j["is_first"]]
+    f = j.loc[j["is_first"], ["rater_id", "mode", "rating_id"]]
+    fast = _rater_counts_fast(f)
+    if fast is not None:
+        return fast
     return f.groupby(["rater_id", "mode"])["rating_id"].nunique().rename("n_ratings").reset_index()
+
+
+def _rater_counts_fast(f: pd.DataFrame) -> pd.DataFrame | None:
+    """``rater_counts`` from the categorical codes: distinct (rating, mode, rater) keys counted
+    per (rater, mode) in category order, the groupby's rows and dtypes (None when the columns
+    are not categoricals or the key would not fit in 63 bits)."""
+    rater, mode = f["rater_id"], f["mode"]
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in (rater, mode)):
+        return None
+    r, m = rater.cat.codes.to_numpy(np.int64), mode.cat.codes.to_numpy(np.int64)
+    rid = f["rating_id"].to_numpy(np.int64)
+    n_r, n_m = len(rater.cat.categories), len(mode.cat.categories)
+    if len(f) == 0 or (r < 0).any() or (m < 0).any() or rid.min() < 0:
+        return None
+    if (int(rid.max()) + 1) * n_m * n_r >= 2**62:
+        return None
+    group = r * n_m + m
+    keys = pd.unique(rid * (n_r * n_m) + group)
+    counts = np.bincount(keys % (n_r * n_m), minlength=n_r * n_m)
+    seen = np.flatnonzero(counts)
+    return pd.DataFrame(
+        {
+            "rater_id": pd.Categorical.from_codes(seen // n_m, dtype=rater.dtype),
+            "mode": pd.Categorical.from_codes(seen % n_m, dtype=mode.dtype),
+            "n_ratings": counts[seen].astype(np.int64),
+        }
+    )
 
 
 _ACC_RATER_COLS = {
@@ -373,48 +424,22 @@ def fleiss_kappa(counts: np.ndarray) -> float:
     return float(fleiss_batch(uniq, freq[None].astype(float))[0])
 
 
-def _unit_counts(f: pd.DataFrame) -> np.ndarray:
-    u = pd.factorize(f["item_id"])[0]
-    c = pd.factorize(f["value"], sort=True)[0]
-    counts = np.zeros((u.max() + 1, c.max() + 1))
-    np.add.at(counts, (u, c), 1.0)
-    return counts
-
-
 def mean_cohen_kappa(f: pd.DataFrame, *, min_common: int = 5) -> tuple[float, int]:
     """Mean Cohen's kappa over pairs of raters with at least ``min_common`` items in common.
 
     ``f`` holds first-rating judgements of one (mode, criterion). Returns (mean kappa, n pairs).
-    Vectorised: every pair of ratings of the same item becomes one row, rater pairs and
-    categories are integer-coded, and observed / expected agreement come from bincounts.
+    Vectorised (``unit_agreement.mean_cohen_codes``): every pair of ratings of the same item is
+    one pair of positions, rater pairs and categories are integer-coded, and observed / expected
+    agreement come from bincounts.
     """
     if f.empty:
         return float("nan"), 0
-    rater = pd.factorize(f["rater_id"])[0].astype(np.int64)
-    value, cats = pd.factorize(f["value"], sort=True)
-    value = value.astype(np.int64)
-    item = f["item_id"].to_numpy()
-    x = pd.DataFrame({"item": item, "r": rater, "v": value})
-    pairs = x.merge(x, on="item", suffixes=("1", "2"))
-    pairs = pairs[pairs["r1"] < pairs["r2"]]
-    if pairs.empty:
-        return float("nan"), 0
-    n_r, n_c = int(rater.max()) + 1, len(cats)
-    pid, _ = pd.factorize(pairs["r1"].to_numpy() * n_r + pairs["r2"].to_numpy())
-    n_p = int(pid.max()) + 1
-    n = np.bincount(pid, minlength=n_p).astype(float)
-    agree = np.bincount(
-        pid, weights=pairs["v1"].to_numpy() == pairs["v2"].to_numpy(), minlength=n_p
+    return mean_cohen_codes(
+        f["item_id"].to_numpy(),
+        pd.factorize(f["rater_id"])[0].astype(np.int64),
+        f["value"].to_numpy(dtype=float),
+        min_common=min_common,
     )
-    m1 = np.bincount(pid * n_c + pairs["v1"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
-    m2 = np.bincount(pid * n_c + pairs["v2"].to_numpy(), minlength=n_p * n_c).reshape(n_p, n_c)
-    po = agree / n
-    pe = (m1 * m2).sum(axis=1) / n**2
-    keep = (n >= min_common) & (pe < 1.0)
-    if not keep.any():
-        return float("nan"), 0
-    kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
-    return float(kappa.mean()), int(keep.sum())
 
 
 _AGREE_COLS = {
@@ -437,35 +462,12 @@ _KAPPA_COLS = {
 }
 
 
-def _groups_with_all_pool(
-    f: pd.DataFrame,
-) -> Iterator[tuple[tuple[str, str, str], pd.DataFrame]]:
-    """Yield ((mode, pool, criterion), frame) per pool and for all pools together ("all")."""
-    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True):
-        yield (mode, "all", crit), g
-        for pool, gp in g.groupby("pool", sort=True):
-            yield (mode, pool, crit), gp
-
-
 def agreement_tables(j: pd.DataFrame, *, min_common: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Krippendorff's alpha (ordinal stars, nominal pairwise) and Fleiss / mean Cohen kappa
-    per (mode, pool, criterion), on first ratings only."""
-    # Only the columns used, so that each group split copies 6 columns, not 14.
+    per (mode, pool, criterion), on first ratings only (over integer codes:
+    ``unit_agreement.agreement_rows``)."""
     f = j.loc[j["is_first"], ["mode", "criterion", "pool", "rater_id", "item_id", "value"]]
-    a_rows, k_rows = [], []
-    for (mode, pool, crit), g in _groups_with_all_pool(f):
-        level = "ordinal" if mode == "star" else "nominal"
-        m = g.groupby("item_id")["value"].transform("size")
-        g2 = g[m >= 2]
-        if g2.empty and pool != "all":
-            # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
-            continue
-        alpha = krippendorff_alpha(g2["item_id"].to_numpy(), g2["value"].to_numpy(), level)
-        n_units = int(g2["item_id"].nunique())
-        a_rows.append((mode, pool, crit, level, alpha, n_units, len(g2)))
-        fk = fleiss_kappa(_unit_counts(g2)) if len(g2) else float("nan")
-        ck, n_pairs = mean_cohen_kappa(g2, min_common=min_common) if len(g2) else (float("nan"), 0)
-        k_rows.append((mode, pool, crit, fk, n_units, ck, n_pairs))
+    a_rows, k_rows = agreement_rows(f, min_common=min_common)
     alpha_df = (
         pd.DataFrame(a_rows, columns=list(_AGREE_COLS)) if a_rows else empty_frame(_AGREE_COLS)
     )

@@ -11,7 +11,14 @@ import pandas as pd
 from scipy import stats
 
 from .rankings import match_arrays, points_arrays
-from .schema import CHOICE_SCORE_A, concat_aligned, empty_frame, rows_frame, time_ordered
+from .schema import (
+    CHOICE_SCORE_A,
+    codes_and_names,
+    concat_aligned,
+    empty_frame,
+    rows_frame,
+    time_ordered,
+)
 
 # --------------------------------------------------------------------------- length bias
 
@@ -222,14 +229,17 @@ def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.
     annotators scored 9.79 % higher without hints. Tests: Welch's t and Mann-Whitney U.
     """
     rows = []
-    sdf = star_df[star_df["hint_shown"].notna() & star_df["score"].notna()]
+    # Only the columns read (every criterion's split copies them).
+    sdf = star_df[["criterion", "hint_shown", "score"]]
+    sdf = sdf[sdf["hint_shown"].notna() & sdf["score"].notna()]
     if len(sdf) and sdf["hint_shown"].nunique() == 2:
         for crit, g in [("overall", sdf), *sdf.groupby("criterion", sort=True)]:
             h = g.loc[g["hint_shown"].astype(bool), "score"].to_numpy(float)
             nh = g.loc[~g["hint_shown"].astype(bool), "score"].to_numpy(float)
             rows.append(("star", "score", crit, h, nh))
     if flags is not None and len(flags):
-        f = flags[flags["hint_shown"].notna()]
+        f = flags[["mode", "criterion", "hint_shown", "accurate"]]
+        f = f[f["hint_shown"].notna()]
         for mode, gm in f.groupby("mode", sort=True):
             if gm["hint_shown"].nunique() < 2:
                 continue
@@ -280,9 +290,10 @@ def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
     right = (is_b & left_a) | (is_a & ~left_a)
     return pd.DataFrame(
         {
-            "rater_id": pair_df["rater_id"].to_numpy(),
-            "rater_kind": pair_df["rater_kind"].to_numpy(),
-            "pool": pair_df["pool"].to_numpy(),
+            # The label columns as they are (categoricals group by their codes, not strings).
+            "rater_id": pair_df["rater_id"].array,
+            "rater_kind": pair_df["rater_kind"].array,
+            "pool": pair_df["pool"].array,
             "left": left,
             "right": right,
             "tie": (c == "tie").to_numpy(bool),
@@ -396,13 +407,21 @@ def _pair_diagnostics(base: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     base["left_bias_p"] = pval.reindex(base.index)
     base["tie_share"] = (g["tie"] / n).reindex(base.index)
     base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
-    pools = sd["pool"].astype(str)
-    pool_tie = sd["tie"].groupby(pools).mean().replace(0, np.nan)
-    pool_bb = sd["both_bad"].groupby(pools).mean().replace(0, np.nan)
+    pool_tie, pool_bb = _pool_shares(sd, "tie"), _pool_shares(sd, "both_bad")
     base_pool = base["pool"].astype(str)
     base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
     base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(float)
     return base
+
+
+def _pool_shares(sd: pd.DataFrame, col: str) -> pd.Series:
+    """Share of ``col`` per pool present, by name (0 as NaN): counts per pool code, the same
+    figure as a groupby mean of the flags (integer sums, one division)."""
+    codes, names = codes_and_names(sd["pool"])
+    n = np.bincount(codes, minlength=len(names))
+    hits = np.bincount(codes, weights=sd[col].to_numpy(float), minlength=len(names))
+    seen = n > 0
+    return pd.Series(hits[seen] / n[seen], index=names[seen]).replace(0, np.nan)
 
 
 def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:

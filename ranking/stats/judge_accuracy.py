@@ -129,6 +129,16 @@ def _groups(f: pd.DataFrame, human: np.ndarray) -> list[tuple[str, np.ndarray, l
     ]
 
 
+def _distinct_raters(group: np.ndarray, rater: np.ndarray, n_groups: int, n_r: int) -> np.ndarray:
+    """Number of distinct raters per group code: a groups x raters presence table when it is
+    small (a bincount, not a sort of every row), else the distinct (group, rater) keys."""
+    if n_groups * n_r <= 1 << 24:
+        seen = np.bincount(group * n_r + rater, minlength=n_groups * n_r).reshape(n_groups, n_r)
+        counts: np.ndarray = (seen > 0).sum(axis=1)
+        return counts
+    return np.bincount(np.unique(group * n_r + rater) // n_r, minlength=n_groups)
+
+
 def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
     """Accuracy within sigma per variant, mode and group (judge, human pool, all humans).
 
@@ -155,7 +165,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
                 g = codes[sel]
                 k = np.bincount(g, minlength=len(names))
                 hit = np.bincount(g, weights=acc[sel], minlength=len(names))
-                raters = np.bincount(np.unique(g * n_r + rater[sel]) // n_r, minlength=len(names))
+                raters = _distinct_raters(g, rater[sel], len(names), n_r)
                 rows += [
                     (
                         variant,

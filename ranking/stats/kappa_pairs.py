@@ -172,12 +172,14 @@ def chance_agreement(
     """Fleiss' kappa and Krippendorff's alpha (nominal for pairwise; ordinal and interval for
     stars) with bootstrap intervals, per (mode, raters, criterion). ``raters``: "all" (humans
     and judges), "humans", or one pool."""
-    f = _first(j)
+    # Only the columns read (each group and subset copies them).
+    cols = ["mode", "criterion", "rater_kind", "pool", "item_id", "value"]
+    f = j.loc[j["is_first"], cols] if len(j) else j
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        kind = g["rater_kind"].astype(str)
-        subsets = [("all", g), ("humans", g[kind == "human"])]
+        human = (g["rater_kind"] == "human").to_numpy(bool)
+        subsets = [("all", g), ("humans", g[human])]
         subsets += [(str(p), gp) for p, gp in g.groupby("pool", sort=True, observed=True)]
         for raters, sub in subsets:
             if len(sub):

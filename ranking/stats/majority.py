@@ -98,21 +98,25 @@ def macro_prf(conf: np.ndarray) -> tuple[float, float, float]:
     return float(p[present].mean()), float(r[present].mean()), float(f[present].mean())
 
 
+# (code per row, name per code) of a label column: ``schema.codes_and_names``.
+Coded = tuple[np.ndarray, np.ndarray]
+
+
 def _group_keys(
-    g: pd.DataFrame, human: np.ndarray
-) -> list[tuple[str, tuple[np.ndarray, np.ndarray], np.ndarray]]:
+    g: pd.DataFrame, human: np.ndarray, rater: Coded, pool: Coded
+) -> list[tuple[str, Coded, np.ndarray]]:
     """(group_by, (group code per row, name per code), row mask) for judges, human pools and all
     humans: integer codes, not a string per row."""
     judge = (g["rater_kind"] == "judge").to_numpy(bool)
     return [
-        ("judge", codes_and_names(g["rater_id"]), judge),
-        ("pool", codes_and_names(g["pool"]), human),
+        ("judge", rater, judge),
+        ("pool", pool, human),
         ("humans", (np.zeros(len(g), np.int64), np.array(["all"], dtype=object)), human),
     ]
 
 
 def _rows_for(
-    mode: str, crit: str, g: pd.DataFrame
+    mode: str, crit: str, g: pd.DataFrame, rater: Coded, pool: Coded
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     code, names = label_codes(g, mode)
     k = len(names)
@@ -127,9 +131,8 @@ def _rows_for(
     no_tie = (mode == "pairwise") & (code != tie)
     pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
     agree_nt = np.where(no_tie, agree, 0)
-    rater = codes_and_names(g["rater_id"])[0]
     rows, conf_rows = [], []
-    for group_by, (lab, uniq), mask in _group_keys(g, human):
+    for group_by, (lab, uniq), mask in _group_keys(g, human, rater, pool):
         present = np.bincount(lab[mask], minlength=len(uniq)) > 0
         for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(present)):
             sel = mask & (lab == c)
@@ -146,7 +149,7 @@ def _rows_for(
                     crit,
                     group_by,
                     str(grp),
-                    len(np.unique(rater[sel])),
+                    len(np.unique(rater[0][sel])),
                     n_ok,
                     int((sel & ~has_truth).sum()),
                     float(np.trace(conf) / n_ok) if n_ok else np.nan,
@@ -167,12 +170,18 @@ def _rows_for(
 
 def majority_agreement(j: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(agreement table, confusion table) over first ratings; see the module docstring."""
-    f = j[j["is_first"]] if len(j) else j
+    # Only the columns used (each group split copies them), coded once for all groups.
+    cols = ["mode", "criterion", "value", "rater_kind", "item_id", "rater_id", "pool"]
+    f = j.loc[j["is_first"], cols].reset_index(drop=True) if len(j) else j
     rows: list[tuple[Any, ...]] = []
     conf: list[tuple[Any, ...]] = []
     if len(f) and (f["rater_kind"].astype(str) == "human").any():
+        rater, pool = codes_and_names(f["rater_id"]), codes_and_names(f["pool"])
         for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-            r, c = _rows_for(str(mode), str(crit), g)
+            at = g.index.to_numpy()
+            r, c = _rows_for(
+                str(mode), str(crit), g, (rater[0][at], rater[1]), (pool[0][at], pool[1])
+            )
             rows += r
             conf += c
     table = pd.DataFrame(rows, columns=list(MAJORITY_COLS)) if rows else empty_frame(MAJORITY_COLS)

@@ -21,8 +21,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
-from .rankings import match_arrays
-from .schema import empty_frame, str_values
+from .rankings import _codes, labels, match_arrays
+from .schema import codes_and_names, empty_frame, str_values
 
 RANK_AGREE_COLS = {
     "mode": "str",
@@ -83,8 +83,7 @@ def _row(
 def _star_sums(
     df: pd.DataFrame, q: np.ndarray, n_q: int, models: list[str], crits: list[str]
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    m = pd.Categorical(str_values(df["model"]), categories=models).codes
-    c = pd.Categorical(str_values(df["criterion"]), categories=crits).codes
+    m, c = _codes(df["model"], models), _codes(df["criterion"], crits)
     cell = (q * len(models) + m) * len(crits) + c
     size = n_q * len(models) * len(crits)
     s = np.bincount(cell, weights=df["score"].to_numpy(float), minlength=size)
@@ -101,13 +100,13 @@ def _star_scores(w: np.ndarray, s: np.ndarray, n: np.ndarray, n_crit: int) -> np
 
 
 def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
-    kind = str_values(df["rater_kind"])
-    rater = str_values(df["rater_id"])
-    judge = kind == "judge"
+    judge = (df["rater_kind"] == "judge").to_numpy(bool)
     out = [("judge", judge)]
-    names = sorted(set(rater[judge]))
-    if len(names) > 1:
-        out += [(r, rater == r) for r in names]
+    # Rater codes order the raters as their names sort (codes_and_names).
+    rater, names = codes_and_names(df["rater_id"])
+    present = np.unique(rater[judge])
+    if len(present) > 1:
+        out += [(str(names[c]), rater == c) for c in present]
     return out
 
 
@@ -125,10 +124,10 @@ def ranking_agreement(
     star = star_df[star_df["score"].notna()]
     if len(star):
         q, qs = pd.factorize(star["question_id"])
-        models = sorted(set(str_values(star["model"])))
-        crits = sorted(set(str_values(star["criterion"])))
+        models = sorted(labels(star["model"]))
+        crits = sorted(labels(star["criterion"]))
         w = question_weights(len(qs), n_boot, rng)
-        human = str_values(star["rater_kind"]) == "human"
+        human = (star["rater_kind"] == "human").to_numpy(bool)
         hs, hn = _star_sums(star[human], q[human], len(qs), models, crits)
         hx = _star_scores(w, hs, hn, len(crits))
         for name, mask in _judge_groups(star):
@@ -160,15 +159,30 @@ def _points_sums(
     return pts.reshape(n_q, m), games.reshape(n_q, m).astype(float)
 
 
+def _differ(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Rows where the two label columns differ: by codes when they share their categories (the
+    coerced frames), else by name."""
+    same_cats = (
+        isinstance(a.dtype, pd.CategoricalDtype)
+        and isinstance(b.dtype, pd.CategoricalDtype)
+        and a.cat.categories.equals(b.cat.categories)
+        and not (a.isna().any() or b.isna().any())
+    )
+    if same_cats:
+        differ: np.ndarray = a.cat.codes.to_numpy() != b.cat.codes.to_numpy()
+        return differ
+    return np.asarray(str_values(a) != str_values(b), dtype=bool)
+
+
 def _pair_rows(
     pair_df: pd.DataFrame, n_boot: int, rng: np.random.Generator
 ) -> list[tuple[Any, ...]]:
     # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned.
-    df = pair_df[str_values(pair_df["model_a"]) != str_values(pair_df["model_b"])]
+    df = pair_df[_differ(pair_df["model_a"], pair_df["model_b"])]
     q, qs = pd.factorize(df["question_id"])
-    models = sorted(set(str_values(df["model_a"])) | set(str_values(df["model_b"])))
+    models = sorted(set(labels(df["model_a"])) | set(labels(df["model_b"])))
     w = question_weights(len(qs), n_boot, rng)
-    human = str_values(df["rater_kind"]) == "human"
+    human = (df["rater_kind"] == "human").to_numpy(bool)
     if not human.any():
         return []
     hp, hg = _points_sums(df[human], q[human], len(qs), models)

@@ -96,7 +96,9 @@ def _coerce_common(df: pd.DataFrame | None, dtypes: dict[str, str], name: str) -
     if df is None or (len(df) == 0 and len(df.columns) == 0):
         df = empty_frame(dtypes)
     _check(df, tuple(dtypes), name)
-    df = df.copy()
+    # Copy-on-write (pandas 3): the columns assigned below never reach the caller's frame, so
+    # the shallow copy is enough (a deep one copies every column of 1M rows first).
+    df = df.copy(deep=False)
     df["rating_id"] = df["rating_id"].astype(np.int64)
     df["item_id"] = df["item_id"].astype(np.int64)
     df["question_id"] = df["question_id"].astype(str)
@@ -123,19 +125,20 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
     df = _coerce_common(df, PAIR_DTYPES, "pair_df")
-    a = df["model_a"].astype(str)
-    b = df["model_b"].astype(str)
-    # model_a and model_b share one category list so that their codes are the same models.
-    models = sorted(set(pd.unique(a.to_numpy())).union(pd.unique(b.to_numpy())))
-    df["model_a"] = _as_category(a, models)
-    df["model_b"] = _as_category(b, models)
-    choice = df["choice"].astype(str)
-    bad = ~choice.isin(CHOICES)
-    if bad.any():
-        raise ValueError(
-            f"pair_df has choices outside {CHOICES}: {sorted(choice[bad].unique())[:5]}"
-        )
-    df["choice"] = choice.astype(pd.CategoricalDtype(list(CHOICES)))
+    # model_a and model_b share one category list so that their codes are the same models:
+    # each column is factorised once, then its few categories are recoded to the union.
+    a = pd.Categorical(df["model_a"].astype(str))
+    b = pd.Categorical(df["model_b"].astype(str))
+    models = sorted(set(a.categories).union(b.categories))
+    df["model_a"] = pd.Series(a.set_categories(models), index=df.index, name="model_a")
+    df["model_b"] = pd.Series(b.set_categories(models), index=df.index, name="model_b")
+    choice = pd.Categorical(df["choice"].astype(str))
+    outside: list[Any] = sorted(set(choice.categories) - set(CHOICES))
+    if (choice.codes < 0).any():
+        outside = [*outside, float("nan")]  # a missing choice is refused too
+    if outside:
+        raise ValueError(f"pair_df has choices outside {CHOICES}: {outside[:5]}")
+    df["choice"] = pd.Series(choice.set_categories(list(CHOICES)), index=df.index, name="choice")
     df["left_is_a"] = df["left_is_a"].fillna(True).astype(bool)
     df["len_a"] = pd.to_numeric(df["len_a"], errors="coerce").fillna(0).astype(np.int64)
     df["len_b"] = pd.to_numeric(df["len_b"], errors="coerce").fillna(0).astype(np.int64)
