@@ -16,9 +16,11 @@ query logging and `assertNumQueries` do not see them, as they do not see pgcopy'
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Field, Model
 
@@ -56,7 +58,23 @@ def _converter(field: Field) -> Callable[[Any], Any] | None:
         return None
     if kind == "UUIDField":
         return lambda v: v.hex() if isinstance(v, bytes) else field.get_db_prep_save(v, connection)
+    if kind == "DateTimeField" and settings.USE_TZ and connection.timezone_name == "UTC":
+        return _utc_text(field)
     return lambda v: field.get_db_prep_save(v, connection)
+
+
+def _utc_text(field: Field) -> Callable[[Any], Any]:
+    """A time in UTC as the field's preparation stores it when the connection's zone is UTC
+    (naive ISO text, space-separated), without its six calls per value: the recorders write
+    several times per row. Anything else (other zones, naive times, dates) takes the field's
+    own path, warnings included."""
+
+    def convert(v: Any) -> Any:
+        if v.__class__ is dt.datetime and v.tzinfo is dt.UTC:
+            return str(v.replace(tzinfo=None))
+        return field.get_db_prep_save(v, connection)
+
+    return convert
 
 
 def insert_rows(

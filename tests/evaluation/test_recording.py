@@ -195,3 +195,31 @@ def test_call_rows_stored_with_prepared_inserts_equal_those_of_bulk_create(make_
     assert (
         read[items[0].id].cost == Decimal("0.000123456") and read[items[0].id].finished_at == when
     )
+
+
+def test_prepared_insert_times_are_stored_as_the_fields_own_preparation_stores_them(db):
+    """The UTC shortcut of annotation/sqlrows.py gives the text DateTimeField's preparation
+    gives, for UTC times with and without microseconds; other zones and None go the field's way."""
+    import datetime as dt
+
+    import pytest
+    from django.db import connection
+
+    from annotation import sqlrows
+    from evaluation.models import JudgeCall
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's prepared-INSERT path")
+    field = JudgeCall._meta.get_field("finished_at")
+    convert = sqlrows._converter(field)
+    assert convert is not None
+    values = [
+        dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 2, 11, 4, 5, 1, tzinfo=dt.timezone(dt.timedelta(hours=8))),
+        dt.datetime.fromisoformat("2026-01-02T03:04:05.5+00:00"),
+        None,
+    ]
+    assert [convert(v) for v in values] == [field.get_db_prep_save(v, connection) for v in values]
+    assert convert(values[1]) == "2026-01-02 03:04:05"
+    assert convert(values[2]) == "2026-01-02 03:04:05.000001"
