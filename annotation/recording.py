@@ -236,7 +236,8 @@ def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
 
 def _write_sqlite(rows: list[NewRating], now: dt.datetime) -> int:
     """The SQLite path: the same rows and columns as `_write_copy`, one prepared INSERT per
-    table (annotation/sqlrows.py), each row's id read back as it is written."""
+    table (annotation/sqlrows.py), each assignment's and rating's id read back as it is written;
+    the scores, whose ids nobody reads, in one executemany."""
     values = (
         _assignment_values(r, pid, now) for r, pid in zip(rows, _uuids(len(rows)), strict=True)
     )
@@ -249,7 +250,7 @@ def _write_sqlite(rows: list[NewRating], now: dt.datetime) -> int:
         rows, sqlrows.insert_rows(Rating, RATING_COLUMNS[1:], ratings), strict=True
     ):
         row.rating_id = rid
-    return len(sqlrows.insert_rows(Score, SCORE_COLUMNS, _score_values(rows)))
+    return sqlrows.insert_rows_unnumbered(Score, SCORE_COLUMNS, _score_values(rows))
 
 
 @transaction.atomic

@@ -15,6 +15,7 @@ batches of answers to the database thread (asgiref's thread-sensitive sync_to_as
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
@@ -68,6 +69,7 @@ class Executor:
         self.results: asyncio.Queue = asyncio.Queue()
         self.snapshot: dict[str, Any] = {}
         self._last_write = 0.0
+        self._context: recording.RunContext | None = None  # loaded by the first batch
 
     # --- one call -------------------------------------------------------------------------
 
@@ -240,39 +242,41 @@ class Executor:
                 await self.results.put(outcome)
 
     async def _gather_batch(self, done: asyncio.Event) -> list[Outcome]:
+        """The answers that came within FLUSH_EVERY (at most FLUSH_MAX): the writer sleeps once
+        per batch rather than waking at every answer, and the end of the work (`done`, set by
+        _phase) cuts the sleep short."""
+        if self.results.qsize() < FLUSH_MAX and not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), FLUSH_EVERY)
         batch: list[Outcome] = []
-        deadline = time.monotonic() + FLUSH_EVERY
-        while len(batch) < FLUSH_MAX:
-            while not self.results.empty() and len(batch) < FLUSH_MAX:
-                if (outcome := self.results.get_nowait()) is not None:
-                    batch.append(outcome)
-            timeout = deadline - time.monotonic()
-            if timeout <= 0 or (done.is_set() and self.results.empty()):
-                break  # time to write, or the workers are done: no point waiting
-            try:
-                # The end of the work wakes this at once: _phase puts None after setting done.
-                outcome = await asyncio.wait_for(self.results.get(), timeout)
-            except TimeoutError:
-                continue
-            if outcome is not None:
+        while len(batch) < FLUSH_MAX and not self.results.empty():
+            if (outcome := self.results.get_nowait()) is not None:
                 batch.append(outcome)
         return batch
 
+    def _record(self, batch: list[Outcome]) -> dict[str, Any]:
+        """In the database thread: the batch written, then the progress shown (one hand-off to
+        that thread per batch, not two)."""
+        if self._context is None:
+            self._context = recording.RunContext.load(self.plan.run_id)
+        snapshot = recording.judge_calls_record(
+            run_id=self.plan.run_id, parser=self.plan.parser, outcomes=batch, context=self._context
+        )
+        if self.progress:
+            self.progress(snapshot)
+        return snapshot
+
     async def _writer(self, done: asyncio.Event) -> None:
-        record = in_db_thread(recording.judge_calls_record)
+        record = in_db_thread(self._record)
         while True:
             batch = await self._gather_batch(done)
             finished = done.is_set() and self.results.empty()
             if not batch and not finished and time.monotonic() - self._last_write < 1.0:
                 continue  # nothing to write; the heartbeat goes out once a second
             self._last_write = time.monotonic()
-            self.snapshot = await record(
-                run_id=self.plan.run_id, parser=self.plan.parser, outcomes=batch
-            )
+            self.snapshot = await record(batch)
             if self.snapshot.get("cancel"):
                 self.stop = True
-            if self.progress:
-                await in_db_thread(self.progress)(self.snapshot)
             if finished:
                 return
 
@@ -309,7 +313,6 @@ class Executor:
                 q.put_nowait(None)
             await asyncio.gather(*workers)
             done.set()
-            self.results.put_nowait(None)  # wakes the writer: nothing more is coming
             await writer
         return repeats
 

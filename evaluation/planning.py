@@ -8,7 +8,7 @@ import functools
 import hashlib
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +37,8 @@ class Job:
     left_is_a: bool
     hint_shown: bool
     seq: int
-    bodies: dict[bool, dict[str, Any]]
-    hashes: dict[bool, str]
+    bodies: Mapping[bool, dict[str, Any]]
+    hashes: Mapping[bool, str]
     specs: list[parsers.Spec] = field(default_factory=list)
 
 
@@ -120,11 +120,49 @@ def plan_head(ctx: PlanContext) -> Plan:
     )
 
 
-def _bodies(ctx: PlanContext, render: dict[str, Any]) -> tuple[dict, dict]:
-    """The request in JSON mode (when the run asks for it) and in text mode, with their hashes."""
+class _Requests:
+    """A job's request bodies and hashes by JSON mode, each made the first time it is asked
+    for: the plain-text fallback is only sent once a server refuses JSON mode, so most runs
+    never render it (it was half of each job's prompt rendering and hashing)."""
+
+    def __init__(self, modes: tuple[bool, ...], make: Callable[[bool], tuple[dict, str]]):
+        self.modes, self._make = modes, make
+        self._made: dict[bool, tuple[dict, str]] = {}
+
+    def get(self, mode: bool, part: int) -> Any:
+        if mode not in self.modes:
+            raise KeyError(mode)
+        made = self._made.get(mode)
+        if made is None:
+            made = self._made[mode] = self._make(mode)
+        return made[part]
+
+
+class ByMode(Mapping[bool, Any]):
+    """One part (0: bodies, 1: hashes) of a job's _Requests, read as a dict by JSON mode."""
+
+    def __init__(self, requests: _Requests, part: int) -> None:
+        self._requests, self._part = requests, part
+
+    def __getitem__(self, mode: bool) -> Any:
+        return self._requests.get(mode, self._part)
+
+    def __contains__(self, mode: object) -> bool:
+        return mode in self._requests.modes  # without making the request
+
+    def __iter__(self) -> Iterator[bool]:
+        return iter(self._requests.modes)
+
+    def __len__(self) -> int:
+        return len(self._requests.modes)
+
+
+def _bodies(ctx: PlanContext, render: dict[str, Any]) -> tuple[ByMode, ByMode]:
+    """The request in JSON mode (when the run asks for it) and in text mode, with their hashes:
+    the first mode made now (its hash is the cache key), the fallback when first asked for."""
     params, template = ctx.run.params, ctx.run.template
-    bodies, hashes = {}, {}
-    for json_mode in {ctx.json_first, False}:
+
+    def make(json_mode: bool) -> tuple[dict, str]:
         body: dict[str, Any] = {
             "model": params["model"],
             "messages": prompts.render_messages(template, render, json_mode=json_mode),
@@ -135,9 +173,11 @@ def _bodies(ctx: PlanContext, render: dict[str, Any]) -> tuple[dict, dict]:
             body["seed"] = params["seed"]
         if json_mode:
             body["response_format"] = {"type": "json_object"}
-        bodies[json_mode] = body
-        hashes[json_mode] = request_hash(params["base_url"], body)
-    return bodies, hashes
+        return body, request_hash(params["base_url"], body)
+
+    requests = _Requests((True, False) if ctx.json_first else (False,), make)
+    requests.get(ctx.json_first, 0)
+    return ByMode(requests, 0), ByMode(requests, 1)
 
 
 def _render(ctx: PlanContext, item: Item, order: bool, hint: bool, views: list) -> dict:

@@ -195,3 +195,65 @@ def test_call_rows_stored_with_prepared_inserts_equal_those_of_bulk_create(make_
     assert (
         read[items[0].id].cost == Decimal("0.000123456") and read[items[0].id].finished_at == when
     )
+
+
+def test_prepared_insert_times_are_stored_as_the_fields_own_preparation_stores_them(db):
+    """The UTC shortcut of annotation/sqlrows.py gives the text DateTimeField's preparation
+    gives, for UTC times with and without microseconds; other zones and None go the field's way."""
+    import datetime as dt
+
+    import pytest
+    from django.db import connection
+
+    from annotation import sqlrows
+    from evaluation.models import JudgeCall
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's prepared-INSERT path")
+    field = JudgeCall._meta.get_field("finished_at")
+    convert = sqlrows._converter(field)
+    assert convert is not None
+    values = [
+        dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 2, 11, 4, 5, 1, tzinfo=dt.timezone(dt.timedelta(hours=8))),
+        dt.datetime.fromisoformat("2026-01-02T03:04:05.5+00:00"),
+        None,
+    ]
+    assert [convert(v) for v in values] == [field.get_db_prep_save(v, connection) for v in values]
+    assert convert(values[1]) == "2026-01-02 03:04:05"
+    assert convert(values[2]) == "2026-01-02 03:04:05.000001"
+
+
+def test_batches_sharing_a_run_context_report_what_the_database_holds(make_study, make_judge, fake):
+    """The executor reads the run once (recording.RunContext); each batch's snapshot still
+    comes from the database: another executor's increments and a cancel asked meanwhile show."""
+    import pytest
+    from django.db.models import F
+
+    from evaluation.models import JudgeRun
+    from evaluation.planning import judge_run_plan
+    from evaluation.recording import Outcome, RunContext, judge_calls_record
+
+    study = make_study(["A?", "B?"], n_llms=1)
+    run = judge_run_create(study=study, judge=make_judge(json_mode="off"), repeat_rate=0)
+    a, b = judge_run_plan(run=run).pending
+    context = RunContext.load(run.pk)
+
+    def outcome(job):
+        raw = answer_for(job.bodies[False]["messages"])
+        return Outcome(job=job, json_mode=False, status="ok", raw=raw, tokens_in=5, tokens_out=2)
+
+    first = judge_calls_record(
+        run_id=run.pk, parser="stars", outcomes=[outcome(a)], context=context
+    )
+    assert (first["n_done"], first["n_ok"], first["cancel"]) == (1, 1, False)
+    JudgeRun.objects.filter(pk=run.pk).update(n_done=F("n_done") + 5, cancel_requested=True)
+    second = judge_calls_record(
+        run_id=run.pk, parser="stars", outcomes=[outcome(b)], context=context
+    )
+    assert (second["n_done"], second["n_ok"], second["cancel"]) == (7, 2, True)
+    assert Rating.objects.filter(rater=run.judge.rater).count() == 2
+    other = judge_run_create(study=make_study(["C?"], n_llms=1), judge=make_judge(), repeat_rate=0)
+    with pytest.raises(ValueError):
+        judge_calls_record(run_id=other.pk, parser="stars", outcomes=[], context=context)
