@@ -18,7 +18,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Field
@@ -38,6 +37,7 @@ from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Study
 from annotation.net import client_ip
 from annotation.views.annotator_item import item_context
+from config.redis_cache import hit
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
 SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
@@ -80,12 +80,7 @@ def _throttled(rater: Rater) -> bool:
     """Public raters get a per-minute request budget; accounts and crowd workers are vetted."""
     if rater.pool != Rater.Pool.PUBLIC:
         return False
-    key = f"annot-thr:{rater.pk}:{int(time.time() // 60)}"
-    cache.add(key, 0, 120)
-    try:
-        return cache.incr(key) > PUBLIC_REQUESTS_PER_MINUTE
-    except ValueError:
-        return False
+    return hit(f"annot-thr:{rater.pk}:{int(time.time() // 60)}", 120) > PUBLIC_REQUESTS_PER_MINUTE
 
 
 def _too_many() -> HttpResponse:
