@@ -30,7 +30,8 @@ from annotation.models import SHUFFLE_MAX, Assignment, Item, Rater, Study
 # The hot query on PostgreSQL: pick the first unlocked item of one load level at or after a
 # point in shuffle order that this rater was never exposed to, and reserve it, in one round trip.
 # The expression matches the item_pick index; FOR UPDATE re-checks the load on the newest row
-# version, SKIP LOCKED passes over rows other annotators are taking right now.
+# version, SKIP LOCKED passes over rows other annotators are taking right now. For a new exposure
+# the same statement also writes it (_pick_sql).
 _PICK_UNIFORM = """
     SELECT i.id FROM annotation_item i
     WHERE i.study_id = %(study)s
