@@ -39,7 +39,8 @@ def item_urls(assignment_pid: UUID) -> dict[str, str]:
 # The item fragment's fixed wording, per language: {% translate %} costs a lazy string, a
 # catalogue look-up and a localize per tag on every render (about a fifth of the fragment's
 # time); these are looked up once per process and language.
-_LABELS: dict[str, dict[str, str]] = {}
+# Each entry is stored whole, in one assignment: a server thread never sees half of one.
+_LABELS: dict[str, tuple[dict[str, str], list[tuple[str, str]]]] = {}
 
 
 def _item_labels() -> dict[str, str]:
@@ -77,19 +78,16 @@ def item_labels() -> tuple[dict[str, str], list[tuple[str, str]]]:
     """The fragment's wording and the pairwise choices (value, label) in the active language,
     translated once per process and language."""
     language = translation.get_language() or ""
-    labels = _LABELS.get(language)
-    if labels is None:
-        labels = _LABELS[language] = _item_labels()
-        _CHOICES[language] = [
+    entry = _LABELS.get(language)
+    if entry is None:
+        choices = [
             ("left", _("Left is better")),
             ("tie", _("Tie")),
             ("both_bad", _("Both are bad")),
             ("right", _("Right is better")),
         ]
-    return labels, _CHOICES[language]
-
-
-_CHOICES: dict[str, list[tuple[str, str]]] = {}
+        entry = _LABELS[language] = (_item_labels(), choices)
+    return entry
 
 
 def criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
