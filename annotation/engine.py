@@ -40,13 +40,13 @@ from annotation.engine_base import (
     Slot,
     StudyUnavailable,
     check_admission,
-    exposure_create,
+    exposure_new,
     hint_for,
     lock_rater,
     rng_default,
 )
 from annotation.engine_hidden import hidden_exposure
-from annotation.engine_pick import assignments_expire, reserve_or_reclaim
+from annotation.engine_pick import assignments_expire, reserve_exposure
 from annotation.engine_submit import (
     Submitted,
     canonical_choice,
@@ -184,15 +184,14 @@ def _new_exposure(slot: Slot, *, last_hidden: bool, rng: random.Random) -> Assig
     if hidden:
         return exposure
     study = slot.study
-    item_id = reserve_or_reclaim(study=study, rater=slot.rater, now=slot.served_at, rng=rng)
-    if item_id is None:
-        return None
-    return exposure_create(
+    # Sides and hint are drawn first: on PostgreSQL the pick's statement writes the exposure.
+    a = exposure_new(
         slot,
-        item_id=item_id,
+        item_id=None,
         left_is_a=rng.random() < 0.5 if study.mode == Rubric.Mode.PAIRWISE else True,
         hint_shown=hint_for(study, rng),
     )
+    return reserve_exposure(a, now=slot.served_at, rng=rng)
 
 
 def _resume(

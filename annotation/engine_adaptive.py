@@ -19,6 +19,7 @@ from django.tasks import task
 
 from annotation import engine_priority
 from annotation.models import Item, PairChoice, Rater, Rating, Rubric, Study
+from config.redis_cache import hit
 
 REFRESH_EVERY = engine_priority.REFRESH_EVERY
 REFRESH_SECONDS = engine_priority.REFRESH_SECONDS
@@ -117,8 +118,7 @@ def note_submit(study: Study) -> None:
         return
     due_key = f"annot-adaptive-due:{study.pk}"
     count_key = f"annot-adaptive-count:{study.pk}"
-    cache.add(count_key, 0, timeout=None)
-    count = cache.incr(count_key)
+    count = hit(count_key, None)
     fresh = cache.add(due_key, 1, timeout=REFRESH_SECONDS)
     if fresh or count >= REFRESH_EVERY:
         cache.set(count_key, 0, timeout=None)

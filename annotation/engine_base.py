@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Field
 
 from annotation import engine_sql
 from annotation.models import Assignment, Rater, Study
@@ -58,10 +59,13 @@ def lock_rater(rater: Rater) -> None:
     )
 
 
+_EXPOSURE_COLUMNS = (
+    "public_id", "study_id", "item_id", "rater_id", "seq", "status", "left_is_a", "hint_shown",
+    "is_repeat", "repeat_of_id", "served_at", "expires_at", "client_tag",
+)  # fmt: skip
 _EXPOSURE_INSERT = (
-    "INSERT INTO annotation_assignment (public_id, study_id, item_id, rater_id, seq, status, "
-    "left_is_a, hint_shown, is_repeat, repeat_of_id, served_at, expires_at, client_tag) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+    f"INSERT INTO annotation_assignment ({', '.join(_EXPOSURE_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_EXPOSURE_COLUMNS))}) RETURNING id"
 )
 
 
@@ -81,45 +85,71 @@ class Slot:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-def exposure_create(
+def exposure_new(
     slot: Slot,
     *,
-    item_id: int,
+    item_id: int | None,
     left_is_a: bool,
     hint_shown: bool,
     is_repeat: bool = False,
     repeat_of_id: int | None = None,
 ) -> Assignment:
-    """Insert an exposure (one statement) and return it as a model instance."""
+    """The exposure as an unsaved model instance (item_id None: the pick decides it)."""
     a = Assignment(
         public_id=uuid.uuid4(),
         status=Assignment.Status.SERVED,
         **slot.fields(),
-        item_id=item_id,
         left_is_a=left_is_a,
         hint_shown=hint_shown,
         is_repeat=is_repeat,
         repeat_of_id=repeat_of_id,
     )
+    a.item_id = item_id  # type: ignore[assignment]  # None until the pick decides it
+    return a
+
+
+def exposure_values(a: Assignment) -> dict[str, Any]:
+    """The exposure's columns as statement parameters, prepared as the ORM would store them."""
     db = engine_sql.db_value
-    a.pk = engine_sql.sql(
-        _EXPOSURE_INSERT,
-        [
-            db(Assignment, "public_id", a.public_id),
-            a.study_id,
-            a.item_id,
-            a.rater_id,
-            a.seq,
-            a.status,
-            a.left_is_a,
-            a.hint_shown,
-            a.is_repeat,
-            a.repeat_of_id,
-            db(Assignment, "served_at", a.served_at),
-            db(Assignment, "expires_at", a.expires_at),
-            a.client_tag,
-        ],
-    )[0][0]
+    return {
+        column: db(Assignment, column, getattr(a, column))
+        if column in ("public_id", "served_at", "expires_at")
+        else getattr(a, column)
+        for column in _EXPOSURE_COLUMNS
+    }
+
+
+def exposure_saved(a: Assignment, pk: int) -> Assignment:
+    """The instance once its row is written: it is an ordinary loaded model from here on."""
+    a.pk = pk
     a._state.adding = False
     a._state.db = connection.alias
     return a
+
+
+def exposure_insert(a: Assignment) -> Assignment:
+    """Write an exposure built by exposure_new (one statement) and return it."""
+    values = list(exposure_values(a).values())
+    return exposure_saved(a, engine_sql.sql(_EXPOSURE_INSERT, values)[0][0])
+
+
+def exposure_insert_select(source: str, item_column: str) -> str:
+    """INSERT ... SELECT of an exposure whose item comes from `source` (a CTE of the same
+    statement; nothing is inserted when it is empty); the other columns are the named
+    parameters of exposure_values, each cast to its column's type (a parameter in a select list
+    has no type of its own). Returns the new exposure's id and its item's."""
+    items = []
+    for column in _EXPOSURE_COLUMNS:
+        if column == "item_id":
+            items.append(f"{source}.{item_column}")
+            continue
+        field = Assignment._meta.get_field(column)  # by column name (attname) too
+        assert isinstance(field, Field)
+        text = field.get_internal_type() in ("CharField", "TextField")
+        # Text as text: a cast to varchar(n) would cut a longer value instead of refusing it.
+        items.append(f"CAST(%({column})s AS {'text' if text else field.cast_db_type(connection)})")
+    return (
+        f"INSERT INTO annotation_assignment ({', '.join(_EXPOSURE_COLUMNS)}) "
+        f"SELECT {', '.join(items)} FROM {source} "
+        "RETURNING annotation_assignment.id, annotation_assignment.item_id"
+    )

@@ -17,7 +17,7 @@ from typing import TypedDict
 from django.db.models import Exists, OuterRef
 
 from annotation import engine_sql
-from annotation.engine_base import REPEAT_GAP, Slot, exposure_create, hint_for
+from annotation.engine_base import REPEAT_GAP, Slot, exposure_insert, exposure_new, hint_for
 from annotation.engine_pick import reserve_or_reclaim
 from annotation.models import Assignment, Item, Rater, Rubric, Study
 
@@ -85,7 +85,7 @@ def repeat_create(slot: Slot, origin: Origin, rng: random.Random) -> Assignment 
     (where the excess over the study's rate came from; see docs/annotators.md)."""
     if not _something_new_left(slot, rng):
         return None
-    return exposure_create(
+    exposure = exposure_new(
         slot,
         item_id=origin["item_id"],
         # Pairwise repeats show the sides swapped; star items have one side.
@@ -94,6 +94,7 @@ def repeat_create(slot: Slot, origin: Origin, rng: random.Random) -> Assignment 
         is_repeat=True,
         repeat_of_id=origin["pk"],
     )
+    return exposure_insert(exposure)
 
 
 def check_create(slot: Slot, item_id: int, rng: random.Random) -> Assignment | None:
@@ -101,12 +102,13 @@ def check_create(slot: Slot, item_id: int, rng: random.Random) -> Assignment | N
     item (check_answer is stored canonically, so the sides do not matter to it)."""
     if not _something_new_left(slot, rng):
         return None
-    return exposure_create(
+    exposure = exposure_new(
         slot,
         item_id=item_id,
         left_is_a=rng.random() < 0.5 if slot.study.mode == Rubric.Mode.PAIRWISE else True,
         hint_shown=hint_for(slot.study, rng),
     )
+    return exposure_insert(exposure)
 
 
 def hidden_exposure(

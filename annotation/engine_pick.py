@@ -11,20 +11,28 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
+from functools import cache
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from annotation import engine_sql
+from annotation.engine_base import (
+    exposure_insert,
+    exposure_insert_select,
+    exposure_saved,
+    exposure_values,
+)
 from annotation.models import SHUFFLE_MAX, Assignment, Item, Rater, Study
 
 # The hot query on PostgreSQL: pick the first unlocked item of one load level at or after a
 # point in shuffle order that this rater was never exposed to, and reserve it, in one round trip.
 # The expression matches the item_pick index; FOR UPDATE re-checks the load on the newest row
-# version, SKIP LOCKED passes over rows other annotators are taking right now.
-_PICK_SQL = """
-WITH pick AS (
+# version, SKIP LOCKED passes over rows other annotators are taking right now. For a new exposure
+# the same statement also writes it (_pick_sql).
+_PICK_UNIFORM = """
     SELECT i.id FROM annotation_item i
     WHERE i.study_id = %(study)s
       AND (i.n_ratings + i.n_reserved) = %(level)s
@@ -37,7 +45,8 @@ WITH pick AS (
     ORDER BY i.shuffle
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
-)
+"""
+_RESERVE = """
 UPDATE annotation_item SET n_reserved = annotation_item.n_reserved + 1
 FROM pick WHERE annotation_item.id = pick.id
 RETURNING annotation_item.id
@@ -45,8 +54,7 @@ RETURNING annotation_item.id
 
 # Adaptive studies on PostgreSQL: the highest priority among items with room, in the order of
 # the item_priority index, reserved in the same round trip.
-_PICK_ADAPTIVE_SQL = """
-WITH pick AS (
+_PICK_ADAPTIVE = """
     SELECT i.id FROM annotation_item i
     WHERE i.study_id = %(study)s
       AND i.check_kind = ''
@@ -58,11 +66,18 @@ WITH pick AS (
     ORDER BY i.priority DESC, (i.n_ratings + i.n_reserved), i.shuffle
     LIMIT 1
     FOR UPDATE OF i SKIP LOCKED
-)
-UPDATE annotation_item SET n_reserved = annotation_item.n_reserved + 1
-FROM pick WHERE annotation_item.id = pick.id
-RETURNING annotation_item.id
 """
+
+
+@cache
+def _pick_sql(pick: str, insert: bool) -> str:
+    """The pick and its reservation in one statement; with insert, the new exposure is written
+    by the same statement (engine_base.exposure_insert_select), which then returns its id and
+    the item's."""
+    if not insert:
+        return f"WITH pick AS ({pick}) {_RESERVE}"
+    exposure = exposure_insert_select("reserved", "id")
+    return f"WITH pick AS ({pick}), reserved AS ({_RESERVE}) {exposure}"
 
 
 def _unseen(study: Study, rater: Rater) -> QuerySet[Item]:
@@ -74,19 +89,25 @@ def _unseen(study: Study, rater: Rater) -> QuerySet[Item]:
     )
 
 
-def _reserve_uniform(*, study: Study, rater: Rater, rng: random.Random) -> int | None:
+# What a reservation gives: the item's id, and the new exposure's id when the pick's statement
+# wrote it as well.
+Reserved = tuple[int, int | None]
+
+
+def _reserve_uniform(
+    *, study: Study, rater: Rater, rng: random.Random, exposure: dict[str, Any] | None
+) -> Reserved | None:
     if engine_sql.uses_row_locks():
+        statement = _pick_sql(_PICK_UNIFORM, exposure is not None)
         with connection.cursor() as cursor:
             for level in range(study.ratings_per_item):
                 pivot = rng.randrange(SHUFFLE_MAX)
                 for lo, hi in ((pivot, SHUFFLE_MAX + 1), (0, pivot)):
-                    cursor.execute(
-                        _PICK_SQL,
-                        {"study": study.pk, "level": level, "lo": lo, "hi": hi, "rater": rater.pk},
-                    )
+                    where = {"study": study.pk, "level": level, "lo": lo, "hi": hi}
+                    cursor.execute(statement, {**where, "rater": rater.pk, **(exposure or {})})
                     row = cursor.fetchone()
                     if row is not None:
-                        return int(row[0])
+                        return _reserved(row, exposure)
         return None
     # Elsewhere (SQLite: one writer at a time) the same pick through the ORM.
     base = _unseen(study, rater)
@@ -101,17 +122,24 @@ def _reserve_uniform(*, study: Study, rater: Rater, rng: random.Random) -> int |
             )
             if item_id is not None:
                 Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
-                return item_id
+                return item_id, None
     return None
 
 
-def _reserve_adaptive(*, study: Study, rater: Rater) -> int | None:
+def _reserved(row: tuple[Any, ...], exposure: dict[str, Any] | None) -> Reserved:
+    """(item id, exposure id) from a pick's row: (item) or, with the exposure, (exposure, item)."""
+    return (int(row[1]), int(row[0])) if exposure is not None else (int(row[0]), None)
+
+
+def _reserve_adaptive(
+    *, study: Study, rater: Rater, exposure: dict[str, Any] | None
+) -> Reserved | None:
     if engine_sql.uses_row_locks():
         rows = engine_sql.sql(
-            _PICK_ADAPTIVE_SQL,
-            {"study": study.pk, "n": study.ratings_per_item, "rater": rater.pk},
+            _pick_sql(_PICK_ADAPTIVE, exposure is not None),
+            {"study": study.pk, "n": study.ratings_per_item, "rater": rater.pk, **(exposure or {})},
         )
-        return int(rows[0][0]) if rows else None
+        return _reserved(rows[0], exposure) if rows else None
     item_id = (
         _unseen(study, rater)
         .filter(load__lt=study.ratings_per_item)  # type: ignore[misc]  # the stubs miss alias()
@@ -119,17 +147,25 @@ def _reserve_adaptive(*, study: Study, rater: Rater) -> int | None:
         .values_list("pk", flat=True)
         .first()
     )
-    if item_id is not None:
-        Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
-    return item_id
+    if item_id is None:
+        return None
+    Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
+    return item_id, None
+
+
+def _reserve(
+    *, study: Study, rater: Rater, rng: random.Random, exposure: dict[str, Any] | None = None
+) -> Reserved | None:
+    if study.assignment_mode == Study.AssignmentMode.ADAPTIVE:
+        return _reserve_adaptive(study=study, rater=rater, exposure=exposure)
+    return _reserve_uniform(study=study, rater=rater, rng=rng, exposure=exposure)
 
 
 def reserve_item(*, study: Study, rater: Rater, rng: random.Random) -> int | None:
     """Pick and reserve one regular item. Returns the item id with n_reserved already
     incremented, or None when nothing is left for this rater."""
-    if study.assignment_mode == Study.AssignmentMode.ADAPTIVE:
-        return _reserve_adaptive(study=study, rater=rater)
-    return _reserve_uniform(study=study, rater=rater, rng=rng)
+    reserved = _reserve(study=study, rater=rater, rng=rng)
+    return reserved[0] if reserved is not None else None
 
 
 def reserve_or_reclaim(
@@ -140,6 +176,21 @@ def reserve_or_reclaim(
     if item_id is None and assignments_expire(study=study, now=now):
         item_id = reserve_item(study=study, rater=rater, rng=rng)
     return item_id
+
+
+def reserve_exposure(a: Assignment, *, now: datetime, rng: random.Random) -> Assignment | None:
+    """Reserve an item for the unsaved exposure `a` (engine_base.exposure_new, no item yet) and
+    write it, reclaiming lapsed leases when nothing is free, as reserve_or_reclaim does. On
+    PostgreSQL the pick's own statement writes the exposure (one round trip for both);
+    elsewhere it is inserted after the reservation. None when nothing is left for the rater."""
+    exposure = exposure_values(a) if engine_sql.uses_row_locks() else None
+    reserved = _reserve(study=a.study, rater=a.rater, rng=rng, exposure=exposure)
+    if reserved is None and assignments_expire(study=a.study, now=now):
+        reserved = _reserve(study=a.study, rater=a.rater, rng=rng, exposure=exposure)
+    if reserved is None:
+        return None
+    a.item_id, pk = reserved
+    return exposure_insert(a) if pk is None else exposure_saved(a, pk)
 
 
 @transaction.atomic

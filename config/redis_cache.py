@@ -34,3 +34,26 @@ class KeptRedisCache(RedisCache):
     def __init__(self, server: Any, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = KeptClient
+
+
+def hit(key: str, timeout: int | None) -> int:
+    """Count one more event under `key` (a counter that lives `timeout` seconds from its first
+    event; None: until it is deleted or reset) and return the count. On Redis: SET NX EX and INCR in one pipeline, one round trip,
+    where Django's add() then incr() take three (incr checks that the key exists first). Other
+    caches (the tests' memory cache): add() then incr()."""
+    from django.core.cache import caches
+
+    cache = caches["default"]
+    if isinstance(cache, KeptRedisCache):
+        backend = cache._cache
+        full = cache.make_and_validate_key(key)
+        pipe = backend.get_client(full, write=True).pipeline(transaction=False)
+        pipe.set(full, 0, nx=True, ex=timeout)
+        pipe.incr(full)
+        return int(pipe.execute()[1])
+    cache.add(key, 0, timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # gone between the two calls (evicted, expired): this is its first
+        cache.add(key, 1, timeout)
+        return 1

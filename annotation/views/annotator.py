@@ -18,9 +18,9 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Field
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -34,9 +34,10 @@ from annotation import engine, inputs, leases
 from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
-from annotation.models import Assignment, Item, Question, Rater, Response, Rubric, Study
+from annotation.models import Assignment, Item, Question, Rater, Response, Study
 from annotation.net import client_ip
 from annotation.views.annotator_item import item_context
+from config.redis_cache import hit
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
 SESSION_MTURK = "annotation_mturk"  # {study public_id: {"assignmentId":..., "turkSubmitTo":...}}
@@ -79,12 +80,7 @@ def _throttled(rater: Rater) -> bool:
     """Public raters get a per-minute request budget; accounts and crowd workers are vetted."""
     if rater.pool != Rater.Pool.PUBLIC:
         return False
-    key = f"annot-thr:{rater.pk}:{int(time.time() // 60)}"
-    cache.add(key, 0, 120)
-    try:
-        return cache.incr(key) > PUBLIC_REQUESTS_PER_MINUTE
-    except ValueError:
-        return False
+    return hit(f"annot-thr:{rater.pk}:{int(time.time() // 60)}", 120) > PUBLIC_REQUESTS_PER_MINUTE
 
 
 def _too_many() -> HttpResponse:
@@ -149,28 +145,26 @@ def _with_rater[R: HttpRequest](
     return wrapped
 
 
-# The annotator page's read: an assignment with its rater, study, rubric, item, question and
-# answers, compiled once (see annotation/joined.py). POSTs need only the rater and the study.
+# The annotator page's read: an assignment with its rater, study, item, question and answers,
+# compiled once (see annotation/joined.py). POSTs need only the rater and the study.
 _EXPOSURE_PARTS = [
     Part("a", Assignment),
     Part("r", Rater, "a.rater"),
     Part("s", Study, "a.study"),
 ]
-_EXPOSURE_LIGHT = JoinedRead(
-    _EXPOSURE_PARTS, "a.public_id = %s", [Assignment._meta.get_field("public_id")]
-)
+_ITEM_PARTS = [
+    Part("q", Question, "i.question"),
+    Part("ra", Response, "i.response_a"),
+    Part("rb", Response, "i.response_b", outer=True),
+]
+_PUBLIC_ID: list[Field] = [Assignment._meta.get_field("public_id")]
+_EXPOSURE_LIGHT = JoinedRead(_EXPOSURE_PARTS, "a.public_id = %s", _PUBLIC_ID)
 _EXPOSURE = JoinedRead(
-    [
-        *_EXPOSURE_PARTS,
-        Part("ru", Rubric, "s.rubric"),
-        Part("i", Item, "a.item"),
-        Part("q", Question, "i.question"),
-        Part("ra", Response, "i.response_a"),
-        Part("rb", Response, "i.response_b", outer=True),
-    ],
-    "a.public_id = %s",
-    [Assignment._meta.get_field("public_id")],
+    [*_EXPOSURE_PARTS, Part("i", Item, "a.item"), *_ITEM_PARTS], "a.public_id = %s", _PUBLIC_ID
 )
+# The next item after a submit: the engine has just written (or resumed) the exposure for this
+# rater in this study, so only the item's side is read.
+_ITEM = JoinedRead([Part("i", Item), *_ITEM_PARTS], "i.id = %s", [Item._meta.get_field("id")])
 
 
 def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
@@ -246,7 +240,19 @@ def _show_next(
         return leave(request, reverse("annotate:done", args=[study.public_id]))
     if not request.htmx:
         return redirect("annotate:assignment", assignment_pid=a.public_id)
-    return _render_item(request, _load_assignment(a.public_id), rater, done=done)
+    return _render_item(request, _with_item(a, study, rater), rater, done=done)
+
+
+def _with_item(a: Assignment, study: Study, rater: Rater) -> Assignment:
+    """The exposure the engine just served, with what the page shows: its item, question and
+    answers in one read; its study and rater are those the request already holds."""
+    if a.study_id != study.pk or a.rater_id != rater.pk:
+        return _load_assignment(a.public_id)
+    item = _ITEM.get(a.item_id)
+    if not isinstance(item, Item):
+        raise Http404
+    a.study, a.rater, a.item = study, rater, item
+    return a
 
 
 # -- Views -----------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ import time
 
 from django.conf import settings
 from django.core import signing
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -44,6 +43,7 @@ from annotation.views.annotator import (
     has_consented,
     pending_cookie,
 )
+from config.redis_cache import hit
 
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -119,8 +119,7 @@ def _new_arrival_refused(request: HttpRequest) -> bool:
     if cap <= 0:
         return False
     key = f"annot-crowd-new:{client_ip(request)}:{int(time.time() // 3600)}"
-    cache.add(key, 0, 3700)
-    return cache.incr(key) > cap
+    return hit(key, 3700) > cap
 
 
 def _crowd_rater(
@@ -256,8 +255,7 @@ def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
         if form.cleaned_data.get("website"):
             raise Http404
         key = f"annot-join:{client_ip(request)}:{int(time.time() // 3600)}"
-        cache.add(key, 0, 3700)
-        if cache.incr(key) > PUBLIC_SIGNUPS_PER_HOUR:
+        if hit(key, 3700) > PUBLIC_SIGNUPS_PER_HOUR:
             return _too_many()
         rater = Rater.objects.create(
             kind=Rater.Kind.HUMAN,

@@ -411,3 +411,18 @@ def test_the_language_can_be_switched(annotator_client, star_study):
     annotator_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
     page = annotator_client.get(reverse("annotate:study", args=[star_study.public_id]))
     assert "开始" in page.content.decode()
+
+
+def test_the_pairwise_fragment_follows_each_requests_language(annotator_client, pairwise_study):
+    # The fragment's wording is translated once per process and language: a Chinese request,
+    # then an English one, then Chinese again each get their own words.
+    a = serve(annotator_client, pairwise_study)
+    url = reverse("annotate:assignment", args=[a.public_id])
+    pages = {
+        lang: annotator_client.get(url, HTTP_ACCEPT_LANGUAGE=lang, **HX).content.decode()
+        for lang in ("zh-CN", "en", "zh-CN")
+    }
+    assert "哪个回答更好？" in pages["zh-CN"] and "左边好" in pages["zh-CN"]
+    assert "Which answer is better?" not in pages["zh-CN"]
+    assert "Which answer is better?" in pages["en"] and "Left is better" in pages["en"]
+    assert "左边好" not in pages["en"]

@@ -21,9 +21,9 @@ PG = connection.vendor == "postgresql"
 PAGE = 3
 # Session and the exposure (light read); savepoint; rater lock; exposure lock (with the rater's
 # latest seq and count); the rating with the item's counters and the exposure's status (one
-# statement on PostgreSQL, three on SQLite); address cap; pick (SQLite: read + update); new
-# exposure; savepoint release; the next exposure's joined read.
-SUBMIT_PAIRWISE = 11 if PG else 14
+# statement on PostgreSQL, three on SQLite); address cap; pick and new exposure (one statement
+# on PostgreSQL; SQLite: read, update, insert); savepoint release; the next item's joined read.
+SUBMIT_PAIRWISE = 10 if PG else 14
 # Star answers also read the item's question (which criteria apply) and write their scores; the
 # criteria of a built-in rubric come from memory.
 SUBMIT_STAR = SUBMIT_PAIRWISE + 2
