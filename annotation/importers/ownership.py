@@ -12,10 +12,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
+
 from annotation.importers.bundle import ImportRefused
 from annotation.importers.results import ImportResult
-from annotation.models import Dataset, Study
-from annotation.permissions import may_write_dataset
+from annotation.models import Dataset, Rater, Study
+from annotation.permissions import AmbiguousName, may_write_dataset, one_named
+
+
+def _all_rows(owner: Any) -> bool:
+    return owner is None or owner.is_superuser
+
+
+def dataset_named(owner: Any, name: str) -> Dataset | None:
+    """The dataset an import by `owner` (None: the command line) means by `name`: the
+    organizer's own, else the shared catalogue's; another organizer's dataset of that name is
+    not looked at (a new one of their own is made). The command line and superusers: their
+    own or the shared one, else the only one with that name; several is refused."""
+    qs = Dataset.objects.all()
+    if not _all_rows(owner):
+        qs = qs.filter(Q(owner=owner) | Q(owner__isnull=True))
+    try:
+        return one_named(qs, owner, name=name)
+    except AmbiguousName as e:
+        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+
+
+def study_named(owner: Any, name: str) -> Study | None:
+    """The study an import by `owner` means by `name`: the organizer's own only; the command
+    line and superusers: their own or the ownerless one, else the only one; several is
+    refused."""
+    qs = Study.objects.all() if _all_rows(owner) else Study.objects.filter(owner=owner)
+    try:
+        return one_named(qs, owner, name=name)
+    except AmbiguousName as e:
+        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+
+
+def named_rater(owner: Any, name: str) -> Rater | None:
+    """A named rater (no account, no worker id) of `owner`'s imports and judges; the command
+    line's are shared among its imports. Another organizer's rater of the same name is never
+    used: their ratings would join, and each would see the other's in their study."""
+    named = Rater.objects.filter(name=name, user__isnull=True, external_id="")
+    return (named.filter(owner=owner) if owner is not None else named.filter(owner=None)).first()
 
 
 def check_dataset(owner: Any, dataset: Dataset) -> None:
