@@ -362,7 +362,9 @@ class RaterAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def get_exclude(self, request, obj=None):
         # Accounts and worker ids stay with superusers; organizers work with pseudonyms.
         return (
-            [] if request.user.is_superuser else ["user", "external_id", "platform", "invited_by"]
+            []
+            if request.user.is_superuser
+            else ["user", "external_id", "platform", "invited_by", "owner"]
         )
 
     def visible(self, request, qs):

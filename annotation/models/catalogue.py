@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from annotation.models._ids import _public_id  # noqa: F401
 
 
-def unique_per_owner(field: str, prefix: str) -> list[models.UniqueConstraint]:
+def unique_per_owner(field: str, prefix: str) -> list[models.BaseConstraint]:
     """`field` is unique among one owner's rows, and among the ownerless rows (the shared
     catalogue, the command line's) by themselves: two organizers may use the same name, so a
     refused name tells nobody what another organizer called their data."""

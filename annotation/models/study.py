@@ -7,6 +7,7 @@ import random
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -363,6 +364,17 @@ class Rater(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.nickname or f"{self.pool}-{self.pseudonym}"
+
+    def clean(self) -> None:
+        """A named rater (no account, no worker id) is unique by name among its owner's."""
+        if not self.name or self.user_id is not None or self.external_id:
+            return
+        if "\x00" in self.name:
+            raise ValidationError({"name": "Null characters are not allowed."})
+        named = Rater.objects.filter(name=self.name, user__isnull=True, external_id="")
+        named = named.filter(owner_id=self.owner_id) if self.owner_id else named.filter(owner=None)
+        if named.exclude(pk=self.pk).exists():
+            raise ValidationError({"name": f"A rater named {self.name!r} already exists."})
 
 
 class Assignment(models.Model):

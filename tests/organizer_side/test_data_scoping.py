@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotation.importers import ImportRefused, dataset_import
+from annotation.importers import dataset_import
 from annotation.models import LLM, Criterion, Dataset, Question, Response, Study
 from annotation.permissions import datasets_visible
 from tests.factories import make_study, table_counts
@@ -221,9 +221,7 @@ def test_own_dataset_and_the_command_line_still_append(organizer, alice_data, tm
     assert alice_data.questions.count() == 4
 
 
-def test_the_import_command_as_another_user_makes_their_own(
-    other_organizer, alice_data, tmp_path
-):
+def test_the_import_command_as_another_user_makes_their_own(other_organizer, alice_data, tmp_path):
     path = tmp_path / "more.jsonl"
     path.write_text(json.dumps(NEW_QUESTION) + "\n")
     dataset_import(format="jsonl", paths=[path], user=other_organizer, dataset=alice_data.name)
