@@ -1,11 +1,11 @@
 """Whose data an import may add to (annotation.permissions has the rule).
 
-An import by an organizer adds to their own dataset or a new one. Into another organizer's dataset
-or study it is refused before anything is written, with the same words whether or not that
-dataset holds anything: the name is taken, nothing of its content is shown. Into the shared
-catalogue (a dataset with no owner) it may add scores of the answers stored there, in the
-organizer's own studies, but no question or answer: every organizer reads that catalogue. The
-command line (no user) and superusers may add anything anywhere.
+Names are unique per owner: an import by an organizer resolves a dataset or study name among
+their own rows (and, for datasets, the shared catalogue), never another organizer's, so an import
+under another's name makes the importer's own. Into the shared catalogue (a dataset with no
+owner) it may add scores of the answers stored there, in the organizer's own studies, but no
+question or answer: every organizer reads that catalogue. The command line (no user) and
+superusers may add anything anywhere; the checks below stay as a second line.
 """
 
 from __future__ import annotations
