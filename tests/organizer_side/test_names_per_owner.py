@@ -203,3 +203,25 @@ def test_the_admin_checks_a_new_name_among_the_organizers_own(organizer, other_o
     assert bob.post(rater_url, form).status_code == 302
     assert bob.post(rater_url, form).status_code == 200  # his own twice: a form error
     assert Rater.objects.filter(name="panel").count() == 2
+
+
+def test_the_judge_and_template_pages_check_names_among_the_organizers_own(alice, bob, organizer):
+    from evaluation.services import judge_config_create, prompt_template_create
+
+    judge_config_create(name="strict", owner=organizer, **JUDGE)
+    judge_config_create(name="from the command line", **JUDGE)
+    prompt_template_create(key="mine", name="t", kind="star", parser="stars", user=STAR_PROMPT,
+                           owner=organizer)  # fmt: skip
+    form = {**JUDGE, "model": "m", "temperature": "0", "max_tokens": "512", "seed": "0",
+            "template": "", "price_in_per_1k": "0", "price_out_per_1k": "0", "json_mode": "auto",
+            "concurrency": "4", "timeout_s": "30", "max_attempts": "3"}  # fmt: skip
+    for name in ("strict", "from the command line"):
+        r = bob.post(reverse("judges:new"), {**form, "name": name})
+        assert r.status_code == 302, r.content.decode()[:2000]
+    again = bob.post(reverse("judges:new"), {**form, "name": "strict"})
+    assert again.status_code == 200 and "already exists" in again.content.decode()
+    template = {"key": "mine", "name": "t", "kind": "star", "parser": "stars", "user": STAR_PROMPT}
+    assert bob.post(reverse("judges:templates"), template).status_code == 302
+    again = bob.post(reverse("judges:templates"), template)
+    assert again.status_code == 200 and "already exists" in again.content.decode()
+    assert PromptTemplate.objects.filter(key="mine").count() == 2
