@@ -17,7 +17,7 @@ from django.db.models import Q
 from annotation.importers.bundle import ImportRefused
 from annotation.importers.results import ImportResult
 from annotation.models import Dataset, Rater, Study
-from annotation.permissions import AmbiguousName, may_write_dataset, one_named
+from annotation.permissions import AmbiguousName, llms_visible, may_write_dataset, one_named
 
 
 def _all_rows(owner: Any) -> bool:
@@ -87,3 +87,12 @@ def check_study(owner: Any, study: Study) -> None:
         f"the study name {study.name!r} is taken by another organizer; "
         "import under another study name"
     )
+
+
+def llms_seen(owner: Any, stored: set[str]) -> set[str]:
+    """Of the LLM names already stored, those `owner` may know of: an LLM whose only answers are
+    in another organizer's dataset counts as added, as if it were new, so the import's counts do
+    not tell that another organizer has answers of an LLM of that name."""
+    if _all_rows(owner) or not stored:
+        return stored
+    return set(llms_visible(owner).filter(name__in=stored).values_list("name", flat=True))

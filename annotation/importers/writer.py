@@ -130,7 +130,8 @@ def _llms(ctx: _Ctx) -> None:
         known[llm.name] = llm.id
     if any(n not in known for n in missing):  # backends that return no ids
         known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
-    ctx.count("llms", added=len(missing), skipped=len(names) - len(missing))
+    seen = ownership.llms_seen(ctx.owner, names - set(missing))  # never another's private LLM
+    ctx.count("llms", added=len(names) - len(seen), skipped=len(seen))
     ctx.llm_ids = known
 
 

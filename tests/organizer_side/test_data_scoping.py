@@ -244,3 +244,11 @@ def test_a_judge_cannot_use_another_organizers_template(bob_client, organizer):
     assert theirs.json()["template"] == [
         m.replace("no-such", "alice-tpl") for m in missing.json()["template"]
     ]
+
+
+def test_import_counts_do_not_tell_that_another_organizers_llm_exists(bob_client, alice_data):
+    answer = {**NEW_ANSWER, "llm": f"{SECRET}-model"}
+    r = _import(bob_client, "bob's data", NEW_QUESTION, answer)
+    assert r.status_code == 201, r.content
+    assert r.json()["added"]["llms"] == 1  # as for a name nobody used
+    assert r.json()["skipped"].get("llms", 0) == 0
