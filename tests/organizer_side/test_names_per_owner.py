@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.importers import dataset_import
-from annotation.models import Assignment, Criterion, Dataset, Rater, Rating, Study
+from annotation.models import LLM, Assignment, Criterion, Dataset, Rater, Rating, Study
 from annotation.permissions import ORGANIZERS_GROUP
 from evaluation.models import JudgeConfig, PromptTemplate
 from tests.factories import make_study
@@ -225,3 +225,20 @@ def test_the_judge_and_template_pages_check_names_among_the_organizers_own(alice
     again = bob.post(reverse("judges:templates"), template)
     assert again.status_code == 200 and "already exists" in again.content.decode()
     assert PromptTemplate.objects.filter(key="mine").count() == 2
+
+
+def test_the_admin_gives_organizers_no_llm_name_to_probe(organizer):
+    organizer.is_staff = True
+    organizer.save()
+    Group.objects.get(name=ORGANIZERS_GROUP).permissions.set(
+        Permission.objects.filter(content_type__app_label="annotation")
+    )
+    LLM.objects.create(name="someone-elses-private-model")
+    mine = LLM.objects.create(name="unused")
+    alice = _login(organizer)
+    assert alice.post(reverse("admin:annotation_llm_add"), {"name": "x"}).status_code == 403
+    url = reverse("admin:annotation_llm_change", args=[mine.pk])
+    r = alice.post(url, {"name": "someone-elses-private-model", "description": "d"})
+    assert r.status_code == 302
+    mine.refresh_from_db()
+    assert (mine.name, mine.description) == ("unused", "d")
