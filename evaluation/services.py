@@ -78,7 +78,7 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
     if template is None:
         prompts.ensure_builtin_templates()
         key = prompts.DEFAULT_BY_RUBRIC.get(study.rubric.key) or prompts.DEFAULT_BY_MODE[study.mode]
-        template = PromptTemplate.objects.get(key=key)
+        template = PromptTemplate.objects.get(key=key, builtin=True)
     if template.kind != study.mode:
         raise ValidationError(
             {

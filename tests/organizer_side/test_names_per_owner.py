@@ -242,3 +242,19 @@ def test_the_admin_gives_organizers_no_llm_name_to_probe(organizer):
     assert r.status_code == 302
     mine.refresh_from_db()
     assert (mine.name, mine.description) == ("unused", "d")
+
+
+def test_a_new_builtin_template_leaves_an_organizers_template_of_that_key_alone(organizer):
+    from evaluation.prompts import DEFAULT_BY_MODE, ensure_builtin_templates
+    from evaluation.services import judge_config_create, template_for_study
+
+    key = DEFAULT_BY_MODE["star"]
+    PromptTemplate.objects.filter(key=key).delete()  # as before a release that ships it
+    mine = PromptTemplate.objects.create(key=key, name="mine", kind="star", parser="stars",
+                                         user=STAR_PROMPT, owner=organizer)  # fmt: skip
+    ensure_builtin_templates()
+    mine.refresh_from_db()
+    assert (mine.owner, mine.builtin, mine.name) == (organizer, False, "mine")
+    judge = judge_config_create(name="j", owner=organizer, **JUDGE)
+    study = make_study(owner=organizer, status=Study.Status.DRAFT)
+    assert template_for_study(judge=judge, study=study).builtin
