@@ -258,3 +258,22 @@ def test_a_new_builtin_template_leaves_an_organizers_template_of_that_key_alone(
     judge = judge_config_create(name="j", owner=organizer, **JUDGE)
     study = make_study(owner=organizer, status=Study.Status.DRAFT)
     assert template_for_study(judge=judge, study=study).builtin
+
+
+def test_deleting_an_organizer_whose_names_the_shared_rows_use_works(organizer, small_dataset):
+    from evaluation.services import judge_config_create, prompt_template_create
+
+    mine = Dataset.objects.create(name=small_dataset.name, owner=organizer)
+    judge_config_create(name="strict", **JUDGE)  # the command line's
+    own_judge = judge_config_create(name="strict", owner=organizer, **JUDGE)
+    own_template = prompt_template_create(key="t", name="t", kind="star", parser="stars",
+                                          user=STAR_PROMPT, owner=organizer)  # fmt: skip
+    prompt_template_create(key="t", name="t", kind="star", parser="stars", user=STAR_PROMPT)
+    organizer.delete()
+    mine.refresh_from_db()
+    own_judge.refresh_from_db()
+    own_template.refresh_from_db()
+    assert (mine.owner, mine.name) == (None, f"tiny (#{mine.pk})")
+    assert own_judge.name == f"strict (#{own_judge.pk})"
+    assert Rater.objects.get(pk=own_judge.rater_id).name == f"strict (#{own_judge.rater_id})"
+    assert own_template.key == f"t-{own_template.pk}"
