@@ -179,6 +179,15 @@ class LLMAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def owned(self, request, qs):
         return qs.filter(llms_owned_filter(request.user))
 
+    # LLM names are unique server-wide, so a refused name would tell an organizer that another
+    # organizer's private data has a model of that name: organizers neither add nor rename LLMs
+    # here (imports name them; the dataset's LLM page merges near-duplicates).
+    def has_add_permission(self, request) -> bool:
+        return request.user.is_superuser and super().has_add_permission(request)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if request.user.is_superuser else ["name"]
+
 
 @admin.register(Response)
 class ResponseAdmin(DatasetScoped, admin.ModelAdmin):
@@ -362,7 +371,9 @@ class RaterAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def get_exclude(self, request, obj=None):
         # Accounts and worker ids stay with superusers; organizers work with pseudonyms.
         return (
-            [] if request.user.is_superuser else ["user", "external_id", "platform", "invited_by"]
+            []
+            if request.user.is_superuser
+            else ["user", "external_id", "platform", "invited_by", "owner"]
         )
 
     def visible(self, request, qs):

@@ -30,12 +30,15 @@ from annotation.permissions import datasets_owned, datasets_visible, studies_for
 
 
 def raters_visible(user) -> QuerySet[Rater]:
-    """Raters who worked on the user's studies, onsite raters they invited, their judges."""
+    """Raters who worked on the user's studies, onsite raters they invited, their judges, the
+    named raters of their imports."""
     qs = Rater.objects.all()
     if user.is_superuser:
         return qs
     worked = Assignment.objects.filter(study__owner=user).values("rater_id")
-    return qs.filter(Q(pk__in=worked) | Q(invited_by=user) | Q(judge_config__owner=user))
+    return qs.filter(
+        Q(pk__in=worked) | Q(invited_by=user) | Q(judge_config__owner=user) | Q(owner=user)
+    )
 
 
 def raters_owned(user) -> QuerySet[Rater]:
@@ -48,6 +51,7 @@ def raters_owned(user) -> QuerySet[Rater]:
         qs.exclude(Exists(elsewhere))
         .filter(Q(invited_by__isnull=True) | Q(invited_by=user))
         .filter(Q(judge_config__isnull=True) | Q(judge_config__owner=user))
+        .filter(Q(owner__isnull=True) | Q(owner=user))
     )
 
 
@@ -77,6 +81,23 @@ class ScopedAdminMixin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         qs = super().get_queryset(request)
         return qs if request.user.is_superuser else self.visible(request, qs)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs):
+        """A new row an organizer adds is theirs before it is validated, so a name is checked
+        among their own rows (names are unique per owner) and never reaches the database's
+        constraint as an error page."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        has_owner = any(f.name == "owner" for f in self.model._meta.fields)
+        if obj is not None or request.user.is_superuser or not has_owner:
+            return form
+        user = request.user
+
+        class OwnedForm(form):  # type: ignore[valid-type,misc]
+            def _post_clean(self) -> None:
+                self.instance.owner = user
+                super()._post_clean()
+
+        return OwnedForm
 
     def _is_owned(self, request: HttpRequest, obj: Model | None) -> bool:
         if obj is None or request.user.is_superuser:

@@ -88,6 +88,37 @@ def llms_visible(user) -> QuerySet:
     return qs.filter(Exists(seen))
 
 
+class AmbiguousName(LookupError):
+    """Several rows the caller may see answer to one name, and none is theirs or shared."""
+
+    def __init__(self, what: str, name: str, ids: list[int]) -> None:
+        self.ids = ids
+        listed = ", ".join(map(str, ids))
+        super().__init__(f"Several {what} are named {name!r} (ids {listed}); give the id.")
+
+
+def one_named(qs: QuerySet, user, **lookup):
+    """The row of `qs` (already cut to what `user` may see; None: the command line) that
+    `lookup` names for `user`. Names are unique per owner, so: the user's own row first, then
+    the shared one (no owner), then the only other one; None when none matches, AmbiguousName
+    when several others match. Text with NUL matches nothing (PostgreSQL text cannot hold it)."""
+    if any(isinstance(v, str) and "\x00" in v for v in lookup.values()):
+        return None
+    rows = list(qs.filter(**lookup).order_by("pk")[:20])
+    uid = getattr(user, "pk", None)
+    for tier in (
+        [r for r in rows if uid is not None and r.owner_id == uid],
+        [r for r in rows if r.owner_id is None],
+        rows,
+    ):
+        if len(tier) == 1:
+            return tier[0]
+        if len(tier) > 1:
+            what = qs.model._meta.verbose_name_plural
+            raise AmbiguousName(str(what), str(next(iter(lookup.values()))), [r.pk for r in tier])
+    return None
+
+
 def get_study_for_organizer(user, study_id):
     """Fetch a study *and* check the organizer may see it; someone else's study is a 404."""
     return get_object_or_404(studies_for(user), pk=study_id)

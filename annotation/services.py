@@ -72,11 +72,6 @@ def _check_design(study: Study) -> None:
             raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
         if design == Study.PairDesign.SAMPLED and not study.pairs_per_question:
             raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
-    same_name = Study.objects.filter(name=study.name)
-    if study.pk is not None:
-        same_name = same_name.exclude(pk=study.pk)
-    if same_name.exists():
-        raise ValidationError({"name": f"A study named {study.name!r} already exists."})
     selection_check(
         dataset=study.dataset,
         selection=study.selection,

@@ -10,6 +10,7 @@ from django.core.management.base import CommandError
 from django.db import models
 
 from annotation.limits import parse_id
+from annotation.permissions import AmbiguousName, one_named
 
 
 def add_study_argument(parser: ArgumentParser, *, required: bool = True) -> None:
@@ -35,11 +36,23 @@ def passed_on(opts: dict[str, Any], *names: str) -> dict[str, Any]:
 
 def object_by_ref[M: models.Model](model: type[M], ref: str, *, field: str = "name") -> M:
     """The row whose id is ref (ASCII digits) or else whose `field` is ref; a CommandError that
-    names ref when there is none. An id wins: a study named "12" is found by its own id."""
+    names ref when there is none or several. An id wins: a study named "12" is found by its own id."""
     pk = parse_id(ref)
     found = model._default_manager.filter(pk=pk).first() if pk is not None else None
     if found is None and "\x00" not in ref:  # PostgreSQL text cannot hold NUL: no such row
-        found = model._default_manager.filter(**{field: ref}).first()
+        found = _by_name(model, field, ref)
     if found is None:
         raise CommandError(f"No {model._meta.verbose_name} {ref!r} (by id or {field}).")
     return found
+
+
+def _by_name[M: models.Model](model: type[M], field: str, ref: str) -> M | None:
+    """Names are unique per owner where rows have one: the shared (ownerless) row first, else
+    the only one; a CommandError listing the ids when several organizers use the name."""
+    qs = model._default_manager.all()
+    if not any(f.name == "owner" for f in model._meta.fields):
+        return qs.filter(**{field: ref}).first()
+    try:
+        return one_named(qs, None, **{field: ref})
+    except AmbiguousName as e:
+        raise CommandError(str(e)) from None

@@ -195,8 +195,6 @@ class TemplateCreateApi(APIView):
     def post(self, request: Request) -> Response:
         ser = TemplateSer(data=request.data)
         ser.is_valid(raise_exception=True)
-        if PromptTemplate.objects.filter(key=ser.validated_data["key"]).exists():
-            raise ApiValidationError({"key": ["A template with this key exists."]})
         template = services.prompt_template_create(owner=request.user, **ser.validated_data)
         return Response(TemplateSer(template).data, status=status.HTTP_201_CREATED)
 

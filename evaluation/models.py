@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Item, Rater, Rating, Rubric, Study
+from annotation.models.catalogue import check_name_free, unique_per_owner
 from evaluation import safety
 
 # Prices per 1,000 tokens: the dearest models cost well under 1 US dollar per 1k tokens, so 1,000
@@ -103,7 +104,7 @@ class PromptTemplate(models.Model):
         "json_instructions",
     )
 
-    key = models.SlugField(_("key"), max_length=80, unique=True)
+    key = models.SlugField(_("key"), max_length=80)
     name = models.CharField(_("name"), max_length=200)
     kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
     parser = models.CharField(_("parser"), max_length=20, choices=Parser.choices)
@@ -133,6 +134,7 @@ class PromptTemplate(models.Model):
 
     class Meta:
         ordering = ["-builtin", "key"]
+        constraints = unique_per_owner("key", "prompttemplate_unique_key")
 
     def __str__(self) -> str:
         return self.key
@@ -140,6 +142,7 @@ class PromptTemplate(models.Model):
     def clean(self) -> None:
         from evaluation.prompts import validate_template
 
+        check_name_free(self, "key", with_shared=True)  # own and built-in keys
         validate_template(self)
 
 
@@ -149,7 +152,7 @@ class JudgeConfig(models.Model):
         ON = "on", _("always ask for a JSON object")
         OFF = "off", _("never (parse text)")
 
-    name = models.CharField(_("name"), max_length=200, unique=True)
+    name = models.CharField(_("name"), max_length=200)
     rater = models.OneToOneField(
         Rater, on_delete=models.PROTECT, related_name="judge_config", verbose_name=_("rater")
     )
@@ -226,6 +229,7 @@ class JudgeConfig(models.Model):
         verbose_name = _("judge")
         verbose_name_plural = _("judges")
         constraints = [
+            *unique_per_owner("name", "judgeconfig_unique_name"),
             models.CheckConstraint(
                 condition=Q(price_in_per_1k__gte=0)
                 & Q(price_in_per_1k__lte=MAX_PRICE_PER_1K)
@@ -239,6 +243,7 @@ class JudgeConfig(models.Model):
         return self.name
 
     def clean(self) -> None:
+        check_name_free(self, "name", with_shared=False)  # the owner's judges only
         if self.api_key_env and self.base_url:
             try:
                 safety.check_key_host(self.api_key_env, self.base_url)

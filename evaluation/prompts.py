@@ -261,6 +261,7 @@ def ensure_builtin_templates(model=None) -> int:
     for spec in BUILTIN_TEMPLATES:
         _, was_created = model.objects.update_or_create(
             key=spec["key"],
+            owner=None,  # keys are per owner: an organizer's template of this key stays theirs
             defaults={**{k: v for k, v in spec.items() if k != "key"}, "builtin": True},
         )
         created += was_created

@@ -44,13 +44,12 @@ def judge_config_create(*, name: str, owner=None, **fields: Any) -> JudgeConfig:
     name = (name or "").strip()
     if not name:
         raise ValidationError({"name": "A judge needs a name."})
-    if JudgeConfig.objects.filter(name=name).exists():
-        raise ValidationError({"name": f"A judge named {name!r} already exists."})
-    if Rater.objects.filter(name=name, user__isnull=True, external_id="").exists():
-        raise ValidationError({"name": f"Another rater is already named {name!r}."})
     config = JudgeConfig(name=name, owner=owner, **fields)
-    config.rater = Rater(kind=Rater.Kind.JUDGE, pool=Rater.Pool.JUDGE, name=name)
-    config.full_clean(exclude=["rater"])
+    config.full_clean(exclude=["rater"])  # the name is free among the owner's judges
+    named = Rater.objects.filter(name=name, user__isnull=True, external_id="")
+    if named.filter(owner=owner).exists() if owner else named.filter(owner=None).exists():
+        raise ValidationError({"name": f"Another of your raters is already named {name!r}."})
+    config.rater = Rater(kind=Rater.Kind.JUDGE, pool=Rater.Pool.JUDGE, name=name, owner=owner)
     config.rater.save()
     config.save()
     return config
@@ -79,7 +78,7 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
     if template is None:
         prompts.ensure_builtin_templates()
         key = prompts.DEFAULT_BY_RUBRIC.get(study.rubric.key) or prompts.DEFAULT_BY_MODE[study.mode]
-        template = PromptTemplate.objects.get(key=key)
+        template = PromptTemplate.objects.get(key=key, builtin=True)
     if template.kind != study.mode:
         raise ValidationError(
             {

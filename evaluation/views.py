@@ -16,7 +16,7 @@ from annotation.htmx import HtmxHttpRequest
 from annotation.permissions import get_study_for_organizer, organizer_required
 from evaluation import launch, recording, safety, selectors, services
 from evaluation.forms import JudgeConfigForm, PromptTemplateForm, RunStartForm
-from evaluation.models import JudgeRun
+from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 
 
 def _errors_to_form(form, e: ValidationError) -> None:
@@ -49,7 +49,9 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def judge_new(request: HttpRequest) -> HttpResponse:
     templates = services.templates_for(request.user)
-    form = JudgeConfigForm(request.POST or None, templates=templates)
+    # Owned before validation: the name is checked among this organizer's judges only.
+    mine = JudgeConfig(owner_id=request.user.pk)
+    form = JudgeConfigForm(request.POST or None, templates=templates, instance=mine)
     if request.method == "POST" and form.is_valid():
         try:
             judge = services.judge_config_create(owner=request.user, **form.service_kwargs())
@@ -65,7 +67,9 @@ def judge_new(request: HttpRequest) -> HttpResponse:
 @organizer_required
 @require_http_methods(["GET", "POST"])
 def template_list(request: HttpRequest) -> HttpResponse:
-    form = PromptTemplateForm(request.POST or None)
+    form = PromptTemplateForm(
+        request.POST or None, instance=PromptTemplate(owner_id=request.user.pk)
+    )
     if request.method == "POST" and form.is_valid():
         try:
             services.prompt_template_create(owner=request.user, **form.cleaned_data)

@@ -121,15 +121,17 @@ def _rater_profile(pool: str, index: int, seed: int) -> dict[str, float]:
 
 
 def _raters(
-    pools, raters_per_pool: int, start_index: int, seed: int, *, refresh: bool
+    pools, raters_per_pool: int, start_index: int, seed: int, *, refresh: bool, owner=None
 ) -> list[Rater]:
     """The simulated raters, created on first use; ``refresh`` redraws an existing rater's
     profile from the seed (a forced re-simulation starts from scratch)."""
+    from annotation.importers.ownership import named_rater
+
     out = []
     for pool in pools:
         for i in range(start_index + 1, start_index + raters_per_pool + 1):
             name = f"sim-{pool}-{i:02d}"
-            rater = Rater.objects.filter(name=name, user__isnull=True, external_id="").first()
+            rater = named_rater(owner, name)  # the study owner's: never another's
             if rater is not None and refresh:
                 rater.meta = {**(rater.meta or {}), **_rater_profile(pool, i, seed)}
                 rater.save(update_fields=["meta"])
@@ -140,6 +142,7 @@ def _raters(
                     name=name,
                     nickname=name,
                     meta=_rater_profile(pool, i, seed),
+                    owner=owner,
                 )
             out.append(rater)
     return out
@@ -462,7 +465,7 @@ def simulate_ratings(
         )
         return result
     rng = np.random.default_rng([seed, study.pk, start_index])
-    raters = _raters(pools, raters_per_pool, start_index, seed, refresh=force)
+    raters = _raters(pools, raters_per_pool, start_index, seed, refresh=force, owner=study.owner)
     result.raters = len(raters)
     items = _items(study, rng, max_items)
     if not items:

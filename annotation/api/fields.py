@@ -7,9 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.encoding import smart_str
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from annotation.permissions import AmbiguousName, one_named
 
 
 def slug_of(slug_field: str) -> serializers.SlugRelatedField[Any]:
@@ -34,6 +37,22 @@ class VisibleSlugField(serializers.SlugRelatedField):
         if request is None:
             raise RuntimeError(f"{type(self).__name__} needs the request in the context")
         return self.visible(request.user)
+
+    def to_internal_value(self, data: Any) -> Any:
+        """Names are unique per owner: the user's own row, else the shared one, else the only
+        visible one; several is a 400 asking for the id."""
+        qs = self.get_queryset()
+        if not any(f.name == "owner" for f in qs.model._meta.fields):
+            return super().to_internal_value(data)
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            found = one_named(qs, self.context["request"].user, **{self.slug_field: data})
+        except AmbiguousName as e:
+            raise serializers.ValidationError(str(e)) from None
+        if found is None:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=smart_str(data))
+        return found
 
 
 # An output whose whole-number counts are named in `counts` rather than declared one IntegerField

@@ -134,7 +134,11 @@ def dataset_import(
     request = ImportRequest(
         format=format,
         paths=tuple(files),
-        options=Options(**chosen, progress=progress),
+        options=Options(
+            **chosen,
+            progress=progress,
+            owner=user if getattr(user, "is_authenticated", False) else None,
+        ),
         user=user,
         dry_run=dry_run,
     )

@@ -43,6 +43,7 @@ class Options:
     rater_kind: str | None = None
     rubric: str | None = None
     progress: bool = True
+    owner: Any = None  # who imports (None: the command line): names resolve among theirs
 
     def bundle(self, default: str, description: str, source: str) -> Bundle:
         """An empty bundle for the chosen dataset, else the format's own."""

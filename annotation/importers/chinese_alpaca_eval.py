@@ -10,6 +10,7 @@ The instructions have no id: a question's external id is its line number in the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
@@ -84,10 +85,14 @@ def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[
     return by_text
 
 
-def _stored_instructions(bundle: specs.Bundle, needed: bool) -> dict[str, str]:
+def _stored_instructions(bundle: specs.Bundle, needed: bool, owner: Any) -> dict[str, str]:
+    """The stored questions of the dataset the importer means by name (theirs or the shared
+    catalogue's, never another organizer's)."""
+    from annotation.importers.ownership import dataset_named
     from annotation.models import Question
 
-    rows = Question.objects.filter(dataset__name=bundle.dataset).values_list("external_id", "text")
+    dataset = dataset_named(owner, bundle.dataset)
+    rows = Question.objects.filter(dataset=dataset).values_list("external_id", "text")
     by_text = {text: eid for eid, text in rows}
     if not by_text and needed:
         raise ImportRefused(
@@ -197,7 +202,8 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
     if by_role["instructions"]:
         by_text = _instructions(bundle, by_role["instructions"][0], repairs)
     else:
-        by_text = _stored_instructions(bundle, bool(by_role["outputs"] or by_role["results"]))
+        needed = bool(by_role["outputs"] or by_role["results"])
+        by_text = _stored_instructions(bundle, needed, opts.owner)
     for path in by_role["outputs"]:
         _outputs(bundle, by_text, path, repairs, opts.progress)
     for path in by_role["results"]:

@@ -1,21 +1,60 @@
 """Whose data an import may add to (annotation.permissions has the rule).
 
-An import by an organizer adds to their own dataset or a new one. Into another organizer's dataset
-or study it is refused before anything is written, with the same words whether or not that
-dataset holds anything: the name is taken, nothing of its content is shown. Into the shared
-catalogue (a dataset with no owner) it may add scores of the answers stored there, in the
-organizer's own studies, but no question or answer: every organizer reads that catalogue. The
-command line (no user) and superusers may add anything anywhere.
+Names are unique per owner: an import by an organizer resolves a dataset or study name among
+their own rows (and, for datasets, the shared catalogue), never another organizer's, so an import
+under another's name makes the importer's own. Into the shared catalogue (a dataset with no
+owner) it may add scores of the answers stored there, in the organizer's own studies, but no
+question or answer: every organizer reads that catalogue. The command line (no user) and
+superusers may add anything anywhere; the checks below stay as a second line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
+
 from annotation.importers.bundle import ImportRefused
 from annotation.importers.results import ImportResult
-from annotation.models import Dataset, Study
-from annotation.permissions import may_write_dataset
+from annotation.models import Dataset, Rater, Study
+from annotation.permissions import AmbiguousName, llms_visible, may_write_dataset, one_named
+
+
+def _all_rows(owner: Any) -> bool:
+    return owner is None or owner.is_superuser
+
+
+def dataset_named(owner: Any, name: str) -> Dataset | None:
+    """The dataset an import by `owner` (None: the command line) means by `name`: the
+    organizer's own, else the shared catalogue's; another organizer's dataset of that name is
+    not looked at (a new one of their own is made). The command line and superusers: their
+    own or the shared one, else the only one with that name; several is refused."""
+    qs = Dataset.objects.all()
+    if not _all_rows(owner):
+        qs = qs.filter(Q(owner=owner) | Q(owner__isnull=True))
+    try:
+        return one_named(qs, owner, name=name)
+    except AmbiguousName as e:
+        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+
+
+def study_named(owner: Any, name: str) -> Study | None:
+    """The study an import by `owner` means by `name`: the organizer's own only; the command
+    line and superusers: their own or the ownerless one, else the only one; several is
+    refused."""
+    qs = Study.objects.all() if _all_rows(owner) else Study.objects.filter(owner=owner)
+    try:
+        return one_named(qs, owner, name=name)
+    except AmbiguousName as e:
+        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+
+
+def named_rater(owner: Any, name: str) -> Rater | None:
+    """A named rater (no account, no worker id) of `owner`'s imports and judges; the command
+    line's are shared among its imports. Another organizer's rater of the same name is never
+    used: their ratings would join, and each would see the other's in their study."""
+    named = Rater.objects.filter(name=name, user__isnull=True, external_id="")
+    return (named.filter(owner=owner) if owner is not None else named.filter(owner=None)).first()
 
 
 def check_dataset(owner: Any, dataset: Dataset) -> None:
@@ -48,3 +87,12 @@ def check_study(owner: Any, study: Study) -> None:
         f"the study name {study.name!r} is taken by another organizer; "
         "import under another study name"
     )
+
+
+def llms_seen(owner: Any, stored: set[str]) -> set[str]:
+    """Of the LLM names already stored, those `owner` may know of: an LLM whose only answers are
+    in another organizer's dataset counts as added, as if it were new, so the import's counts do
+    not tell that another organizer has answers of an LLM of that name."""
+    if _all_rows(owner) or not stored:
+        return stored
+    return set(llms_visible(owner).filter(name__in=stored).values_list("name", flat=True))

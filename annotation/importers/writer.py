@@ -16,10 +16,10 @@ from typing import Any
 
 from django.db.models import Model
 
+import annotation.importers.ownership as ownership
 from annotation import pgcopy
 from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec, ResponseSpec, StudySpec
 from annotation.importers.counters import refresh_counters
-from annotation.importers.ownership import check_added, check_dataset, check_study
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
 from annotation.models import (
@@ -105,8 +105,8 @@ def _find_or_add[M: Model](ctx: _Ctx, entity: str, found: M | None, add: Callabl
 
 def _dataset(ctx: _Ctx) -> None:
     b = ctx.bundle
-    if (found := Dataset.objects.filter(name=b.dataset).first()) is not None:
-        check_dataset(ctx.owner, found)
+    if (found := ownership.dataset_named(ctx.owner, b.dataset)) is not None:
+        ownership.check_dataset(ctx.owner, found)
     dataset = _find_or_add(
         ctx,
         "datasets",
@@ -130,7 +130,8 @@ def _llms(ctx: _Ctx) -> None:
         known[llm.name] = llm.id
     if any(n not in known for n in missing):  # backends that return no ids
         known = dict(LLM.objects.filter(name__in=names | rated).values_list("name", "id"))
-    ctx.count("llms", added=len(missing), skipped=len(names) - len(missing))
+    seen = ownership.llms_seen(ctx.owner, names - set(missing))  # never another's private LLM
+    ctx.count("llms", added=len(names) - len(seen), skipped=len(seen))
     ctx.llm_ids = known
 
 
@@ -221,9 +222,9 @@ def _responses(ctx: _Ctx) -> None:
 
 
 def _raters(ctx: _Ctx) -> None:
-    """Named raters (no account, no external id) are unique by name."""
+    """Named raters (no account, no external id) are unique by name among the importer's."""
     for spec in ctx.bundle.raters.values():
-        found = Rater.objects.filter(name=spec.name, user__isnull=True, external_id="").first()
+        found = ownership.named_rater(ctx.owner, spec.name)
         if found is not None and found.kind != spec.kind:
             raise ImportRefused(
                 f"rater {spec.name!r} already exists as a {found.kind} rater, not {spec.kind}"
@@ -238,6 +239,7 @@ def _raters(ctx: _Ctx) -> None:
                 kind=spec.kind,
                 pool=spec.pool,
                 platform=spec.platform,
+                owner=ctx.owner,
             ),
         )
 
@@ -279,9 +281,9 @@ def _studies(ctx: _Ctx) -> None:
         rubric = Rubric.objects.filter(key=spec.rubric).first()
         if rubric is None:
             raise ImportRefused(f"unknown rubric {spec.rubric!r}")
-        found = Study.objects.filter(name=spec.name).first()
+        found = ownership.study_named(ctx.owner, spec.name)
         if found is not None:
-            check_study(ctx.owner, found)
+            ownership.check_study(ctx.owner, found)
             _check_existing_study(found, ctx.dataset, rubric, spec.mode)
         study = _find_or_add(ctx, "studies", found, partial(_new_study, ctx, spec, rubric))
         ctx.studies[key] = study
@@ -478,7 +480,7 @@ def write_bundle(
     _llms(ctx)
     _questions(ctx)
     _responses(ctx)
-    check_added(owner, ctx.dataset, result)
+    ownership.check_added(owner, ctx.dataset, result)
     if bundle.ratings:
         _write_ratings(ctx)
     result.timed("write", t)

@@ -6,6 +6,7 @@ Integrity lives in the database: unique and check constraints guard what the ser
 (one first exposure per rater and item, one rating per assignment, canonical pair order).
 """
 
+from annotation.models import owners  # noqa: F401  (renames a deleted owner's clashing rows)
 from annotation.models._ids import SHUFFLE_MAX, _public_id, _shuffle_key
 from annotation.models.catalogue import LLM, Criterion, Dataset, Question, Response, Rubric
 from annotation.models.ratings import Exclusion, ImportRecord, ParseStatus, Rating, Score

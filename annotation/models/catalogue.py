@@ -12,8 +12,44 @@ from django.utils.translation import gettext_lazy as _
 from annotation.models._ids import _public_id  # noqa: F401
 
 
+def unique_per_owner(field: str, prefix: str) -> list[models.BaseConstraint]:
+    """`field` is unique among one owner's rows, and among the ownerless rows (the shared
+    catalogue, the command line's) by themselves: two organizers may use the same name, so a
+    refused name tells nobody what another organizer called their data."""
+    return [
+        models.UniqueConstraint(
+            fields=["owner", field], condition=Q(owner__isnull=False), name=f"{prefix}_owner"
+        ),
+        models.UniqueConstraint(
+            fields=[field], condition=Q(owner__isnull=True), name=f"{prefix}_shared"
+        ),
+    ]
+
+
+def check_name_free(row: models.Model, field: str, *, with_shared: bool) -> None:
+    """A ValidationError when `row`'s owner already has another row with its `field` (the
+    command line's rows: another ownerless row). `with_shared`: an owned row may not take the
+    name of a shared row either, for kinds every organizer sees (datasets, built-in templates).
+    Other organizers' rows are never looked at, so the answer tells nothing about them."""
+    from django.core.exceptions import ValidationError
+
+    value = getattr(row, field)
+    if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold NUL
+        raise ValidationError({field: "Null characters are not allowed."})
+    owner_id = getattr(row, "owner_id", None)
+    mine = Q(owner__isnull=True) if owner_id is None else Q(owner_id=owner_id)
+    if owner_id is not None and with_shared:
+        mine |= Q(owner__isnull=True)
+    same = type(row)._default_manager.filter(mine, **{field: value})
+    if row.pk is not None:
+        same = same.exclude(pk=row.pk)
+    if value and same.exists():
+        what = type(row)._meta.verbose_name
+        raise ValidationError({field: f"A {what} named {value!r} already exists."})
+
+
 class Dataset(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=200, blank=True, help_text="Where the data came from.")
     owner = models.ForeignKey(
@@ -23,9 +59,13 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = unique_per_owner("name", "dataset_unique_name")
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        check_name_free(self, "name", with_shared=True)
 
 
 class Question(models.Model):

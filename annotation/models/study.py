@@ -7,13 +7,22 @@ import random
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models._ids import _public_id, _shuffle_key
-from annotation.models.catalogue import LLM, Dataset, Question, Response, Rubric
+from annotation.models.catalogue import (
+    LLM,
+    Dataset,
+    Question,
+    Response,
+    Rubric,
+    check_name_free,
+    unique_per_owner,
+)
 
 
 class PairChoice(models.TextChoices):
@@ -74,7 +83,7 @@ class Study(models.Model):
         HIDDEN = "hidden", _("hidden")
         RANDOM = "random", _("randomised per exposure")
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200)
     public_id = models.CharField(max_length=32, unique=True, default=_public_id, editable=False)
     description = models.TextField(blank=True)
     instructions = models.TextField(blank=True, help_text="Shown to annotators.")
@@ -150,6 +159,7 @@ class Study(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
         constraints = [
+            *unique_per_owner("name", "study_unique_name"),
             models.CheckConstraint(
                 condition=Q(repeat_rate__gte=0) & Q(repeat_rate__lte=0.5),
                 name="study_repeat_rate_range",
@@ -166,6 +176,11 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # The owner's studies only: another organizer's, or the command line's, are not theirs
+        # to know about.
+        check_name_free(self, "name", with_shared=False)
 
     def admits(self, pool: str) -> bool:
         admitted: dict[str, bool] = {
@@ -295,6 +310,15 @@ class Rater(models.Model):
     )
     external_id = models.CharField(max_length=200, blank=True, help_text="Worker id.")
     nickname = models.CharField(max_length=100, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="For named and judge raters: the organizer whose import or judge made it "
+        "(blank: the command line's, shared).",
+    )
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -321,14 +345,36 @@ class Rater(models.Model):
                 name="rater_unique_external_id",
             ),
             models.UniqueConstraint(
+                fields=["owner", "name"],
+                condition=~Q(name="")
+                & Q(user__isnull=True)
+                & Q(external_id="")
+                & Q(owner__isnull=False),
+                name="rater_unique_named_owner",
+            ),
+            models.UniqueConstraint(
                 fields=["name"],
-                condition=~Q(name="") & Q(user__isnull=True) & Q(external_id=""),
+                condition=~Q(name="")
+                & Q(user__isnull=True)
+                & Q(external_id="")
+                & Q(owner__isnull=True),
                 name="rater_unique_named",
             ),
         ]
 
     def __str__(self) -> str:
         return self.name or self.nickname or f"{self.pool}-{self.pseudonym}"
+
+    def clean(self) -> None:
+        """A named rater (no account, no worker id) is unique by name among its owner's."""
+        if not self.name or self.user_id is not None or self.external_id:
+            return
+        if "\x00" in self.name:
+            raise ValidationError({"name": "Null characters are not allowed."})
+        named = Rater.objects.filter(name=self.name, user__isnull=True, external_id="")
+        named = named.filter(owner_id=self.owner_id) if self.owner_id else named.filter(owner=None)
+        if named.exclude(pk=self.pk).exists():
+            raise ValidationError({"name": f"A rater named {self.name!r} already exists."})
 
 
 class Assignment(models.Model):

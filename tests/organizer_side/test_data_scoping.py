@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from annotation.importers import ImportRefused, dataset_import
+from annotation.importers import dataset_import
 from annotation.models import LLM, Criterion, Dataset, Question, Response, Study
 from annotation.permissions import datasets_visible
 from tests.factories import make_study, table_counts
@@ -163,14 +163,16 @@ def _import(client, dataset: str, *records: dict, **fields):
     return client.post("/api/imports/", body)
 
 
-def test_import_under_another_organizers_dataset_name_is_refused(bob_client, alice_data):
-    before = table_counts()
+def test_import_under_another_organizers_dataset_name_makes_the_importers_own(
+    bob_client, other_organizer, alice_data
+):
     r = _import(bob_client, alice_data.name, NEW_QUESTION, NEW_ANSWER)
-    assert r.status_code == 400
-    assert "taken by another organizer" in r.json()["detail"]
+    assert r.status_code == 201, r.content
     body = r.content.decode()
-    assert "question 0" not in body and "-model" not in body  # nothing of its content
-    assert table_counts() == before
+    assert "question 0" not in body and "-model" not in body  # nothing of Alice's content
+    bobs = Dataset.objects.get(name=alice_data.name, owner=other_organizer)
+    assert bobs != alice_data
+    assert list(bobs.questions.values_list("external_id", flat=True)) == ["bob-q"]
     assert alice_data.questions.count() == 2
 
 
@@ -194,16 +196,18 @@ def test_scores_of_the_catalogues_answers_import_into_the_organizers_own_study(
     assert small_dataset.questions.count() == 2
 
 
-def test_import_into_another_organizers_study_is_refused(bob_client, organizer, small_dataset):
+def test_import_under_another_organizers_study_name_makes_the_importers_own(
+    bob_client, organizer, other_organizer, small_dataset
+):
     alice_study = make_study(owner=organizer, dataset=small_dataset, status=Study.Status.CLOSED)
     key = Criterion.objects.filter(rubric__key="llmeval2").values_list("key", flat=True).first()
     rating = {"type": "rating", "question_id": "Q1", "llm": "model-x", "rater": "bob's panel",
               "scores": {key: 3}}  # fmt: skip
-    before = table_counts()
     r = _import(bob_client, small_dataset.name, rating, rubric="llmeval2", study=alice_study.name)
-    assert r.status_code == 400
-    assert "taken by another organizer" in r.json()["detail"]
-    assert table_counts() == before
+    assert r.status_code == 201, r.content
+    bobs = Study.objects.get(name=alice_study.name, owner=other_organizer)
+    assert bobs.items.count() == 1
+    assert not alice_study.assignments.exists()
 
 
 def test_own_dataset_and_the_command_line_still_append(organizer, alice_data, tmp_path):
@@ -217,12 +221,12 @@ def test_own_dataset_and_the_command_line_still_append(organizer, alice_data, tm
     assert alice_data.questions.count() == 4
 
 
-def test_the_import_command_as_another_user_is_refused(other_organizer, alice_data, tmp_path):
+def test_the_import_command_as_another_user_makes_their_own(other_organizer, alice_data, tmp_path):
     path = tmp_path / "more.jsonl"
     path.write_text(json.dumps(NEW_QUESTION) + "\n")
-    with pytest.raises(ImportRefused, match="taken by another organizer"):
-        dataset_import(format="jsonl", paths=[path], user=other_organizer, dataset=alice_data.name)
+    dataset_import(format="jsonl", paths=[path], user=other_organizer, dataset=alice_data.name)
     assert alice_data.questions.count() == 2
+    assert Dataset.objects.get(name=alice_data.name, owner=other_organizer).questions.count() == 1
 
 
 def test_a_judge_cannot_use_another_organizers_template(bob_client, organizer):
@@ -240,3 +244,11 @@ def test_a_judge_cannot_use_another_organizers_template(bob_client, organizer):
     assert theirs.json()["template"] == [
         m.replace("no-such", "alice-tpl") for m in missing.json()["template"]
     ]
+
+
+def test_import_counts_do_not_tell_that_another_organizers_llm_exists(bob_client, alice_data):
+    answer = {**NEW_ANSWER, "llm": f"{SECRET}-model"}
+    r = _import(bob_client, "bob's data", NEW_QUESTION, answer)
+    assert r.status_code == 201, r.content
+    assert r.json()["added"]["llms"] == 1  # as for a name nobody used
+    assert r.json()["skipped"].get("llms", 0) == 0

@@ -21,7 +21,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation.importers import ImportRefused, dataset_import
-from annotation.models import LLM, Dataset, Rater, Rubric, Study
+from annotation.importers.ownership import dataset_named
+from annotation.models import LLM, Rater, Rubric, Study
 from annotation.permissions import ORGANIZERS_GROUP
 from annotation.services import study_create, study_set_status
 
@@ -43,7 +44,7 @@ DEMO_JUDGE_KEY_ENV = "LLMEVAL_DEMO_JUDGE_KEY"
 def _live_study(organizer, *, name: str, rubric: str, **definition: Any) -> Study:
     """The demo study of this name; made (open to every pool, in the mode of its rubric) and
     launched on the first run."""
-    study = Study.objects.filter(name=name).first()
+    study = Study.objects.filter(name=name, owner=organizer).first()
     if study is None:
         r = Rubric.objects.get(key=rubric)
         study = study_create(
@@ -132,7 +133,7 @@ class Command(BaseCommand):
         from evaluation.services import judge_config_create
 
         try:
-            judge = JudgeConfig.objects.filter(name=DEMO_JUDGE).first()
+            judge = JudgeConfig.objects.filter(name=DEMO_JUDGE, owner=organizer).first()
             if judge is None:
                 return judge_config_create(
                     name=DEMO_JUDGE,
@@ -157,13 +158,13 @@ class Command(BaseCommand):
         if "simulate_ratings" not in get_commands():
             self.stdout.write("simulate_ratings is not installed: skipped")
             return
-        study = Study.objects.filter(name=SCORES_STUDY).first()
+        study = next((s for s in studies if s.name == SCORES_STUDY), None)
         if study is not None:
             call_command("simulate_ratings", study=str(study.pk), stdout=self.stdout)
             # A closed pairwise study over the same LLMEval-2 answers, so the report shows Points,
             # Elo, Bradley-Terry and length bias: its simulated choices follow the real human
             # star scores of those answers (see ranking/simulate.py).
-            pair = Study.objects.filter(name=SIM_PAIR_STUDY).first()
+            pair = Study.objects.filter(name=SIM_PAIR_STUDY, owner=study.owner).first()
             if pair is None:
                 pair = study_create(
                     name=SIM_PAIR_STUDY,
@@ -215,7 +216,7 @@ class Command(BaseCommand):
 
     def _studies(self, organizer, root: Path) -> list[Study]:
         out = []
-        l2 = Dataset.objects.filter(name="LLMEval-2").first()
+        l2 = dataset_named(organizer, "LLMEval-2")  # names are per owner
         if l2 is not None:
             subjects = sorted(
                 {p.stem[: -len("_data")].replace("_", " ") for p in demo_imports(root)[0][1]}
@@ -231,7 +232,7 @@ class Command(BaseCommand):
                 completion_code="LLMEVAL-DEMO",
             )
             out.append(study)
-        cae = Dataset.objects.filter(name="ChineseAlpacaEval").first()
+        cae = dataset_named(organizer, "ChineseAlpacaEval")
         baseline = LLM.objects.filter(name="text-davinci-003").first()
         if cae is not None and baseline is not None:
             study = _live_study(
@@ -246,7 +247,7 @@ class Command(BaseCommand):
                 completion_code="CAE-DEMO",
             )
             out.append(study)
-        scores = Study.objects.filter(name=SCORES_STUDY).first()
+        scores = Study.objects.filter(name=SCORES_STUDY, owner=organizer).first()
         if scores is not None:
             out.append(scores)
         return out
