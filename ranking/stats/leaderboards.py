@@ -67,10 +67,24 @@ _SHUF_COLS = {
 }
 
 
+_Matches = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
+
+
 def _kind_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if df.empty:
         return []
     return [("all", df), *((str(k), g) for k, g in df.groupby("rater_kind", sort=True))]
+
+
+def kind_matches(pair_df: pd.DataFrame, *, both_bad: str) -> list[tuple[str, _Matches]]:
+    """The matches of "all" and of each rater kind (``match_arrays``) in time order: what Elo
+    and Bradley-Terry read (Bradley-Terry's figures do not depend on the order). Only the
+    columns they need are sorted and split."""
+    cols = ["model_a", "model_b", "choice", "rater_kind", "submitted_at", "rating_id"]
+    return [
+        (kind, match_arrays(g, both_bad=both_bad))
+        for kind, g in _kind_groups(time_ordered(pair_df[cols]))
+    ]
 
 
 def _stability(
@@ -160,9 +174,6 @@ def _variance(
     }
 
 
-_Matches = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
-
-
 def _elo_kind(
     kind: str,
     matches: _Matches,
@@ -238,15 +249,14 @@ def elo_tables(
     n_shuffles: int,
     trajectory_rounds: int,
     rng: np.random.Generator,
+    kinds: list[tuple[str, _Matches]] | None = None,
 ) -> dict[str, Any]:
-    """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind."""
+    """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind
+    (``kinds``: ``kind_matches(pair_df)`` if already computed)."""
     parts: dict[str, list[pd.DataFrame]] = {"lead": [], "stab": [], "shuf": [], "traj": []}
     var: dict[str, Any] = {}
-    # Sorted once: each kind's group keeps the time order (groupby keeps the rows' order).
-    kinds = [
-        (kind, match_arrays(g, both_bad=both_bad))
-        for kind, g in _kind_groups(time_ordered(pair_df))
-    ]
+    if kinds is None:
+        kinds = kind_matches(pair_df, both_bad=both_bad)
     shuffles = _shared_shuffles(kinds, n_shuffles, rng)
     for (kind, matches), sh in zip(kinds, shuffles, strict=True):
         out = _elo_kind(
@@ -284,14 +294,17 @@ def bt_table(
     n_bootstrap: int,
     rng: np.random.Generator,
     ties: str = "half",
+    kinds: list[tuple[str, _Matches]] | None = None,
 ) -> pd.DataFrame:
     """Bradley-Terry per rater kind. ``ties``: "half" counts a tie (and a both-bad counted as a
-    draw) as half a win for each side; "exclude" leaves those matches out of the fit."""
+    draw) as half a win for each side; "exclude" leaves those matches out of the fit.
+    ``kinds``: ``kind_matches(pair_df)`` if already computed."""
     if ties not in BT_TIES:
         raise ValueError(f"ties must be one of {BT_TIES}")
     parts = []
-    for kind, g in _kind_groups(pair_df):
-        a, b, s, models = match_arrays(g, both_bad=both_bad)
+    if kinds is None:
+        kinds = kind_matches(pair_df, both_bad=both_bad)
+    for kind, (a, b, s, models) in kinds:
         if ties == "exclude":
             decisive = s != 0.5
             a, b, s = a[decisive], b[decisive], s[decisive]
