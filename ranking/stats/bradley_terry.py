@@ -163,19 +163,31 @@ def bootstrap(
     pair, out = np.divmod(cells, 3)
     ca, cb = np.divmod(pair, n_models)
     cs = out / 2.0
-    size = n_models * n_models
-    # Map each cell to its contributions to W and N through two (K, M*M) matrices, then one matmul.
-    k = len(cells)
-    to_w = np.zeros((k, size))
-    to_n = np.zeros((k, size))
-    rows = np.arange(k)
-    np.add.at(to_w, (rows, ca * n_models + cb), cs)
-    np.add.at(to_w, (rows, cb * n_models + ca), 1.0 - cs)
-    np.add.at(to_n, (rows, ca * n_models + cb), 1.0)
-    np.add.at(to_n, (rows, cb * n_models + ca), 1.0)
-    w = (draws @ to_w).reshape(n_rounds, n_models, n_models)
-    n = (draws @ to_n).reshape(n_rounds, n_models, n_models)
+    # Each cell adds to two entries of W (its score to a-over-b, the rest to b-over-a) and of N:
+    # the draws' columns are summed per entry (one gather and one reduceat; the sums are of whole
+    # and half counts, exact in any order).
+    ab, ba = ca * n_models + cb, cb * n_models + ca
+    w = _sum_columns(draws, np.r_[ab, ba], np.r_[cs, 1.0 - cs], n_models)
+    n = _sum_columns(draws, np.r_[ab, ba], np.ones(2 * len(cells)), n_models)
     return fit_newton(w, n, prior=prior, start=start)
+
+
+def _sum_columns(
+    draws: np.ndarray, target: np.ndarray, weight: np.ndarray, n_models: int
+) -> np.ndarray:
+    """(B, M, M): per round, the sum of ``weight * draws[:, cell]`` over the cells sent to each
+    entry ``target`` (flat a * M + b; entry i of ``target`` and ``weight`` is cell i mod K)."""
+    k = draws.shape[1]
+    cell = np.r_[np.arange(k), np.arange(k)]
+    keep = weight != 0
+    target, weight, cell = target[keep], weight[keep], cell[keep]
+    order = np.argsort(target, kind="stable")
+    target, weight, cell = target[order], weight[order], cell[order]
+    starts = np.flatnonzero(np.r_[True, target[1:] != target[:-1]])
+    out = np.zeros((draws.shape[0], n_models * n_models))
+    if len(cell):
+        out[:, target[starts]] = np.add.reduceat(draws[:, cell] * weight, starts, axis=1)
+    return out.reshape(-1, n_models, n_models)
 
 
 def table(

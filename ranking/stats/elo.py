@@ -123,48 +123,71 @@ def _elo_shuffled_py(
     packed: np.ndarray,
     n_chains: int,
     n_models: int,
+    n_groups: int,
     k: float,
     start: float,
     seeds: np.ndarray,
 ) -> np.ndarray:
     """Compiled variant that shuffles as it goes, so no (S, T) order array is ever built.
 
-    ``packed[t] = (a * M + b) * 3 + 2 * s`` keeps a match in one int32 (a 265k-match study fits in
-    the CPU cache). Each chain draws its permutation (Fisher-Yates) from its own splitmix64
-    stream seeded by ``seeds[i]``, so chains are independent of each other (and could run on
-    several threads without changing the result).
+    ``packed`` holds one match per integer (``pack_matches``: a 265k-match study fits in the
+    CPU cache), decoded with shifts. Each chain draws its permutation (Fisher-Yates) from its own
+    splitmix64 stream seeded by ``seeds[i]``, so chains are independent of each other (and run on
+    several threads without changing the result). The draw in [0, t] is the high word of
+    ``z * (t + 1)`` (Lemire's multiply-shift from two 32 x 32 -> 64 bit products: no division;
+    the bias is below 2^-32 for any t < 2^31). Returns (chains, 1 + groups, models): row 0 plays
+    every match; with ``n_groups`` > 0, row 1 + g plays the matches of group g in the same
+    shuffled order (a uniformly random order of that group's matches too).
     """
     n_steps = len(packed)
-    out = np.full((n_chains, n_models), start)
+    shift = _pack_bits(n_models) + 2
+    low = (1 << (shift - 2)) - 1
+    out = np.full((n_chains, 1 + n_groups, n_models), start)
     for i in range(n_chains):
         order = packed.copy()
         state = np.uint64(seeds[i])
         for t in range(n_steps - 1, 0, -1):
-            # splitmix64 step; the modulo bias is below 2^-40 for any realistic t.
             state = state + np.uint64(0x9E3779B97F4A7C15)
             z = state
             z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             z = z ^ (z >> np.uint64(31))
-            j = np.int64(z % np.uint64(t + 1))
+            m = np.uint64(t + 1)
+            hi = (z >> np.uint64(32)) * m + (((z & np.uint64(0xFFFFFFFF)) * m) >> np.uint64(32))
+            j = np.int64(hi >> np.uint64(32))
             tmp = order[t]
             order[t] = order[j]
             order[j] = tmp
-        r = out[i]
+        r = out[i, 0]
         for t in range(n_steps):
             code = order[t]
-            pair = code // 3
-            x = pair // n_models
-            y = pair - x * n_models
-            _play(r, x, y, (code - pair * 3) * 0.5, k)
+            x, y, score = (code >> shift) & low, (code >> 2) & low, (code & 3) * 0.5
+            _play(r, x, y, score, k)
+            if n_groups:
+                _play(out[i, 1 + (code >> (2 * shift - 2))], x, y, score, k)
     return out
 
 
-def pack_matches(a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int) -> np.ndarray:
-    """One int32 per match: (a * M + b) * 3 + 2 s (s in {0, 0.5, 1})."""
-    code = (np.asarray(a, np.int64) * n_models + np.asarray(b, np.int64)) * 3
-    code += np.rint(np.asarray(s, float) * 2).astype(np.int64)
-    return code.astype(np.int32 if n_models * n_models * 3 < 2**31 else np.int64)
+def _pack_bits(n_models: int) -> int:
+    """Bits of a model code in ``pack_matches`` (at least 1)."""
+    bits = 1
+    while (1 << bits) < n_models:
+        bits += 1
+    return bits
+
+
+def pack_matches(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, n_models: int, group: np.ndarray | None = None
+) -> np.ndarray:
+    """One integer per match: ``(((group << bits) | a) << bits | b) << 2 | 2 s`` (s in {0, 0.5,
+    1}; ``bits`` per model code; no group: 0), int32 when it fits."""
+    bits = _pack_bits(n_models)
+    code = np.zeros(len(a), np.int64) if group is None else np.asarray(group, np.int64)
+    code = (code << bits) | np.asarray(a, np.int64)
+    code = (code << bits) | np.asarray(b, np.int64)
+    code = (code << 2) | np.rint(np.asarray(s, float) * 2).astype(np.int64)
+    top = int(code.max()) if len(code) else 0
+    return code.astype(np.int32 if top < 2**31 else np.int64)
 
 
 # The compiled kernels, or None (history: the plain loop) without numba.
@@ -173,6 +196,7 @@ _elo_chains: _Kernel | None
 _elo_history: _Kernel
 _elo_shuffled: _Kernel | None
 if HAVE_NUMBA:
+    _pack_bits = numba.njit(cache=True, nogil=True)(_pack_bits)
     _elo_chains = numba.njit(cache=True, nogil=True)(_elo_chains_py)
     _elo_history = numba.njit(cache=True, nogil=True)(_elo_history_py)
     # Deliberately not parallel=True: numba's default "workqueue" threading layer aborts the
@@ -258,16 +282,52 @@ def elo_shuffles(
     if use_numba is None:
         use_numba = HAVE_NUMBA
     if use_numba and _elo_shuffled is not None and len(a) and n_models and n_shuffles:
-        seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
         packed = pack_matches(a, b, s, n_models)
-        k, start = float(rule.k), float(rule.start)
-        # Each chain has its own seed: the blocks of chains run on the kernel threads and give
-        # the same ratings as one call.
-        blocks = parallel.split(n_shuffles, parallel.KERNEL_THREADS)
-        jobs = [(packed, c.stop - c.start, int(n_models), k, start, seeds[c]) for c in blocks]
-        return np.concatenate(parallel.kernel_map(_elo_shuffled, jobs))
+        return _shuffled(packed, n_models, 0, n_shuffles, rng, rule)[:, 0]
     order = shuffle_orders(len(a), n_shuffles, rng)
     return elo_chains(a, b, s, order, n_models, rule=rule, use_numba=use_numba)
+
+
+def _shuffled(
+    packed: np.ndarray,
+    n_models: int,
+    n_groups: int,
+    n_shuffles: int,
+    rng: np.random.Generator,
+    rule: EloRule,
+) -> np.ndarray:
+    """The compiled shuffles (``_elo_shuffled_py``), blocks of chains on the kernel threads.
+    Each chain has its own seed: the blocks give the same ratings as one call."""
+    assert _elo_shuffled is not None
+    seeds = rng.integers(1, 2**63 - 1, size=n_shuffles, dtype=np.int64).astype(np.uint64)
+    k, start = float(rule.k), float(rule.start)
+    blocks = parallel.split(n_shuffles, parallel.KERNEL_THREADS)
+    jobs = [(packed, c.stop - c.start, n_models, n_groups, k, start, seeds[c]) for c in blocks]
+    return np.concatenate(parallel.kernel_map(_elo_shuffled, jobs))
+
+
+def elo_shuffles_grouped(
+    matches: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    n_models: int,
+    *,
+    n_shuffles: int = 100,
+    rng: np.random.Generator,
+    rule: EloRule = PAPER_RULE,
+) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """Shuffles of the union of the groups' matches and of each group, in one pass: each chain
+    shuffles all matches once and every group's chain plays its own matches in that order (a
+    uniformly random order of them). Model codes are shared by the groups. Returns (the union's
+    (S, M) ratings, one (S, M) array per group), or None without numba."""
+    if _elo_shuffled is None or not n_shuffles or not n_models:
+        return None
+    group = np.repeat(np.arange(len(matches)), [len(m[0]) for m in matches])
+    a, b, s = (np.concatenate([m[i] for m in matches]) for i in range(3))
+    if not len(a):
+        return None
+    out = _shuffled(
+        pack_matches(a, b, s, n_models, group), n_models, len(matches), n_shuffles, rng, rule
+    )
+    return out[:, 0], [out[:, 1 + g] for g in range(len(matches))]
 
 
 def elo_history(

@@ -67,10 +67,24 @@ _SHUF_COLS = {
 }
 
 
+_Matches = tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]
+
+
 def _kind_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if df.empty:
         return []
     return [("all", df), *((str(k), g) for k, g in df.groupby("rater_kind", sort=True))]
+
+
+def kind_matches(pair_df: pd.DataFrame, *, both_bad: str) -> list[tuple[str, _Matches]]:
+    """The matches of "all" and of each rater kind (``match_arrays``) in time order: what Elo
+    and Bradley-Terry read (Bradley-Terry's figures do not depend on the order). Only the
+    columns they need are sorted and split."""
+    cols = ["model_a", "model_b", "choice", "rater_kind", "submitted_at", "rating_id"]
+    return [
+        (kind, match_arrays(g, both_bad=both_bad))
+        for kind, g in _kind_groups(time_ordered(pair_df[cols]))
+    ]
 
 
 def _stability(
@@ -162,16 +176,17 @@ def _variance(
 
 def _elo_kind(
     kind: str,
-    g: pd.DataFrame,
+    matches: _Matches,
+    sh: np.ndarray | None,
     flags: pd.DataFrame,
     *,
-    both_bad: str,
     n_shuffles: int,
     trajectory_rounds: int,
     rng: np.random.Generator,
 ) -> dict[str, Any] | None:
-    """Every Elo table's rows for one rater kind (None when it has no matches)."""
-    a, b, s, models = match_arrays(g, both_bad=both_bad)  # g is in time order
+    """Every Elo table's rows for one rater kind (None when it has no matches). ``sh``: the
+    shuffles' ratings if already computed (``_shared_shuffles``), else they are drawn here."""
+    a, b, s, models = matches  # in time order
     m = len(models)
     if m == 0 or len(a) == 0:
         return None
@@ -184,7 +199,8 @@ def _elo_kind(
     )[played]
     # Shuffles: the same matches in S random orders.
     if n_shuffles:
-        sh = elo_mod.elo_shuffles(a, b, s, m, n_shuffles=n_shuffles, rng=rng)
+        if sh is None:
+            sh = elo_mod.elo_shuffles(a, b, s, m, n_shuffles=n_shuffles, rng=rng)
         sh_rank = elo_mod.ranks_desc(np.where(played, sh, -np.inf))
     else:
         sh, sh_rank = np.empty((0, m)), np.empty((0, m), int)
@@ -200,6 +216,31 @@ def _elo_kind(
     }
 
 
+def _shared_shuffles(
+    kinds: list[tuple[str, _Matches]], n_shuffles: int, rng: np.random.Generator
+) -> list[np.ndarray | None]:
+    """The shuffles of "all" and of every rater kind in one pass (``elo_shuffles_grouped``):
+    "all" is the union of the kinds' matches, so one shuffle of it orders each kind's matches
+    too. [None, ...] (each kind shuffles alone) when that does not hold or without numba."""
+    none: list[np.ndarray | None] = [None] * len(kinds)
+    if not n_shuffles or len(kinds) < 2 or kinds[0][0] != "all":
+        return none
+    all_models = kinds[0][1][3]
+    parts = kinds[1:]
+    if sum(len(m[0]) for _, m in parts) != len(kinds[0][1][0]):
+        return none  # rows without a rater kind: "all" is not the union
+    shared = []
+    for _, (a, b, s, models) in parts:
+        codes = np.searchsorted(all_models, models)  # both sorted; each kind's models in all's
+        shared.append((codes[a], codes[b], s))
+    out = elo_mod.elo_shuffles_grouped(shared, len(all_models), n_shuffles=n_shuffles, rng=rng)
+    if out is None:
+        return none
+    union, per_kind = out
+    cols = [np.searchsorted(all_models, m[3]) for _, m in parts]
+    return [union, *(sh[:, c] for sh, c in zip(per_kind, cols, strict=True))]
+
+
 def elo_tables(
     pair_df: pd.DataFrame,
     flags: pd.DataFrame,
@@ -208,17 +249,21 @@ def elo_tables(
     n_shuffles: int,
     trajectory_rounds: int,
     rng: np.random.Generator,
+    kinds: list[tuple[str, _Matches]] | None = None,
 ) -> dict[str, Any]:
-    """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind."""
+    """Elo leaderboard, stability over shuffles, trajectory, shuffles and variance per kind
+    (``kinds``: ``kind_matches(pair_df)`` if already computed)."""
     parts: dict[str, list[pd.DataFrame]] = {"lead": [], "stab": [], "shuf": [], "traj": []}
     var: dict[str, Any] = {}
-    # Sorted once: each kind's group keeps the time order (groupby keeps the rows' order).
-    for kind, g in _kind_groups(time_ordered(pair_df)):
+    if kinds is None:
+        kinds = kind_matches(pair_df, both_bad=both_bad)
+    shuffles = _shared_shuffles(kinds, n_shuffles, rng)
+    for (kind, matches), sh in zip(kinds, shuffles, strict=True):
         out = _elo_kind(
             kind,
-            g,
+            matches,
+            sh,
             flags,
-            both_bad=both_bad,
             n_shuffles=n_shuffles,
             trajectory_rounds=trajectory_rounds,
             rng=rng,
@@ -249,14 +294,17 @@ def bt_table(
     n_bootstrap: int,
     rng: np.random.Generator,
     ties: str = "half",
+    kinds: list[tuple[str, _Matches]] | None = None,
 ) -> pd.DataFrame:
     """Bradley-Terry per rater kind. ``ties``: "half" counts a tie (and a both-bad counted as a
-    draw) as half a win for each side; "exclude" leaves those matches out of the fit."""
+    draw) as half a win for each side; "exclude" leaves those matches out of the fit.
+    ``kinds``: ``kind_matches(pair_df)`` if already computed."""
     if ties not in BT_TIES:
         raise ValueError(f"ties must be one of {BT_TIES}")
     parts = []
-    for kind, g in _kind_groups(pair_df):
-        a, b, s, models = match_arrays(g, both_bad=both_bad)
+    if kinds is None:
+        kinds = kind_matches(pair_df, both_bad=both_bad)
+    for kind, (a, b, s, models) in kinds:
         if ties == "exclude":
             decisive = s != 0.5
             a, b, s = a[decisive], b[decisive], s[decisive]

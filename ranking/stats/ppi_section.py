@@ -133,8 +133,8 @@ def item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
     """Per item (and ``keys``): the human mean ``y`` with its rating count, and the judge's
     mean ``f``. NaN where one side did not rate."""
     human = rows[rows["rater_kind"] == "human"]
-    h = human.groupby(keys, sort=False).agg(y=("score", "mean"), n_ratings=("rating_id", "nunique"))
-    j = rows[rows["rater_id"] == judge].groupby(keys, sort=False)["score"].mean().rename("f")
+    h = human.groupby(keys, sort=True).agg(y=("score", "mean"), n_ratings=("rating_id", "nunique"))
+    j = rows[rows["rater_id"] == judge].groupby(keys, sort=True)["score"].mean().rename("f")
     out = h.join(j, how="outer").reset_index()
     out["n_ratings"] = out["n_ratings"].fillna(0).astype(np.int64)
     return out[out["f"].notna()]
@@ -374,25 +374,45 @@ def width_curve(
         return []
     ratings = items[items["y"].notna()].drop_duplicates("item_id").set_index("item_id")
     per_item = ratings["n_ratings"].reindex(lab_ids).to_numpy(dtype=float)
-    rank = rng.random((CURVE_REPEATS, len(lab_ids))).argsort(axis=1).argsort(axis=1)
+    # Each repeat: a random order of the labelled items (``order``), and each item's rank in it.
+    n = len(lab_ids)
+    order = rng.permuted(np.broadcast_to(np.arange(n), (CURVE_REPEATS, n)), axis=1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(n), axis=1)
+    ks = [max(2, round(share * n)) for share in CURVE_SHARES]
+    # The first share each item enters (the shares are nested), per repeat.
+    first = np.searchsorted(np.asarray(ks), np.arange(n), side="right")[rank]
     models = [_curve_inputs(g, lab_ids) for _, g in items.groupby("model", sort=True)]
+    sums = [_share_sums(first[:, pos], cols, len(ks)) for pos, cols, _ in models]
+    ratings_so_far = np.cumsum(per_item[order], axis=1)  # whole counts: exact in any order
     out = []
-    for share in CURVE_SHARES:
-        k = max(2, round(share * len(lab_ids)))
-        keep = rank < k
-        w_h, w_p = _curve_widths(models, keep)
+    for i, (share, k) in enumerate(zip(CURVE_SHARES, ks, strict=True)):
+        w_h, w_p = _curve_widths(models, [s[i] for s in sums])
         out.append(
             {
                 "judge": judge,
                 "statistic": statistic,
                 "share": share,
                 "n_human_items": k,
-                "n_human_ratings": float((keep * per_item).sum(axis=1).mean()),
+                "n_human_ratings": float(ratings_so_far[:, k - 1].mean()),
                 "width_human": w_h,
                 "width_ppi": w_p,
             }
         )
     return out
+
+
+def _share_sums(first: np.ndarray, cols: np.ndarray, n_shares: int) -> np.ndarray:
+    """(shares, repeats, columns): per random order, the sums of ``cols`` over the rows in each
+    share's subset. Each row is added once, to the first share it enters (``first``, one
+    bincount per column), and the shares, nested, are cumulative sums of those."""
+    n_rep = first.shape[0]
+    slot = (np.arange(n_rep)[:, None] * (n_shares + 1) + first).ravel()
+    per_slot = np.stack(
+        [np.bincount(slot, np.tile(c, n_rep), n_rep * (n_shares + 1)) for c in cols.T],
+        axis=-1,
+    ).reshape(n_rep, n_shares + 1, cols.shape[1])
+    return np.cumsum(per_slot[:, :n_shares], axis=1).transpose(1, 0, 2)
 
 
 def _curve_inputs(g: pd.DataFrame, lab_ids: np.ndarray) -> _CurveInputs:
@@ -404,12 +424,12 @@ def _curve_inputs(g: pd.DataFrame, lab_ids: np.ndarray) -> _CurveInputs:
     return np.searchsorted(lab_ids, lab["item_id"].to_numpy()), cols, fu
 
 
-def _curve_widths(models: list[_CurveInputs], keep: np.ndarray) -> tuple[float, float]:
-    """Mean widths (human-only, combined) over the models, each subset's sufficient statistics
-    taken as one matrix product per model."""
+def _curve_widths(models: list[_CurveInputs], sums: list[np.ndarray]) -> tuple[float, float]:
+    """Mean widths (human-only, combined) over the models, from each model's (repeats,
+    columns) sums over the humans' subset (``_share_sums``)."""
     widths_h, widths_p = [], []
-    for pos, cols, fu in models:
-        n, sy, sf, syy, sff, syf = (keep[:, pos].astype(float) @ cols).T
+    for (_, cols, fu), subset in zip(models, sums, strict=True):
+        n, sy, sf, syy, sff, syf = subset.T
         total = cols.sum(axis=0)
         m = ppi.Moments(
             n, sy, sf, syy, sff, syf,

@@ -87,7 +87,7 @@ from .bias import (
 from .filters import filter_frame, raters_below
 from .jsonable import jsonable, report_to_jsonable
 from .judge_report import JUDGE_KEYS, judge_section
-from .leaderboards import BT_TIES, bt_table, elo_tables, rankings_for_correlation
+from .leaderboards import BT_TIES, bt_table, elo_tables, kind_matches, rankings_for_correlation
 from .ppi_section import PPI_KEYS, ppi_section
 from .rankings import (
     correlation_table,
@@ -278,6 +278,7 @@ def _leaderboard_section(
         ),
     }
     pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
+    kinds = kind_matches(pair_r, both_bad=o.both_bad)  # read once by Elo and Bradley-Terry
     out.update(
         elo_tables(
             pair_r,
@@ -286,10 +287,16 @@ def _leaderboard_section(
             n_shuffles=o.n_shuffles,
             trajectory_rounds=o.trajectory_rounds,
             rng=rng,
+            kinds=kinds,
         )
     )
     out["leaderboard_bt"] = bt_table(
-        pair_r, both_bad=o.both_bad, n_bootstrap=o.n_bootstrap, rng=rng, ties=o.bt_ties
+        pair_r,
+        both_bad=o.both_bad,
+        n_bootstrap=o.n_bootstrap,
+        rng=rng,
+        ties=o.bt_ties,
+        kinds=kinds,
     )
     out["correlations"] = correlation_table(rankings_for_correlation(out))
     return out

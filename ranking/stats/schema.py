@@ -122,23 +122,40 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
     return df
 
 
+def _shared_categories(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """``a`` and ``b`` as categoricals sharing one sorted category list (so that their codes
+    are the same models): one factorisation of both columns when they are strings without
+    missing values, else through ``str`` as a string column always was."""
+    n = len(a)
+    codes, uniq = pd.factorize(np.concatenate([a.to_numpy(object), b.to_numpy(object)]))
+    if (codes < 0).any() or not all(isinstance(u, str) for u in uniq):
+        sa, sb = a.astype(str), b.astype(str)
+        models = sorted(set(pd.unique(sa.to_numpy())).union(pd.unique(sb.to_numpy())))
+        return _as_category(sa, models), _as_category(sb, models)
+    order = np.argsort(np.asarray(uniq, dtype=object), kind="stable")  # the names, sorted
+    remap = np.empty(len(order), np.int64)
+    remap[order] = np.arange(len(order))
+    dtype = pd.CategoricalDtype([str(u) for u in np.asarray(uniq, dtype=object)[order]])
+
+    def column(part: np.ndarray, like: pd.Series) -> pd.Series:
+        cat = pd.Categorical.from_codes(remap[part], dtype=dtype)
+        return pd.Series(cat, index=like.index, name=like.name)
+
+    return column(codes[:n], a), column(codes[n:], b)
+
+
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
     df = _coerce_common(df, PAIR_DTYPES, "pair_df")
-    # model_a and model_b share one category list so that their codes are the same models:
-    # each column is factorised once, then its few categories are recoded to the union.
-    a = pd.Categorical(df["model_a"].astype(str))
-    b = pd.Categorical(df["model_b"].astype(str))
-    models = sorted(set(a.categories).union(b.categories))
-    df["model_a"] = pd.Series(a.set_categories(models), index=df.index, name="model_a")
-    df["model_b"] = pd.Series(b.set_categories(models), index=df.index, name="model_b")
-    choice = pd.Categorical(df["choice"].astype(str))
-    outside: list[Any] = sorted(set(choice.categories) - set(CHOICES))
-    if (choice.codes < 0).any():
-        outside = [*outside, float("nan")]  # a missing choice is refused too
-    if outside:
-        raise ValueError(f"pair_df has choices outside {CHOICES}: {outside[:5]}")
-    df["choice"] = pd.Series(choice.set_categories(list(CHOICES)), index=df.index, name="choice")
+    df["model_a"], df["model_b"] = _shared_categories(df["model_a"], df["model_b"])
+    # One lookup per row in the fixed choices; anything else (missing included) is refused.
+    codes = pd.Index(list(CHOICES)).get_indexer(df["choice"].to_numpy(object))
+    if (codes < 0).any():
+        text = df["choice"].astype(str)
+        bad = sorted(text[~text.isin(CHOICES)].unique())[:5]
+        raise ValueError(f"pair_df has choices outside {CHOICES}: {bad}")
+    choice = pd.Categorical.from_codes(codes, categories=list(CHOICES))
+    df["choice"] = pd.Series(choice, index=df.index)
     df["left_is_a"] = df["left_is_a"].fillna(True).astype(bool)
     df["len_a"] = pd.to_numeric(df["len_a"], errors="coerce").fillna(0).astype(np.int64)
     df["len_b"] = pd.to_numeric(df["len_b"], errors="coerce").fillna(0).astype(np.int64)

@@ -104,6 +104,21 @@ def test_the_width_curve_shrinks_with_the_budget_and_the_judge_helps(synthetic):
     assert c["n_human_ratings"].iloc[-1] > c["n_human_items"].iloc[-1]  # several humans per item
 
 
+def test_the_curve_subset_sums_equal_a_mask_per_share():
+    """``_share_sums`` (one bincount per column, then cumulative sums over the nested shares)
+    gives each share's sums over the items ranked below its k."""
+    from ranking.stats.ppi_section import _share_sums
+
+    rng = np.random.default_rng(4)
+    rank = np.stack([rng.permutation(50) for _ in range(7)])
+    cols = rng.normal(size=(50, 6))
+    ks = [5, 10, 25, 50]
+    first = np.searchsorted(np.asarray(ks), rank, side="right")
+    sums = _share_sums(first, cols, len(ks))
+    for i, k in enumerate(ks):
+        np.testing.assert_allclose(sums[i], (rank < k).astype(float) @ cols, atol=1e-12)
+
+
 def test_the_default_judge_is_the_one_with_the_most_ratings(synthetic):
     star, pair = synthetic
     t = ppi_section(star, pair)["ppi"]
