@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, partial
 from typing import Any
@@ -424,10 +424,11 @@ def _new_rating(
     )
 
 
-def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
-    """The ratings not stored yet. A rater's first rating of an item is its first exposure; a
-    second one (a repeat) is stored as a repeat of that first exposure, from this import or
-    from the database."""
+def _ratings(ctx: _Ctx, plan, rows: list[NewRating]) -> Iterator[NewRating]:
+    """The ratings not stored yet, each also added to `rows`, yielded as they are planned (the
+    writer copies one chunk while the next is planned). A rater's first rating of an item is
+    its first exposure; a second one (a repeat) is stored as a repeat of that first exposure,
+    from this import or from the database."""
     studies = ctx.studies.values()
     stored = Assignment.objects.filter(study__in=studies)
     firsts: dict[tuple[int, int], int | NewRating] = {
@@ -435,7 +436,6 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
         for aid, i, r in stored.filter(is_repeat=False).values_list("id", "item_id", "rater_id")
     }
     repeated = set(stored.filter(is_repeat=True).values_list("item_id", "rater_id"))
-    rows: list[NewRating] = []
     taken: set[tuple[int, int, bool]] = set()
     for spec, study, item_id, first_is_a in sorted(plan, key=lambda p: p[0].repeat):
         rater_id = ctx.raters[spec.rater].id
@@ -463,7 +463,7 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
         else:
             firsts[(item_id, rater_id)] = row
         rows.append(row)
-    return rows
+        yield row
 
 
 def write_bundle(
@@ -487,9 +487,12 @@ def write_bundle(
 def _write_ratings(ctx: _Ctx) -> None:
     _raters(ctx)
     _studies(ctx)
-    rows = _ratings(ctx, _items(ctx))
-    bar = Bar(total=len(rows), desc="writing ratings", enabled=ctx.progress)
-    counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
+    plan = _items(ctx)
+    rows: list[NewRating] = []
+    bar = Bar(total=len(plan), desc="writing ratings", enabled=ctx.progress)
+    counts = ratings_record_bulk(
+        rows=_ratings(ctx, plan, rows), on_batch=bar.update, expected=len(plan)
+    )
     bar.close()
     for name, n in counts.items():
         ctx.count(name, added=n)

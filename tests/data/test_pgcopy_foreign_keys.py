@@ -48,7 +48,7 @@ def _role() -> str:
 def test_the_bulk_path_writes_the_rows_and_turns_the_triggers_on_again(bulk_everything, star_rows):
     rows = star_rows()
     with transaction.atomic():
-        with pgcopy._triggers_off(True) as off:
+        with pgcopy.triggers_off(True) as off:
             assert off, "the test database's user may set session_replication_role"
             assert _role() == "replica"
         assert _role() == "origin"
