@@ -17,6 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
@@ -25,7 +26,7 @@ from django.db import connection
 # Chunks prepared ahead of the COPY thread (bounded: a million-row import is never all queued).
 DEPTH = 2
 
-Job = Callable[[Any], None]  # takes a psycopg cursor of the connection
+Job = Callable[[Any], Any]  # takes a psycopg cursor of the connection
 
 
 class CopyThread:
@@ -34,7 +35,7 @@ class CopyThread:
     def __init__(self, depth: int = DEPTH) -> None:
         connection.ensure_connection()
         self._raw = connection.connection
-        self._jobs: queue.Queue[Job | None] = queue.Queue(maxsize=depth)
+        self._jobs: queue.Queue[tuple[Job, Future] | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="copy-thread", daemon=True)
@@ -45,17 +46,32 @@ class CopyThread:
 
     def _run(self) -> None:
         with self._raw.cursor() as cur:
-            while (job := self._jobs.get()) is not None:
-                if self._error is None and not self._stop.is_set():
-                    try:
-                        job(cur)
-                    except BaseException as exc:  # handed to the calling thread
-                        self._error = exc
+            while (item := self._jobs.get()) is not None:
+                job, done = item
+                if self._error is not None or self._stop.is_set():
+                    done.set_exception(RuntimeError("the COPY thread stopped"))
+                    continue
+                try:
+                    done.set_result(job(cur))
+                except BaseException as exc:  # handed to the calling thread
+                    self._error = exc
+                    done.set_exception(exc)
 
-    def submit(self, job: Job) -> None:
-        """Queue a job (waits while DEPTH jobs are queued); raises a job's error first."""
+    def submit(self, job: Job) -> Future:
+        """Queue a job (waits while DEPTH jobs are queued); raises a job's error first. The
+        future holds the job's result (`result` waits for it)."""
         self._raise()
-        self._jobs.put(job)
+        done: Future = Future()
+        self._jobs.put((job, done))
+        return done
+
+    def result(self, done: Future) -> Any:
+        """A job's result, once it ran (an earlier job's error is raised instead)."""
+        try:
+            return done.result()
+        except BaseException:
+            self._raise()
+            raise
 
     def _raise(self) -> None:
         if self._error is not None:

@@ -34,6 +34,10 @@ from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Field, Model
+from psycopg import abc, pq
+from psycopg._copy_base import BinaryFormatter  # the formatter of cursor.copy(), used alone
+from psycopg.adapt import AdaptersMap, Transformer
+from psycopg.types.string import BytesBinaryDumper
 
 # Rows per COPY command: large enough that the per-command cost vanishes, small enough that a
 # progress bar moves.
@@ -256,6 +260,16 @@ def lock_referenced(table: str, ids: Collection[Any], *, column: str) -> None:
         )
 
 
+def _transformer(oids: Sequence[int]) -> abc.Transformer:
+    """A psycopg transformer dumping these column types in binary, with the C dumper of bytes
+    for bytea (psycopg's DB-API module registers a Python one, several times slower)."""
+    adapters = AdaptersMap(connection.connection.adapters)
+    adapters.register_dumper(None, BytesBinaryDumper)
+    transformer = Transformer(adapters)
+    transformer.set_dumper_types(oids, pq.Format.BINARY)
+    return transformer
+
+
 class Copy:
     """A COPY prepared on the calling thread (statement, binary types, the foreign-key columns
     to check in bulk), which `into` runs on any psycopg cursor of the same connection (a COPY
@@ -273,10 +287,30 @@ class Copy:
         # Column -> (its referenced table, the values written): gathered only when checked in bulk.
         self.seen = {c: (t, set[Any]()) for c, t in refs.items()} if bulk_checked else {}
         self._at = [(itemgetter(columns.index(c)), values) for c, (_, values) in self.seen.items()]
+        self._oids = [connection.connection.adapters.types.get_oid(t) for t in self.types]
+
+    def encode(self, rows: Iterable[Sequence[Any]]) -> bytearray:
+        """The rows in COPY's binary format (signature, rows, trailer), packed on the calling
+        thread for `send` to write on another (which then holds the GIL for little)."""
+        formatter = BinaryFormatter(_transformer(self._oids))
+        out = bytearray()
+        for chunk in batched(rows, CHUNK):
+            for row in chunk:
+                out += formatter.write_row(row)  # a block when its buffer is full, else b""
+            for get, values in self._at:
+                values.update(map(get, chunk))
+        out += formatter.end()
+        return out
+
+    def send(self, cur: Any, data: bytes | bytearray) -> None:
+        """COPY data made by `encode`, with `cur` (any thread)."""
+        with cur.copy(self.sql) as cp:
+            cp.write(data)
 
     def into(self, cur: Any, rows: Iterable[Sequence[Any]]) -> int:
         """COPY the rows with `cur`; returns how many."""
         n = 0
+        cur.adapters.register_dumper(None, BytesBinaryDumper)  # (see _transformer)
         with cur.copy(self.sql) as cp:
             cp.set_types(self.types)
             for chunk in batched(rows, CHUNK):

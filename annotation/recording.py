@@ -21,7 +21,9 @@ import datetime as dt
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import batched
 from typing import Any
 
@@ -208,15 +210,43 @@ def _score_values(rows: Sequence[NewRating]) -> Iterator[tuple]:
             yield (r.rating_id, cid, value, cid in r.out_of_range)
 
 
-class _CopyWriter:
-    """The PostgreSQL path: the same rows as `_write`, streamed with COPY on a COPY thread
-    (copythread.py) while the caller's thread plans the next rows. Each chunk's ids are
-    reserved from the sequences on that thread, just before its COPY, so a repeat whose origin
-    was in an earlier chunk learns its id in time (chunks run in order)."""
+class _Ids:
+    """Primary keys of one table for the rows handed out in order, reserved from its sequence a
+    block ahead on the COPY thread (a reservation on the calling thread would wait for the
+    running COPY). Blocks follow `expected`: an exact count leaves no id unused."""
 
-    def __init__(self, now: dt.datetime, bulk_checked: bool) -> None:
-        self.now = now
-        self.sequences = [pgcopy.sequence_of(m._meta.db_table) for m in (Assignment, Rating)]
+    def __init__(self, thread: copythread.CopyThread, table: str, expected: int) -> None:
+        self.thread, self.sequence, self.left = thread, pgcopy.sequence_of(table), expected
+        self.pool: list[int] = []
+        self.ahead = self._reserve(min(pgcopy.COPY_BATCH, expected))
+
+    def _reserve(self, n: int) -> Future | None:
+        if n <= 0:
+            return None
+        self.left -= n
+        sequence = self.sequence
+        return self.thread.submit(lambda cur: pgcopy.reserve_from(cur, sequence, n))
+
+    def take(self, n: int) -> list[int]:
+        while len(self.pool) < n:
+            if self.ahead is None:  # more rows than expected
+                self.left = n - len(self.pool)
+                self.ahead = self._reserve(self.left)
+            self.pool += self.thread.result(self.ahead)  # type: ignore[arg-type]
+            self.ahead = self._reserve(min(pgcopy.COPY_BATCH, self.left))
+        out, self.pool = self.pool[:n], self.pool[n:]
+        return out
+
+
+class _CopyWriter:
+    """The PostgreSQL path: the same rows as `_write`, with COPY. The calling thread plans and
+    packs each chunk (ids, values, COPY's binary format); the COPY thread (copythread.py) sends
+    it while the next chunk is planned."""
+
+    def __init__(self, thread: copythread.CopyThread, now: dt.datetime, expected: int,
+                 bulk_checked: bool) -> None:  # fmt: skip
+        self.thread, self.now = thread, now
+        self.ids = [_Ids(thread, m._meta.db_table, expected) for m in (Assignment, Rating)]
         self.assignments = pgcopy.Copy(
             Assignment, ASSIGNMENT_COLUMNS, types={"public_id": pgcopy.RAW},
             bulk_checked=bulk_checked,
@@ -229,30 +259,37 @@ class _CopyWriter:
         )
         self.scores_written = 0
 
-    def __call__(self, rows: list[NewRating]) -> Callable[[Any], None]:
-        return lambda cur: self._write(cur, rows)
-
-    def _write(self, cur: Any, rows: list[NewRating]) -> None:
+    def write(self, rows: list[NewRating]) -> None:
         now = self.now
-        a_ids, r_ids = (pgcopy.reserve_from(cur, seq, len(rows)) for seq in self.sequences)
+        a_ids, r_ids = (ids.take(len(rows)) for ids in self.ids)
         for row, aid, rid in zip(rows, a_ids, r_ids, strict=True):
             row.assignment_id, row.rating_id = aid, rid
-        self.assignments.into(
-            cur,
-            (
+        data = [
+            (self.assignments, self.assignments.encode(
                 (r.assignment_id, *_assignment_values(r, pid, now))
                 for r, pid in zip(rows, _uuids(len(rows)), strict=True)
-            ),
-        )
-        self.ratings.into(cur, ((r.rating_id, *_rating_values(r, now)) for r in rows))
-        if any(r.scores for r in rows):
-            self.scores_written += self.scores.into(cur, _score_values(rows))
+            )),
+            (self.ratings, self.ratings.encode(
+                (r.rating_id, *_rating_values(r, now)) for r in rows
+            )),
+        ]  # fmt: skip
+        scores = sum(len(r.scores) for r in rows)
+        if scores:
+            data.append((self.scores, self.scores.encode(_score_values(rows))))
+            self.scores_written += scores
+        self.thread.submit(partial(_send, data))
 
     def check(self) -> None:
         """The bulk foreign-key checks, once the COPY thread is done (calling thread)."""
         self.assignments.check()
         self.ratings.check()
         self.scores.check()
+
+
+def _send(data: list[tuple[pgcopy.Copy, bytearray]], cur: Any) -> None:
+    """A chunk's COPYs, on the COPY thread."""
+    for copy, blob in data:
+        copy.send(cur, blob)
 
 
 def _ready(rows: Iterable[NewRating], now: dt.datetime, held: list[NewRating]) -> Iterator:
@@ -277,12 +314,12 @@ def _record_copy(
         pgcopy.triggers_off(expected >= pgcopy.BULK_CHECK_MIN) as off,
         copythread.CopyThread() as thread,
     ):
-        writer = _CopyWriter(now, off)
+        writer = _CopyWriter(thread, now, expected, off)
         pending: Iterable[NewRating] = rows
         while pending:
             held: list[NewRating] = []
             for chunk in batched(_ready(pending, now, held), pgcopy.COPY_BATCH):
-                thread.submit(writer(list(chunk)))
+                writer.write(list(chunk))
                 written += len(chunk)
                 if on_batch is not None:
                     on_batch(len(chunk))
