@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from itertools import batched
 from operator import itemgetter
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Field, Model
+from psycopg import abc, pq
+from psycopg._copy_base import BinaryFormatter  # the formatter of cursor.copy(), used alone
+from psycopg.adapt import AdaptersMap, Transformer
+from psycopg.types.string import BytesBinaryDumper
 
 # Rows per COPY command: large enough that the per-command cost vanishes, small enough that a
 # progress bar moves.
@@ -70,16 +74,29 @@ def reserve_ids(table: str, n: int) -> Sequence[int]:
     if n <= 0:
         return []
     with connection.cursor() as cur:
-        # The sequence is looked up once: pg_get_serial_sequence per row would double the cost.
+        return reserve_from(cur, sequence_of(table), n)
+
+
+def sequence_of(table: str) -> str:
+    """The identity sequence of `table`'s id (looked up once: pg_get_serial_sequence per row
+    would double the cost of a reservation)."""
+    with connection.cursor() as cur:
         cur.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
-        sequence = cur.fetchone()[0]
-        cur.execute(
-            "SELECT min(v), max(v), array_agg(v) FILTER (WHERE max_v - min_v + 1 <> %s) FROM ("
-            " SELECT v, min(v) OVER () AS min_v, max(v) OVER () AS max_v FROM ("
-            "  SELECT nextval(%s::regclass) AS v FROM generate_series(1, %s)) AS taken) AS run",
-            [n, sequence, n],
-        )
-        low, high, scattered = cur.fetchone()
+        return cur.fetchone()[0]
+
+
+def reserve_from(cur: Any, sequence: str, n: int) -> Sequence[int]:
+    """reserve_ids on a given cursor (Django's, or psycopg's own on a COPY thread)."""
+    if n <= 0:
+        return []
+    # n distinct values between min and max, max - min + 1 = n: exactly the run min..max. One
+    # pass of plain aggregates (two window functions over the ids cost twice the nextvals).
+    cur.execute(
+        "SELECT min(v), max(v), CASE WHEN max(v) - min(v) + 1 <> %s THEN array_agg(v) END "
+        "FROM (SELECT nextval(%s::regclass) AS v FROM generate_series(1, %s)) AS taken",
+        [n, sequence, n],
+    )
+    low, high, scattered = cur.fetchone()
     return range(low, high + 1) if scattered is None else sorted(scattered)
 
 
@@ -119,7 +136,7 @@ def binary_types(model: type[Model], columns: Sequence[str], **given: str) -> li
 
 
 @contextmanager
-def _triggers_off(wanted: bool) -> Iterator[bool]:
+def triggers_off(wanted: bool) -> Iterator[bool]:
     """Row triggers (the foreign-key checks) off for the block when wanted and allowed; yields
     whether they are off. Needs a transaction (the setting is LOCAL to it)."""
     if not wanted or not connection.in_atomic_block:
@@ -136,8 +153,12 @@ def _triggers_off(wanted: bool) -> Iterator[bool]:
             return
         try:
             yield True
-        finally:
-            cur.execute("SELECT set_config('session_replication_role', %s, true)", [before])
+        except BaseException:
+            # A failed transaction refuses the reset; rolling it back undoes the SET anyway.
+            with suppress(DatabaseError), transaction.atomic():
+                cur.execute("SELECT set_config('session_replication_role', %s, true)", [before])
+            raise
+        cur.execute("SELECT set_config('session_replication_role', %s, true)", [before])
 
 
 class _NotEmpty(Exception):
@@ -240,6 +261,74 @@ def lock_referenced(table: str, ids: Collection[Any], *, column: str) -> None:
         )
 
 
+def _transformer(oids: Sequence[int]) -> abc.Transformer:
+    """A psycopg transformer dumping these column types in binary, with the C dumper of bytes
+    for bytea (psycopg's DB-API module registers a Python one, several times slower)."""
+    adapters = AdaptersMap(connection.connection.adapters)
+    adapters.register_dumper(None, BytesBinaryDumper)
+    transformer = Transformer(adapters)
+    transformer.set_dumper_types(oids, pq.Format.BINARY)
+    return transformer
+
+
+class Copy:
+    """A COPY prepared on the calling thread (statement, binary types, the foreign-key columns
+    to check in bulk), which `into` runs on any psycopg cursor of the same connection (a COPY
+    thread's: copythread.py) and `check` completes on the calling thread."""
+
+    def __init__(self, model: type[Model], columns: Sequence[str], *, own: Collection[str] = (),
+                 types: dict[str, str] | None = None, bulk_checked: bool = False) -> None:  # fmt: skip
+        self.table = model._meta.db_table
+        names = ", ".join(connection.ops.quote_name(c) for c in columns)
+        self.sql = (
+            f"COPY {connection.ops.quote_name(self.table)} ({names}) FROM STDIN (FORMAT BINARY)"
+        )
+        self.types = binary_types(model, columns, **(types or {}))
+        refs = {c: t for c, t in foreign_keys(model).items() if c in columns and c not in own}
+        # Column -> (its referenced table, the values written): gathered only when checked in bulk.
+        self.seen = {c: (t, set[Any]()) for c, t in refs.items()} if bulk_checked else {}
+        self._at = [(itemgetter(columns.index(c)), values) for c, (_, values) in self.seen.items()]
+        self._oids = [connection.connection.adapters.types.get_oid(t) for t in self.types]
+
+    def encode(self, rows: Iterable[Sequence[Any]]) -> bytearray:
+        """The rows in COPY's binary format (signature, rows, trailer), packed on the calling
+        thread for `send` to write on another (which then holds the GIL for little)."""
+        formatter = BinaryFormatter(_transformer(self._oids))
+        out = bytearray()
+        for chunk in batched(rows, CHUNK):
+            for row in chunk:
+                out += formatter.write_row(row)  # a block when its buffer is full, else b""
+            for get, values in self._at:
+                values.update(map(get, chunk))
+        out += formatter.end()
+        return out
+
+    def send(self, cur: Any, data: bytes | bytearray) -> None:
+        """COPY data made by `encode`, with `cur` (any thread)."""
+        with cur.copy(self.sql) as cp:
+            cp.write(data)
+
+    def into(self, cur: Any, rows: Iterable[Sequence[Any]]) -> int:
+        """COPY the rows with `cur`; returns how many."""
+        n = 0
+        cur.adapters.register_dumper(None, BytesBinaryDumper)  # (see _transformer)
+        with cur.copy(self.sql) as cp:
+            cp.set_types(self.types)
+            for chunk in batched(rows, CHUNK):
+                for row in chunk:
+                    cp.write_row(row)
+                for get, values in self._at:
+                    values.update(map(get, chunk))
+                n += len(chunk)
+        return n
+
+    def check(self) -> None:
+        """The bulk foreign-key check of every row written so far (calling thread)."""
+        for column, (table, values) in self.seen.items():
+            lock_referenced(table, values, column=f"{self.table}.{column}")
+            values.clear()
+
+
 def copy_rows(
     model: type[Model],
     columns: Sequence[str],
@@ -253,24 +342,11 @@ def copy_rows(
     With `expected` >= BULK_CHECK_MIN rows, foreign keys are checked in bulk (module doc);
     `own` names the columns that point at rows the caller wrote in this transaction; `types`
     overrides a column's binary type (RAW)."""
-    table = model._meta.db_table
-    names = ", ".join(connection.ops.quote_name(c) for c in columns)
-    sql = f"COPY {connection.ops.quote_name(table)} ({names}) FROM STDIN (FORMAT BINARY)"
-    refs = {c: t for c, t in foreign_keys(model).items() if c in columns and c not in own}
-    n = 0
-    with _triggers_off(expected >= BULK_CHECK_MIN) as off:
-        seen: dict[str, set[Any]] = {c: set() for c in refs} if off else {}
-        at = [(itemgetter(columns.index(c)), values) for c, values in seen.items()]
-        with connection.cursor() as cur, cur.copy(sql) as cp:
-            cp.set_types(binary_types(model, columns, **(types or {})))
-            for chunk in batched(rows, CHUNK):
-                for row in chunk:
-                    cp.write_row(row)
-                for get, values in at:
-                    values.update(map(get, chunk))
-                n += len(chunk)
-        for column, values in seen.items():
-            lock_referenced(refs[column], values, column=f"{table}.{column}")
+    with triggers_off(expected >= BULK_CHECK_MIN) as off:
+        copy = Copy(model, columns, own=own, types=types, bulk_checked=off)
+        with connection.cursor() as cur:
+            n = copy.into(cur.cursor, rows)
+        copy.check()
     return n
 
 

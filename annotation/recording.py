@@ -20,13 +20,17 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import batched
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import pgcopy, sqlrows
+from annotation import copythread, pgcopy, sqlrows
 from annotation.models import Assignment, Rating, Score
 
 BATCH = 2000
@@ -206,32 +210,124 @@ def _score_values(rows: Sequence[NewRating]) -> Iterator[tuple]:
             yield (r.rating_id, cid, value, cid in r.out_of_range)
 
 
-def _write_copy(rows: list[NewRating], now: dt.datetime) -> int:
-    """The PostgreSQL path: the same rows as `_write`, streamed with COPY."""
-    a_ids = pgcopy.reserve_ids(Assignment._meta.db_table, len(rows))
-    r_ids = pgcopy.reserve_ids(Rating._meta.db_table, len(rows))
-    for row, aid, rid in zip(rows, a_ids, r_ids, strict=True):
-        row.assignment_id, row.rating_id, row.recorded_at = aid, rid, now
-    pgcopy.copy_rows(
-        Assignment,
-        ASSIGNMENT_COLUMNS,
-        (
-            (r.assignment_id, *_assignment_values(r, pid, now))
-            for r, pid in zip(rows, _uuids(len(rows)), strict=True)
-        ),
-        expected=len(rows),
-        types={"public_id": pgcopy.RAW},
-    )
-    pgcopy.copy_rows(
-        Rating,
-        RATING_COLUMNS,
-        ((r.rating_id, *_rating_values(r, now)) for r in rows),
-        own=("assignment_id",),
-        expected=len(rows),
-    )
-    return pgcopy.copy_rows(
-        Score, SCORE_COLUMNS, _score_values(rows), own=("rating_id",), expected=len(rows)
-    )
+class _Ids:
+    """Primary keys of one table for the rows handed out in order, reserved from its sequence a
+    block ahead on the COPY thread (a reservation on the calling thread would wait for the
+    running COPY). Blocks follow `expected`: an exact count leaves no id unused."""
+
+    def __init__(self, thread: copythread.CopyThread, table: str, expected: int) -> None:
+        self.thread, self.sequence, self.left = thread, pgcopy.sequence_of(table), expected
+        self.pool: list[int] = []
+        self.ahead = self._reserve(min(pgcopy.COPY_BATCH, expected))
+
+    def _reserve(self, n: int) -> Future | None:
+        if n <= 0:
+            return None
+        self.left -= n
+        sequence = self.sequence
+        return self.thread.submit(lambda cur: pgcopy.reserve_from(cur, sequence, n))
+
+    def take(self, n: int) -> list[int]:
+        while len(self.pool) < n:
+            if self.ahead is None:  # more rows than expected
+                self.left = n - len(self.pool)
+                self.ahead = self._reserve(self.left)
+            self.pool += self.thread.result(self.ahead)  # type: ignore[arg-type]
+            self.ahead = self._reserve(min(pgcopy.COPY_BATCH, self.left))
+        out, self.pool = self.pool[:n], self.pool[n:]
+        return out
+
+
+class _CopyWriter:
+    """The PostgreSQL path: the same rows as `_write`, with COPY. The calling thread plans and
+    packs each chunk (ids, values, COPY's binary format); the COPY thread (copythread.py) sends
+    it while the next chunk is planned."""
+
+    def __init__(self, thread: copythread.CopyThread, now: dt.datetime, expected: int,
+                 bulk_checked: bool) -> None:  # fmt: skip
+        self.thread, self.now = thread, now
+        self.ids = [_Ids(thread, m._meta.db_table, expected) for m in (Assignment, Rating)]
+        self.assignments = pgcopy.Copy(
+            Assignment, ASSIGNMENT_COLUMNS, types={"public_id": pgcopy.RAW},
+            bulk_checked=bulk_checked,
+        )  # fmt: skip
+        self.ratings = pgcopy.Copy(
+            Rating, RATING_COLUMNS, own=("assignment_id",), bulk_checked=bulk_checked
+        )
+        self.scores = pgcopy.Copy(
+            Score, SCORE_COLUMNS, own=("rating_id",), bulk_checked=bulk_checked
+        )
+        self.scores_written = 0
+
+    def write(self, rows: list[NewRating]) -> None:
+        now = self.now
+        a_ids, r_ids = (ids.take(len(rows)) for ids in self.ids)
+        for row, aid, rid in zip(rows, a_ids, r_ids, strict=True):
+            row.assignment_id, row.rating_id = aid, rid
+        data = [
+            (self.assignments, self.assignments.encode(
+                (r.assignment_id, *_assignment_values(r, pid, now))
+                for r, pid in zip(rows, _uuids(len(rows)), strict=True)
+            )),
+            (self.ratings, self.ratings.encode(
+                (r.rating_id, *_rating_values(r, now)) for r in rows
+            )),
+        ]  # fmt: skip
+        scores = sum(len(r.scores) for r in rows)
+        if scores:
+            data.append((self.scores, self.scores.encode(_score_values(rows))))
+            self.scores_written += scores
+        self.thread.submit(partial(_send, data))
+
+    def check(self) -> None:
+        """The bulk foreign-key checks, once the COPY thread is done (calling thread)."""
+        self.assignments.check()
+        self.ratings.check()
+        self.scores.check()
+
+
+def _send(data: list[tuple[pgcopy.Copy, bytearray]], cur: Any) -> None:
+    """A chunk's COPYs, on the COPY thread."""
+    for copy, blob in data:
+        copy.send(cur, blob)
+
+
+def _ready(rows: Iterable[NewRating], now: dt.datetime, held: list[NewRating]) -> Iterator:
+    """The rows whose origin (if any) is written before them, marked as handed to the writer
+    (recorded_at); the others go to `held`, for a later pass."""
+    for row in rows:
+        origin = row.repeat_of
+        if origin is not None and origin.recorded_at is None:
+            held.append(row)
+            continue
+        row.recorded_at = now
+        yield row
+
+
+def _record_copy(
+    rows: Iterable[NewRating], now: dt.datetime, expected: int, on_batch: Callable | None
+) -> tuple[int, int]:
+    """Write the rows with COPY, chunk by chunk, on a COPY thread; returns the scores and the
+    rows written."""
+    written = 0
+    with (
+        pgcopy.triggers_off(expected >= pgcopy.BULK_CHECK_MIN) as off,
+        copythread.CopyThread() as thread,
+    ):
+        writer = _CopyWriter(thread, now, expected, off)
+        pending: Iterable[NewRating] = rows
+        while pending:
+            held: list[NewRating] = []
+            for chunk in batched(_ready(pending, now, held), pgcopy.COPY_BATCH):
+                writer.write(list(chunk))
+                written += len(chunk)
+                if on_batch is not None:
+                    on_batch(len(chunk))
+            if len(held) and all(r.repeat_of.recorded_at is None for r in held):  # type: ignore[union-attr]
+                raise ValueError("a repeat names an origin that is not among the rows")
+            pending = held
+    writer.check()
+    return writer.scores_written, written
 
 
 def _write_sqlite(rows: list[NewRating], now: dt.datetime) -> int:
@@ -256,39 +352,50 @@ def _write_sqlite(rows: list[NewRating], now: dt.datetime) -> int:
 @transaction.atomic
 def ratings_record_bulk(
     *,
-    rows: Sequence[NewRating],
+    rows: Iterable[NewRating],
     batch: int = BATCH,
     on_batch: Callable[[int], None] | None = None,
+    expected: int | None = None,
 ) -> dict[str, int]:
     """Write the rows' assignments, ratings and scores; origins before their repeats. Returns
-    the counts written. Each row gets its `assignment` and `rating` (with primary keys)."""
+    the counts written. Each row gets its `assignment` and `rating` (with primary keys).
+
+    `rows` may be a generator (`expected`: about how many it yields): on PostgreSQL its rows
+    are planned while the previous chunk is copied."""
     now = timezone.now()
-    copy = pgcopy.available()
-    if copy:
-        batch = max(batch, pgcopy.COPY_BATCH)
-    counts = {"assignments": 0, "ratings": 0, "scores": 0}
-    pending = list(rows)
+    if expected is None:
+        rows = list(rows)
+        expected = len(rows)
     # Into empty tables (a first import) the indexes are built once, at the end.
-    with pgcopy.indexes_rebuilt((Assignment, Rating, Score), len(pending)):
-        while pending:
-            ready = [r for r in pending if r.repeat_of is None or r.repeat_of.assignment_id]
-            if not ready:
-                raise ValueError("a repeat names an origin that is not among the rows")
-            if len(ready) == len(pending):  # no repeat waits for its origin (the usual case)
-                pending = []
+    with pgcopy.indexes_rebuilt((Assignment, Rating, Score), expected):
+        if pgcopy.available():
+            scores, n = _record_copy(rows, now, expected, on_batch)
+            return {"assignments": n, "ratings": n, "scores": scores}
+        return _record_rows(list(rows), now, batch, on_batch)
+
+
+def _record_rows(
+    pending: list[NewRating], now: dt.datetime, batch: int, on_batch: Callable | None
+) -> dict[str, int]:
+    """SQLite and other backends: origins first, in chunks."""
+    counts = {"assignments": 0, "ratings": 0, "scores": 0}
+    while pending:
+        ready = [r for r in pending if r.repeat_of is None or r.repeat_of.assignment_id]
+        if not ready:
+            raise ValueError("a repeat names an origin that is not among the rows")
+        if len(ready) == len(pending):  # no repeat waits for its origin (the usual case)
+            pending = []
+        else:
+            ready_ids = {id(r) for r in ready}
+            pending = [r for r in pending if id(r) not in ready_ids]
+        for start in range(0, len(ready), batch):
+            chunk = ready[start : start + batch]
+            if sqlrows.available():
+                counts["scores"] += _write_sqlite(chunk, now)
             else:
-                ready_ids = {id(r) for r in ready}
-                pending = [r for r in pending if id(r) not in ready_ids]
-            for start in range(0, len(ready), batch):
-                chunk = ready[start : start + batch]
-                if copy:
-                    counts["scores"] += _write_copy(chunk, now)
-                elif sqlrows.available():
-                    counts["scores"] += _write_sqlite(chunk, now)
-                else:
-                    counts["scores"] += _write(chunk, now, batch)
-                counts["assignments"] += len(chunk)
-                counts["ratings"] += len(chunk)
-                if on_batch is not None:
-                    on_batch(len(chunk))
+                counts["scores"] += _write(chunk, now, batch)
+            counts["assignments"] += len(chunk)
+            counts["ratings"] += len(chunk)
+            if on_batch is not None:
+                on_batch(len(chunk))
     return counts

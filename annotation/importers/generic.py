@@ -358,7 +358,7 @@ class _FastPairwise:
         others = [i for i, column in enumerate(header) if column not in FAST_PAIRWISE]
         self.others = itemgetter(*others) if others else None
         self.raters: dict[tuple, specs.RaterSpec] = {}  # by the rater's cells as given
-        self.add = state.bundle.ratings.append
+        self.add, self.studies = state.bundle.ratings.append, state.bundle.studies
 
     def _rater(self, row: list[str], cells: tuple[str, ...]) -> specs.RaterSpec | None:
         key = tuple([(row[i] or None) if i >= 0 else None for i in self.rater_at])
@@ -372,13 +372,14 @@ class _FastPairwise:
             return False
         if self.others is not None and any(self.others(row)):  # (one cell: its characters)
             return False
-        qid, a, b, raw, *rater_cells = self.cells(row)
+        named = self.cells(row)
+        qid, a, b, raw = named[:4]
         qid, choice = qid.strip(), CHOICES.get(raw.strip().lower())
         if not (qid and a and b and choice) or a == b or "\x00" in qid + a + b + raw:
             return False
-        cells = tuple(rater_cells)
+        cells = named[4:]  # the rater's
         rater = self.raters.get(cells) or self._rater(row, cells)
-        if rater is None or self.study not in self.state.bundle.studies:
+        if rater is None or self.study not in self.studies:
             return False
         when = row[self.when].strip() if self.when >= 0 else ""
         submitted = None

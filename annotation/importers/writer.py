@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, partial
 from typing import Any
@@ -356,9 +356,9 @@ def _item_of(ctx: _Ctx, spec: RatingSpec, pairwise: bool) -> tuple[Study, tuple,
     return study, (study.id, a, b), first == a
 
 
-def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
+def _items(ctx: _Ctx) -> tuple[list[tuple[RatingSpec, tuple]], dict[tuple, int]]:
     """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
-    study, item id and whether the file's first model is the item's response A."""
+    (study, item key, whether the file's first model is response A), and item key -> id."""
     keys = _item_keys(ctx)
     ctx.fresh = {s.id for s in ctx.studies.values()} - {key[0] for key in keys}
     plan = []
@@ -371,16 +371,17 @@ def _items(ctx: _Ctx) -> list[tuple[RatingSpec, Study, int, bool]]:
         found = seen.get(names)
         if found is None:
             found = seen[names] = _item_of(ctx, spec, spec.study in pairwise)
-        study, key, first_is_a = found
+        key = found[1]
         if key not in keys:
             new = new_items.get(key)
             if new is None:
                 new = new_items[key] = [ctx.q_ids[spec.question], 0]
             new[1] += not spec.repeat
-        plan.append((spec, study, key, first_is_a))
+        plan.append((spec, found))
     keys.update(_create_items(ctx, new_items))
-    ctx.count("items", added=len(new_items), skipped=len({p[2] for p in plan}) - len(new_items))
-    return [(spec, study, keys[key], first_is_a) for spec, study, key, first_is_a in plan]
+    used = {found[1] for found in seen.values()}
+    ctx.count("items", added=len(new_items), skipped=len(used) - len(new_items))
+    return plan, keys
 
 
 def _scores(ctx: _Ctx, spec: RatingSpec, study: Study) -> tuple[dict[int, int], frozenset[int]]:
@@ -426,10 +427,11 @@ def _new_rating(
     )
 
 
-def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
-    """The ratings not stored yet. A rater's first rating of an item is its first exposure; a
-    second one (a repeat) is stored as a repeat of that first exposure, from this import or
-    from the database."""
+def _ratings(ctx: _Ctx, plan, keys: dict, rows: list[NewRating]) -> Iterator[NewRating]:
+    """The ratings not stored yet, each added to `rows` and yielded as it is planned (one chunk
+    is copied while the next is planned). A rater's first rating of an item is its first
+    exposure; a second one (a repeat) is stored as a repeat of that first exposure, from this
+    import or from the database."""
     studies = ctx.studies.values()
     stored = Assignment.objects.filter(study__in=studies)
     firsts: dict[tuple[int, int], int | NewRating] = {
@@ -437,10 +439,9 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
         for aid, i, r in stored.filter(is_repeat=False).values_list("id", "item_id", "rater_id")
     }
     repeated = set(stored.filter(is_repeat=True).values_list("item_id", "rater_id"))
-    rows: list[NewRating] = []
     taken: set[tuple[int, int, bool]] = set()
-    for spec, study, item_id, first_is_a in sorted(plan, key=lambda p: p[0].repeat):
-        rater_id = ctx.raters[spec.rater].id
+    for spec, (study, key, first_is_a) in sorted(plan, key=lambda p: p[0].repeat):
+        item_id, rater_id = keys[key], ctx.raters[spec.rater].id
         k = (item_id, rater_id, spec.repeat)
         if k in taken:
             raise ImportRefused(
@@ -465,7 +466,7 @@ def _ratings(ctx: _Ctx, plan) -> list[NewRating]:
         else:
             firsts[(item_id, rater_id)] = row
         rows.append(row)
-    return rows
+        yield row
 
 
 def write_bundle(
@@ -489,9 +490,12 @@ def write_bundle(
 def _write_ratings(ctx: _Ctx) -> None:
     _raters(ctx)
     _studies(ctx)
-    rows = _ratings(ctx, _items(ctx))
-    bar = Bar(total=len(rows), desc="writing ratings", enabled=ctx.progress)
-    counts = ratings_record_bulk(rows=rows, on_batch=bar.update)
+    plan, keys = _items(ctx)
+    rows: list[NewRating] = []
+    bar = Bar(total=len(plan), desc="writing ratings", enabled=ctx.progress)
+    counts = ratings_record_bulk(
+        rows=_ratings(ctx, plan, keys, rows), on_batch=bar.update, expected=len(plan)
+    )
     bar.close()
     for name, n in counts.items():
         ctx.count(name, added=n)

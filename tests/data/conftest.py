@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import transaction
 
 from annotation.importers import dataset_import
-from annotation.models import Score, Study
+from annotation.models import Item, Response, Score, Study
 from ranking.services import ReportFilters, report_build
 
 # Test modules import these from here.
@@ -108,3 +108,16 @@ def llmeval2(django_db_setup, django_db_blocker):
         )
         transaction.set_rollback(True)
     return {"tables": tables, "flagged": flagged}
+
+
+@pytest.fixture
+def star_items(small_dataset, star_rubric):
+    """A closed star study with one item per answer to Q1: (study, items)."""
+    study = Study.objects.create(
+        name="s", dataset=small_dataset, mode="star", rubric=star_rubric, status="closed"
+    )
+    items = [
+        Item.objects.create(study=study, question=r.question, response_a=r)
+        for r in Response.objects.filter(question__external_id="Q1").order_by("id")
+    ]
+    return study, items

@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from annotation import pgcopy
 from annotation.models import Assignment, Criterion, Rater, Rating, Score
 from annotation.recording import NewRating, ratings_record_bulk
-from tests.data.test_recording import star_items  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="COPY and its bulk key checks: PostgreSQL only"
@@ -26,7 +25,7 @@ def bulk_everything(monkeypatch):
 
 @pytest.fixture
 def star_rows(request, star_rubric):
-    study, items = request.getfixturevalue("star_items")  # test_recording's two star items
+    study, items = request.getfixturevalue("star_items")  # two star items (conftest)
     rater = Rater.objects.create(kind="human", pool="onsite", name="ann")
     crit = Criterion.objects.get(rubric=star_rubric, key="correctness")
 
@@ -48,7 +47,7 @@ def _role() -> str:
 def test_the_bulk_path_writes_the_rows_and_turns_the_triggers_on_again(bulk_everything, star_rows):
     rows = star_rows()
     with transaction.atomic():
-        with pgcopy._triggers_off(True) as off:
+        with pgcopy.triggers_off(True) as off:
             assert off, "the test database's user may set session_replication_role"
             assert _role() == "replica"
         assert _role() == "origin"

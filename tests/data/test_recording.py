@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from annotation import recording
 from annotation.importers.bundle import Bundle, ImportRefused, RaterSpec, RatingSpec, StudySpec
 from annotation.importers.reading import check_score
-from annotation.models import Assignment, Criterion, Item, Rater, Rating, Response, Score, Study
+from annotation.models import Assignment, Criterion, Rater, Rating, Score
 from annotation.recording import NewRating, ratings_record_bulk
 
 T0 = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
@@ -69,18 +69,6 @@ def test_check_score_keeps_a_published_value_out_of_range_only_when_asked():
         check_score(0, lo=1, hi=3, criterion="c", file="f", record="1")
     with pytest.raises(ImportRefused, match="outside"):
         check_score(101, lo=1, hi=3, criterion="c", file="f", record="1", keep_out_of_range=True)
-
-
-@pytest.fixture
-def star_items(small_dataset, star_rubric):
-    study = Study.objects.create(
-        name="s", dataset=small_dataset, mode="star", rubric=star_rubric, status="closed"
-    )
-    items = [
-        Item.objects.create(study=study, question=r.question, response_a=r)
-        for r in Response.objects.filter(question__external_id="Q1").order_by("id")
-    ]
-    return study, items
 
 
 def _repeat_of(first: NewRating, crit: Criterion) -> NewRating:
