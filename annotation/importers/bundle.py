@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
+
+from annotation.models import PairChoice
 
 
 class ImportRefused(Exception):
@@ -167,3 +170,19 @@ __all__ = [
     "ResponseSpec",
     "StudySpec",
 ]
+
+
+@cache  # eight answers, asked once per rating
+def _canonical(choice: str, first_is_a: bool) -> str:
+    # The first response of the file's pair reads as if it had been shown on the left.
+    shown = {"first": "left", "second": "right"}.get(choice, choice)
+    return PairChoice.from_shown(shown, left_is_a=first_is_a)
+
+
+def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
+    """A choice relative to (first, second) as shown in the file -> canonical A/B."""
+    if choice == "":
+        return choice
+    if choice in ("first", "second", "tie", "both_bad"):
+        return _canonical(choice, first_is_a)
+    raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")

@@ -11,14 +11,21 @@ import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 from django.db.models import Model
 
 import annotation.importers.ownership as ownership
 from annotation import pgcopy
-from annotation.importers.bundle import Bundle, ImportRefused, RatingSpec, ResponseSpec, StudySpec
+from annotation.importers.bundle import (
+    Bundle,
+    ImportRefused,
+    RatingSpec,
+    ResponseSpec,
+    StudySpec,
+    canonical_choice,
+)
 from annotation.importers.counters import refresh_counters
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
@@ -28,7 +35,6 @@ from annotation.models import (
     Criterion,
     Dataset,
     Item,
-    PairChoice,
     Question,
     Rater,
     Response,
@@ -76,22 +82,6 @@ def _batched_create(model, objs: list, *, enabled: bool, desc: str) -> list:
         bar.update(len(batch))
     bar.close()
     return out
-
-
-@cache  # eight answers, asked once per rating
-def _canonical(choice: str, first_is_a: bool) -> str:
-    # The first response of the file's pair reads as if it had been shown on the left.
-    shown = {"first": "left", "second": "right"}.get(choice, choice)
-    return PairChoice.from_shown(shown, left_is_a=first_is_a)
-
-
-def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
-    """A choice relative to (first, second) as shown in the file -> canonical A/B."""
-    if choice == "":
-        return choice
-    if choice in ("first", "second", "tie", "both_bad"):
-        return _canonical(choice, first_is_a)
-    raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
 
 
 def _find_or_add[M: Model](ctx: _Ctx, entity: str, found: M | None, add: Callable[[], M]) -> M:
