@@ -3,68 +3,64 @@ the task backend, and what PgBouncer in transaction mode needs (docs/deploy.md).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.deploy.cluster import ROOT
+from tests.settings_probe import probe_settings
 
-# Each test reads the settings in a process of its own, with the DATABASE_URL it sets, and never
-# connects: the PostgreSQL pass would repeat the same runs.
+# The settings are read in a process of their own, with the DATABASE_URL each case sets, and
+# never connect: the PostgreSQL pass would repeat the same runs.
 pytestmark = pytest.mark.database_independent
 
-PROBE = (
-    "import json, config.settings as s; db = s.DATABASES['default']; "
-    "print(json.dumps({'tasks': s.TASKS['default']['BACKEND'], "
-    "'cursors_off': db.get('DISABLE_SERVER_SIDE_CURSORS'), "
-    "'prepare': db.get('OPTIONS', {}).get('prepare_threshold')}))"
+VALUES = (
+    "{'tasks': s.TASKS['default']['BACKEND'], "
+    "'cursors_off': s.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'), "
+    "'prepare': s.DATABASES['default'].get('OPTIONS', {}).get('prepare_threshold')}"
 )
 
+# Every case of this module, read in one process (tests/settings_probe.py).
+CASES: dict[str, dict[str, str]] = {
+    "default": {},
+    "pooling": {"DB_TRANSACTION_POOLING": "true", "TASK_BACKEND": "celery"},
+    "pooling+prepare": {"DB_TRANSACTION_POOLING": "yes", "DB_PREPARE_THRESHOLD": "5"},
+    "misspelt pooling": {"DB_TRANSACTION_POOLING": "flase"},
+    "unknown backend": {"TASK_BACKEND": "carrier-pigeon"},
+    "control character": {"TASK_BACKEND": "celery\x01"},
+    "arabic digit": {"DB_PREPARE_THRESHOLD": "٣"},
+}
 
-def read_settings(**env: str) -> subprocess.CompletedProcess:
+
+@pytest.fixture(scope="module")
+def probed() -> dict[str, dict]:
     base = {k: v for k, v in os.environ.items() if k not in ("TASK_BACKEND", "DATABASE_URL")}
     base = {k: v for k, v in base.items() if not k.startswith("DB_")}
-    return subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env={**base, "DATABASE_URL": "postgres://app@db.internal:6432/llmeval", **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    base["DATABASE_URL"] = "postgres://app@db.internal:6432/llmeval"
+    return probe_settings({name: {**base, **env} for name, env in CASES.items()}, VALUES)
 
 
-def test_postgres_keeps_prepared_statements_and_server_side_cursors_by_default():
-    out = read_settings()
-    assert json.loads(out.stdout) == {
-        "tasks": "django_tasks_db.DatabaseBackend",
-        "cursors_off": False,
-        "prepare": 5,
+def test_postgres_keeps_prepared_statements_and_server_side_cursors_by_default(probed):
+    assert probed["default"] == {
+        "values": {"tasks": "django_tasks_db.DatabaseBackend", "cursors_off": False, "prepare": 5}
     }
 
 
-def test_transaction_pooling_turns_off_server_side_cursors_and_prepared_statements():
-    out = read_settings(DB_TRANSACTION_POOLING="true", TASK_BACKEND="celery")
-    assert json.loads(out.stdout) == {
-        "tasks": "config.celery_backend.CeleryBackend",
-        "cursors_off": True,
-        "prepare": None,
+def test_transaction_pooling_turns_off_server_side_cursors_and_prepared_statements(probed):
+    assert probed["pooling"] == {
+        "values": {
+            "tasks": "config.celery_backend.CeleryBackend",
+            "cursors_off": True,
+            "prepare": None,
+        }
     }
     # A pooler that carries prepared statements (PgBouncer 1.21+, max_prepared_statements) may
     # have them back.
-    out = read_settings(DB_TRANSACTION_POOLING="yes", DB_PREPARE_THRESHOLD="5")
-    assert json.loads(out.stdout)["cursors_off"] is True and json.loads(out.stdout)["prepare"] == 5
+    values = probed["pooling+prepare"]["values"]
+    assert values["cursors_off"] is True and values["prepare"] == 5
 
 
-def test_a_misspelt_switch_stops_the_server_instead_of_being_read_as_off():
-    for env in (
-        {"DB_TRANSACTION_POOLING": "flase"},
-        {"TASK_BACKEND": "carrier-pigeon"},
-        {"TASK_BACKEND": "celery\x01"},
-        {"DB_PREPARE_THRESHOLD": "٣"},
-    ):
-        out = read_settings(**env)
-        assert out.returncode != 0 and "SettingError" in out.stderr, (env, out.stderr[-500:])
+@pytest.mark.parametrize(
+    "case", ["misspelt pooling", "unknown backend", "control character", "arabic digit"]
+)
+def test_a_misspelt_switch_stops_the_server_instead_of_being_read_as_off(probed, case):
+    assert probed[case]["error"] == "SettingError", probed[case]

@@ -133,11 +133,24 @@ def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with sqlite3.connect(db, timeout=10) as con:
-            row = con.execute("SELECT status, n_ok FROM evaluation_judgerun").fetchone()
-        if row == ("done", 2):
-            return True
+            row = con.execute("SELECT status, n_done, n_ok FROM evaluation_judgerun").fetchone()
+        if row is not None and row[0] == "done":
+            break
         time.sleep(0.3)
-    pytest.fail(f"the demo's worker did not finish the run: {row}")
+    else:
+        pytest.fail(f"the demo's worker did not finish the run: {row}")
+    # The run's two calls, each recorded once, and the job ended as the queue's row says (the
+    # real `db_worker` check that test_tasks.py made with a worker of its own).
+    assert row == ("done", 2, 2)
+    with sqlite3.connect(db, timeout=10) as con:
+        calls = con.execute("SELECT item_id, purpose, status FROM evaluation_judgecall").fetchall()
+        jobs = con.execute(
+            "SELECT status, return_value FROM django_tasks_database_dbtaskresult "
+            "WHERE task_path = 'evaluation.tasks.judge_run_execute'"
+        ).fetchall()
+    assert len(calls) == 2 and len(set(calls)) == 2 and {c[2] for c in calls} == {"ok"}
+    assert jobs == [("SUCCESSFUL", '"done"')]
+    return True
 
 
 def _assert_stopped(pid: int, what: str) -> None:

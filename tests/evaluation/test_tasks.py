@@ -1,6 +1,7 @@
 """Jobs through Django's task framework (django.tasks): the setting that picks the backend, the
-immediate backend (tests), the database backend with a real `db_worker` process, and Celery with
-a real worker process and the real Redis broker."""
+immediate backend (tests), the database backend (its real `db_worker` process is checked in
+test_demo_judge.py, as bin/demo starts it), and Celery with a real worker process and the real
+Redis broker."""
 
 from __future__ import annotations
 
@@ -181,22 +182,10 @@ def _judged_by_worker(env: dict, db: Path, base_url: str, worker_argv: list[str]
             worker.wait()
 
 
-# Its processes share a SQLite file of their own whatever the test database: the same run on
-# the PostgreSQL pass would repeat this one.
-@pytest.mark.database_independent
-def test_a_judge_run_queued_in_the_database_is_run_by_a_real_db_worker(tmp_path, fake):
-    """The embedded default: the queue is a table in the app's database and `manage.py
-    db_worker` (a separate process, as bin/demo starts it) picks the job up."""
-    db = tmp_path / "tasks.sqlite3"
-    env = _environment(db, TASK_BACKEND="database")
-    worker = ["manage.py", "db_worker", "--interval", "0.1", "--no-reload", "--no-startup-delay"]
-    assert _judged_by_worker(env, db, fake.base_url, [*worker, "-v", "0"]) == ("done", 20, 20)
-    assert len(fake.paid()) == 20
-    with sqlite3.connect(db) as con:
-        rows = con.execute(
-            "SELECT status, return_value FROM django_tasks_database_dbtaskresult"
-        ).fetchall()
-    assert rows == [("SUCCESSFUL", '"done"')]
+# The database backend's real worker (`manage.py db_worker`, a process of its own, picking up a
+# job queued by `manage.py judge --enqueue` from another) is the one bin/demo starts:
+# tests/evaluation/test_demo_judge.py checks it there, with the job's row in the queue, instead of
+# starting a second set of processes here.
 
 
 # Its processes share a SQLite file of their own whatever the test database: the same run on

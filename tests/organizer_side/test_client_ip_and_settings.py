@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from django.test import RequestFactory
 
 from annotation.net import client_ip
 from config import settings as config_settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.settings_probe import probe_settings
 
 # No test here touches a database (the two start-up checks read the settings in a process of their
 # own and stop before any connection): the PostgreSQL pass would repeat the same runs.
@@ -135,29 +131,25 @@ def test_envpairs_reads_name_value_pairs_and_refuses_anything_else(monkeypatch):
             config_settings.envpairs("LLMEVAL_TEST_PAIRS", "")
 
 
-def _load_settings(**env: str) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def start_ups() -> dict[str, dict]:
+    """The settings read at start-up with a bad value, both cases in one process
+    (tests/settings_probe.py)."""
     environment = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "TRUSTED_PROXIES"}}
-    environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-c", "import config.settings"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cases = {"debug typo": {"DEBUG": "flase"}, "bad proxy": {"TRUSTED_PROXIES": "10.0.0.0/33"}}
+    return probe_settings({name: {**environment, **env} for name, env in cases.items()})
 
 
-def test_the_server_refuses_to_start_with_a_debug_typo():
-    result = _load_settings(DEBUG="flase")
-    assert result.returncode != 0
-    assert "DEBUG='flase' is not a yes/no value" in result.stderr
+def test_the_server_refuses_to_start_with_a_debug_typo(start_ups):
+    result = start_ups["debug typo"]
+    assert result["error"] == "SettingError"
+    assert "DEBUG='flase' is not a yes/no value" in result["message"]
 
 
-def test_the_server_refuses_to_start_with_a_bad_trusted_proxy():
-    result = _load_settings(TRUSTED_PROXIES="10.0.0.0/33")
-    assert result.returncode != 0
-    assert "TRUSTED_PROXIES" in result.stderr
+def test_the_server_refuses_to_start_with_a_bad_trusted_proxy(start_ups):
+    result = start_ups["bad proxy"]
+    assert result["error"] == "SettingError"
+    assert "TRUSTED_PROXIES" in result["message"]
 
 
 def test_drf_throttles_do_not_believe_a_forged_forwarded_for(settings):
