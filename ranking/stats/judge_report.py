@@ -31,12 +31,15 @@ adding a table never moves another table's intervals.
 from __future__ import annotations
 
 import zlib
-from concurrent.futures import Executor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from . import parallel
 from .judge_accuracy import accuracy_variants, star_vs_human_mean
 from .kappa_pairs import chance_agreement, cohen_pairs
 from .length_control import length_controlled, length_preference
@@ -142,33 +145,31 @@ def judge_bias(
     return out[list(BIAS_COLS)]
 
 
-def judge_section(
+@dataclass
+class JudgeJobs:
+    """The section's tables started on worker threads (``start_judge_jobs``)."""
+
+    kappa_pairs: Future[pd.DataFrame]
+    tables: Future[tuple[dict[str, pd.DataFrame], tuple[float, float]]]
+
+
+def _kappa_pairs(j: pd.DataFrame, o: ReportOptions) -> pd.DataFrame:
+    rng = table_rng(o.seed, "kappa_pairs")
+    return cohen_pairs(j, min_common=o.min_ratings, n_boot=o.n_bootstrap, rng=rng)
+
+
+def judge_tables(
     star: pd.DataFrame,
     pair: pd.DataFrame,
     j: pd.DataFrame,
     o: ReportOptions,
-    *,
-    position: pd.DataFrame,
-    laps: Laps | None = None,
-    pool: Executor | None = None,
+    lap: Callable[[str], None] | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of the judge-vs-human section (see the module docstring), under the report's
-    options ``o`` (judge runs, ``min_ratings`` as the pairs' minimum of common items, ``ddof``,
-    ``n_bootstrap``, ``seed``). ``laps`` (a ``report.Laps``) records the seconds per table. With
-    a ``pool`` the per-pair kappa bootstrap (a compiled kernel that releases the GIL) runs on
-    another thread meanwhile; each table draws from its own seeded stream, so the figures do not
-    depend on the order."""
-    lap = laps.lap if laps is not None else (lambda name: None)
-    out: dict[str, pd.DataFrame] = {}
+    """The section's tables that read only the frames (chance agreement, accuracy variants, star
+    vs human, ranking agreement, length-controlled win rates); ``lap(name)`` after each step."""
+    lap = lap or (lambda name: None)
     seed, n_bootstrap = o.seed, o.n_bootstrap
-    pairs_kw = {"min_common": o.min_ratings, "n_boot": n_bootstrap}
-    pairs_rng = table_rng(seed, "kappa_pairs")
-    pairs = pool.submit(cohen_pairs, j, rng=pairs_rng, **pairs_kw) if pool is not None else None
-    out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
-    lap("judge_agreement")
-    if pairs is None:
-        out["kappa_pairs"] = cohen_pairs(j, rng=pairs_rng, **pairs_kw)
-        lap("kappa_pairs")
+    out: dict[str, pd.DataFrame] = {}
     out["chance_agreement"] = chance_agreement(
         j, n_boot=n_bootstrap, rng=table_rng(seed, "chance_agreement")
     )
@@ -181,10 +182,55 @@ def judge_section(
     )
     lap("ranking_agreement")
     out["length_controlled"] = length_controlled(pair)
+    lap("length_controlled")
+    return out
+
+
+def start_judge_jobs(
+    star: pd.DataFrame, pair: pd.DataFrame, j: pd.DataFrame, o: ReportOptions, pool: Executor
+) -> JudgeJobs:
+    """Start the per-pair kappa bootstrap (a compiled kernel that releases the GIL) and
+    ``judge_tables`` on the pool; ``judge_section(..., jobs=...)`` collects them. Each table draws
+    from its own seeded stream, so the figures do not depend on when they run."""
+    return JudgeJobs(
+        kappa_pairs=pool.submit(_kappa_pairs, j, o),
+        tables=pool.submit(parallel.timed, judge_tables, star, pair, j, o),
+    )
+
+
+def judge_section(
+    star: pd.DataFrame,
+    pair: pd.DataFrame,
+    j: pd.DataFrame,
+    o: ReportOptions,
+    *,
+    position: pd.DataFrame,
+    laps: Laps | None = None,
+    jobs: JudgeJobs | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Every table of the judge-vs-human section (see the module docstring), under the report's
+    options ``o`` (judge runs, ``min_ratings`` as the pairs' minimum of common items, ``ddof``,
+    ``n_bootstrap``, ``seed``). ``laps`` (a ``report.Laps``) records the seconds per table. With
+    ``jobs`` (``start_judge_jobs``) the kappa bootstrap and ``judge_tables`` come from worker
+    threads; without, everything runs here, in the same order."""
+    lap = laps.lap if laps is not None else (lambda name: None)
+    out: dict[str, pd.DataFrame] = {}
+    out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
+    lap("judge_agreement")
+    if jobs is None:
+        out["kappa_pairs"] = _kappa_pairs(j, o)
+        lap("kappa_pairs")
+        out.update(judge_tables(star, pair, j, o, lap))
+    else:
+        tables, seconds = jobs.tables.result()
+        out.update(tables)
+        lap("judge_tables_wait")
+        if laps is not None:
+            laps.add("judge_tables (worker thread)", seconds)
     costs = judge_costs(o.judge_runs)
     out["judge_bias"] = judge_bias(pair, out["length_controlled"], position, costs)
-    lap("length_and_bias")
-    if pairs is not None:
-        out["kappa_pairs"] = pairs.result()
+    lap("judge_bias")
+    if jobs is not None:
+        out["kappa_pairs"] = jobs.kappa_pairs.result()
         lap("kappa_pairs_wait")
     return out

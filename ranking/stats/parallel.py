@@ -12,6 +12,7 @@ in the calling thread, in order.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -64,3 +65,10 @@ def split(n: int, parts: int) -> list[slice]:
     """``parts`` contiguous slices covering range(n) (fewer when n is small)."""
     edges = np.linspace(0, n, min(parts, max(n, 1)) + 1).astype(int)
     return [slice(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def timed[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, tuple[float, float]]:
+    """(fn(*args, **kwargs), (wall, CPU) seconds it took): a report section on a worker thread."""
+    t, cpu = time.perf_counter(), time.thread_time()
+    out = fn(*args, **kwargs)
+    return out, (round(time.perf_counter() - t, 3), round(time.thread_time() - cpu, 3))

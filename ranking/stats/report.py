@@ -86,7 +86,7 @@ from .bias import (
 )
 from .filters import filter_frame, raters_below
 from .jsonable import jsonable, report_to_jsonable
-from .judge_report import JUDGE_KEYS, judge_section
+from .judge_report import JUDGE_KEYS, judge_section, start_judge_jobs
 from .leaderboards import BT_TIES, bt_table, elo_tables, kind_matches, rankings_for_correlation
 from .ppi_section import PPI_KEYS, ppi_section
 from .rankings import (
@@ -179,10 +179,10 @@ class ReportOptions:
         return d
 
 
-# Worker threads of one report: the leaderboards, the per-pair kappa bootstrap and the PPI++
-# section. 0 runs everything in the calling thread, in the same order (the figures are the same
+# Worker threads of one report: the leaderboards, the PPI++ section, the per-pair kappa bootstrap
+# and the judge section's tables that need no other table. 0 runs everything in the calling thread, in the same order (the figures are the same
 # either way: each table draws from its own seeded stream).
-REPORT_THREADS = 3
+REPORT_THREADS = 4
 
 
 class _Inline(Executor):
@@ -221,7 +221,7 @@ class Laps:
         self._last, self._last_cpu = now, cpu
 
     def add(self, name: str, seconds: tuple[float, float]) -> None:
-        """A section run on a worker thread: (wall, CPU) seconds from ``_timed``."""
+        """A section run on a worker thread: (wall, CPU) seconds from ``parallel.timed``."""
         self.seconds[name], self.cpu[name] = seconds
 
 
@@ -330,13 +330,6 @@ def _diagnostics(
     return diag
 
 
-def _timed[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, tuple[float, float]]:
-    """(fn(*args, **kwargs), (wall, CPU) seconds it took): a section run on a worker thread."""
-    t, cpu = time.perf_counter(), time.thread_time()
-    out = fn(*args, **kwargs)
-    return out, (round(time.perf_counter() - t, 3), round(time.thread_time() - cpu, 3))
-
-
 def _collect(report: dict[str, Any], laps: Laps, name: str, job: Future[Any]) -> None:
     """The tables of a section run on a worker thread, with its wall and CPU seconds."""
     tables, seconds = job.result()
@@ -421,9 +414,11 @@ def _build(
     with _pool() as pool:
 
         def boards_job() -> Future[Any]:  # on the frames and flags as they are when called
-            return pool.submit(_timed, _leaderboard_section, star, pair, flags, o, crit_max, rng)
+            return pool.submit(
+                parallel.timed, _leaderboard_section, star, pair, flags, o, crit_max, rng
+            )
 
-        ppi = pool.submit(_timed, ppi_section, star, pair, seed=o.seed) if early else None
+        ppi = pool.submit(parallel.timed, ppi_section, star, pair, seed=o.seed) if early else None
         j, flags, crit_max = _judged(star, pair, o)
         boards = boards_job() if early else None
         quality, excluded = _quality_section(j, flags, o)
@@ -433,16 +428,15 @@ def _build(
         report: dict[str, Any] = dict(quality)
         laps.lap("quality")
         boards = boards or boards_job()
-        ppi = ppi or pool.submit(_timed, ppi_section, star, pair, seed=o.seed)
+        ppi = ppi or pool.submit(parallel.timed, ppi_section, star, pair, seed=o.seed)
+        pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
+        # The judge section's tables that need no other table run meanwhile on a worker thread.
+        jobs = start_judge_jobs(star, pair_r, j, o, pool) if REPORT_THREADS > 0 else None
         report.update(_bias_section(star, pair, j, flags, o))
         report["annotator_diagnostics"] = _diagnostics(star, pair, quality)
         laps.lap("bias_and_agreement")
-        pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
-        report.update(
-            judge_section(
-                star, pair_r, j, o, position=report["position_bias"], laps=laps, pool=pool
-            )
-        )
+        position = report["position_bias"]
+        report.update(judge_section(star, pair_r, j, o, position=position, laps=laps, jobs=jobs))
         _collect(report, laps, "leaderboards", boards)
         _collect(report, laps, "ppi", ppi)
     report["meta"] = _meta(star, pair, o, excluded, crit_max, t0)

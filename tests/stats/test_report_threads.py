@@ -30,6 +30,7 @@ def test_threaded_report_equals_the_one_thread_report(study, monkeypatch, thresh
     options = {"n_shuffles": 10, "n_bootstrap": 40, "seed": 2, **thresholds}
     report = build_report(study.star_df, study.pair_df, **options)
     assert bool(report["meta"]["excluded_raters"]) == bool(thresholds)  # both paths are taken
+    assert "judge_tables (worker thread)" in report["meta"]["timings"]  # the worker path ran
     threaded = _figures(report)
     monkeypatch.setattr(report_mod, "REPORT_THREADS", 0)
     sequential = _figures(build_report(study.star_df, study.pair_df, **options))
