@@ -96,7 +96,7 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
     finally:
         os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         try:
-            demo.wait(timeout=30)
+            demo.wait(timeout=60)  # a loaded machine stops the server, worker and judge slowly
         except subprocess.TimeoutExpired:  # never leave a demo running after the test
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait()
