@@ -244,9 +244,10 @@ def plan_item(ctx: PlanContext, seq: int, item: Item) -> tuple[list[Job], int]:
 def plan_chunks(
     ctx: PlanContext, *, size: int = 200, first: int | None = None
 ) -> Iterator[tuple[list[Job], int]]:
-    """The run's jobs, `first` then `size` items at a time (keyset pages: no cursor held
-    between chunks), with the calls those items need in all. The runner starts calling after
-    the first chunk."""
+    """The run's jobs in chunks of items (keyset pages: no cursor held between chunks), with
+    the calls those items need in all: `first` items, then twice as many at each chunk up to
+    `size`. The runner starts calling after the first chunk, so a small one gets the first
+    requests out early while the later, larger ones keep planning ahead of the calls."""
     run = ctx.run
     items = (
         # Judges never get hidden quality checks (they are for people).
@@ -256,8 +257,8 @@ def plan_chunks(
     )
     left = run.limit or None
     seq, last_id = 0, 0
+    step = min(first, size) if first else size
     while left is None or left > 0:
-        step = first if first and not seq else size
         take = step if left is None else min(step, left)
         page = list(items.filter(id__gt=last_id)[:take])
         if not page:
@@ -271,6 +272,7 @@ def plan_chunks(
             n_planned += n
         last_id = page[-1].id
         left = None if left is None else left - len(page)
+        step = min(2 * step, size)
         yield jobs, n_planned
 
 

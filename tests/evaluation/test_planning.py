@@ -35,3 +35,18 @@ def test_the_text_fallback_is_made_when_first_asked_for_and_is_the_text_runs_req
     assert job.bodies[False] == expected.bodies[False] and rendered == [False]
     assert job.hashes[False] == expected.hashes[False] and rendered == [False]  # made once
     assert set(job.bodies) == {True, False} and True not in expected.bodies
+
+
+def test_chunks_start_small_and_double_up_to_the_chunk_size_covering_every_item_once(
+    make_study, make_judge
+):
+    """The first chunk is small (the first requests go out sooner), each later one twice the
+    last up to `size`; together they plan every item once, in order."""
+    from evaluation.planning import plan_chunks, plan_context
+
+    study = make_study([f"Q{i}?" for i in range(10)])  # 20 items
+    run = judge_run_create(study=study, judge=make_judge(), repeat_rate=0)
+    chunks = list(plan_chunks(plan_context(run), first=2, size=5))
+    assert [n for _, n in chunks] == [2, 4, 5, 5, 4]
+    item_ids = [job.item_id for jobs, _ in chunks for job in jobs]
+    assert item_ids == sorted(study.items.values_list("id", flat=True))

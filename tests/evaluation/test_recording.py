@@ -105,12 +105,12 @@ def test_calls_start_before_the_planning_of_a_large_run_is_done(
 
     monkeypatch.setattr(planning, "plan_chunks", timed)
     fake.latency = 0.05
-    study = make_study([f"Q{i}?" for i in range(60)])  # 120 items: chunks of 16, 100 and 4
+    study = make_study([f"Q{i}?" for i in range(60)])  # 120 items: chunks of 16, 32, 64 and 8
     run = judge_run_create(study=study, judge=make_judge(concurrency=4), repeat_rate=0)
     done = execute_run(run.pk, backoff=0.01)
     assert done.status == "done" and done.n_done == done.n_planned == 120
     first_request = min(r["t"] for r in fake.log)
-    assert len(planned_at) == 3 and first_request < planned_at[1] < planned_at[2]
+    assert len(planned_at) == 4 and first_request < planned_at[1] < planned_at[2] < planned_at[3]
     assert fake.duplicates() == 0 and len(fake.paid()) == 120
 
 
