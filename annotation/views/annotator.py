@@ -37,6 +37,7 @@ from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Study
 from annotation.net import client_ip
 from annotation.views.annotator_item import item_context
+from annotation.views.item_html import item_fragment
 from config.redis_cache import hit
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
@@ -200,13 +201,12 @@ def _own_assignment(
 
 
 def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
-    template = "annotation/annotate.html"
-    if request.htmx:
-        template += "#item"
     context = item_context(a, rater, **kw)
-    response = render(request, template, context, status=status)
-    if request.htmx:
-        response["HX-Push-Url"] = context["urls"]["rate"]
+    if not request.htmx:
+        return render(request, "annotation/annotate.html", context, status=status)
+    # htmx swaps in the template's `item` partial, written out by hand (views/item_html.py).
+    response = HttpResponse(item_fragment(request, context), status=status)
+    response["HX-Push-Url"] = context["urls"]["rate"]
     return response
 
 
