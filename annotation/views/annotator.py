@@ -30,7 +30,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_de
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import engine, inputs, leases
+from annotation import engine, inputs, leases, rater_cookie
 from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
@@ -75,6 +75,8 @@ def _remember(request: HttpRequest, study: Study, rater: Rater) -> None:
     raters = dict(request.session.get(SESSION_RATERS, {}))
     raters[study.public_id] = rater.pk
     request.session[SESSION_RATERS] = raters
+    # And in a signed cookie, so the item screen's requests need not read the session.
+    rater_cookie.remember(request, study.public_id, rater.pk)
 
 
 def _throttled(rater: Rater) -> bool:
@@ -182,8 +184,11 @@ def _own_assignment(
     # The rater comes with the assignment; the visitor must be that rater: the one this session
     # joined the study as (crowd, public), or else the logged-in onsite annotator.
     rater = a.rater
-    session_rater = request.session.get(SESSION_RATERS, {}).get(a.study.public_id)
-    if session_rater:
+    if rater_cookie.rater_id(request, a.study.public_id) == rater.pk:
+        # The signed cookie the session's rater came with (annotation/rater_cookie.py): the
+        # session itself is not read.
+        mine = True
+    elif session_rater := request.session.get(SESSION_RATERS, {}).get(a.study.public_id):
         mine = session_rater == rater.pk
     else:
         mine = (
