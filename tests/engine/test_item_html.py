@@ -5,6 +5,7 @@ untrusted text (questions, answers, guidelines, messages) must come out escaped 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib import messages
@@ -27,7 +28,8 @@ _TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([A-Za-z0-9]+)"')
 
 
 def _request(*notes: str):
-    request = RequestFactory().post("/a/x/", HTTP_HX_REQUEST="true")
+    # What the middleware would have added: a session, htmx's details, the message store.
+    request: Any = RequestFactory().post("/a/x/", HTTP_HX_REQUEST="true")
     request.session = SessionStore()
     request.htmx = HtmxDetails(request)
     request._messages = FallbackStorage(request)
