@@ -165,3 +165,19 @@ def test_the_report_command_takes_the_tie_rule(pair_study):
     assert "judge_agreement" in doc["tables"]
     with pytest.raises(CommandError):
         call_command("report", "--study", str(pair_study.study.pk), "--bt-ties", "maybe")
+
+
+@pytest.mark.parametrize(
+    ("language", "title"),
+    [("en", "with 95% bootstrap intervals"), ("zh-hans", "附 95% 自助法区间")],
+)
+def test_the_section_titles_show_one_percent_sign_in_each_language(
+    organizer_client, star_study, language, title
+):
+    # Django doubles "%" in a template's _("...") literal for string formatting; a title passed
+    # that way read "95%% bootstrap intervals" on the page.
+    organizer_client.cookies["django_language"] = language
+    url = reverse("ranking:report", args=[star_study.study.pk])
+    html = organizer_client.get(url).content.decode()
+    assert title in html
+    assert "%%" not in html
