@@ -42,6 +42,13 @@ class DecimalNumber(serializers.FloatField):
         return super().to_internal_value(_ascii_number(data))
 
 
+class ExactNumber(serializers.DecimalField):
+    """``DecimalField`` (money) that refuses digits of other scripts (see ``_ascii_number``)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_ascii_number(data))
+
+
 def slug_of(slug_field: str) -> serializers.SlugRelatedField[Any]:
     """A related object shown (read only) by one of its unique fields: a dataset by its name, a
     rubric by its key, a user by the username."""

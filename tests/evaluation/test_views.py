@@ -268,3 +268,25 @@ def test_the_judge_and_run_forms_speak_chinese(organizer_client, make_study, fak
     assert "重复率" in page.content.decode() and "随机种子" in page.content.decode()
     english = organizer_client.get(reverse("judges:new"), HTTP_ACCEPT_LANGUAGE="en")
     assert "Max tokens" in english.content.decode()
+
+
+def test_the_judge_list_says_which_pseudonym_each_judge_has_in_reports(organizer_client, alice_run):
+    # Reports name judges by their rater's pseudonym; a newcomer with two judges could not tell
+    # which row of the report was which.
+    pseudonym = alice_run.judge.rater.pseudonym
+    html = organizer_client.get(reverse("judges:list")).content.decode()
+    assert "In reports as" in html
+    row = next(line for line in html.splitlines() if "alice-gpt4" in line)
+    assert f"<code>{pseudonym}</code>" in row
+
+
+@pytest.mark.parametrize("field", ["limit", "seed", "budget", "repeat_rate"])
+@pytest.mark.parametrize("value", ["٣", "３", "1_0"])
+def test_the_run_api_refuses_numbers_in_other_scripts(organizer_client, alice_run, field, value):
+    body = {"study": alice_run.study_id, "judge": alice_run.judge_id, field: value}
+    r = organizer_client.post(
+        reverse("judges_api:run_start"), body, content_type="application/json"
+    )
+    assert r.status_code == 400
+    assert r.json()[field] == ["Write the number with the digits 0-9."]
+    assert JudgeRun.objects.count() == 1
