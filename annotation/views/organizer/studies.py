@@ -88,7 +88,6 @@ def _study_form_page(request: HtmxHttpRequest, *, study: Study | None) -> HttpRe
             messages.success(
                 request, _("Study saved with %(n)d items.") % {"n": study.items.count()}
             )
-            _warn_questions_without_criteria(request, study)
             return redirect("organize:study", study_id=study.pk)
     template = "annotation/organizer/study_new.html"
     if request.htmx and request.method == "GET":
@@ -144,7 +143,7 @@ def study_detail(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     template = "annotation/organizer/study_detail.html"
     if request.htmx:
         template += "#progress"
-    else:
+    else:  # also right after saving: the form redirects here
         _warn_questions_without_criteria(request, study)
     return render(request, template, context)
 
