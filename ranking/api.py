@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.fields import DecimalNumber
 from annotation.permissions import get_study_for_organizer
 from ranking import exports, presenters, selectors
 from ranking.forms import MAX_SETTINGS, RANKINGS, RATER_KINDS
@@ -32,8 +33,8 @@ class ReportQuerySerializer(serializers.Serializer):
     task_type = serializers.ListField(child=serializers.CharField(), required=False)
     start = serializers.DateField(required=False, help_text="First day (UTC), inclusive.")
     end = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
-    min_accuracy = serializers.FloatField(required=False, min_value=0, max_value=1)
-    min_consistency = serializers.FloatField(required=False, min_value=0, max_value=1)
+    min_accuracy = DecimalNumber(required=False, min_value=0, max_value=1)
+    min_consistency = DecimalNumber(required=False, min_value=0, max_value=1)
     exclude_simulated = serializers.BooleanField(required=False, default=False)
     bt_ties = serializers.ChoiceField(
         choices=BT_TIES,

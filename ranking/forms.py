@@ -8,6 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from annotation.forms import NAMED_NUMBER_ERRORS, DecimalNumberField
 from annotation.models import Rater, Study
 from ranking import selectors
 from ranking.services import ReportFilters
@@ -24,13 +25,15 @@ BT_TIE_CHOICES = [("half", _("tie = half a win")), ("exclude", _("ties left out"
 RATER_KINDS = [("all", _("all raters")), ("human", _("humans")), ("judge", _("LLM judges"))]
 
 
-def _share_field(label: Any) -> forms.FloatField:
-    """An optional threshold between 0 and 1 (a minimum accuracy or consistency)."""
-    return forms.FloatField(
+def _share_field(label: Any) -> DecimalNumberField:
+    """An optional threshold between 0 and 1 (a minimum accuracy or consistency), in ASCII
+    digits: FloatField would read "٠.٥" as 0.5 where the other forms refuse such digits."""
+    return DecimalNumberField(
         label=label,
         required=False,
         min_value=0,
         max_value=1,
+        error_messages=NAMED_NUMBER_ERRORS,
         widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
     )
 

@@ -38,6 +38,11 @@ from ranking.summary import report_summary
         ("alpha", float("inf"), "", "∞"),
         ("excluded", True, "", "yes"),
         ("model", "GPT4", "", "GPT4"),
+        # An interval keeps the scale of its table: Elo for Bradley-Terry only.
+        ("ci_low", 1399.5, "leaderboard_bt", "1400"),
+        ("ci_low", 0.213456, "chance_agreement", "0.213"),
+        ("ci_high", 0.262, "kappa_pairs", "0.262"),
+        ("ci_low", 2.4567, "leaderboard_star", "2.46"),
     ],
 )
 def test_values_are_written_with_the_precision_of_their_kind(column, value, table, text):
