@@ -3,7 +3,10 @@
 The selectors build two frames from the database; every function in ``ranking.stats`` reads only
 these columns. ``coerce_star`` / ``coerce_pair`` check that the columns are present and give them
 the dtypes the statistics rely on, so that an empty frame or one built from ``values()`` (object
-columns) behaves exactly like a frame built by the synthetic generator.
+columns) behaves exactly like a frame built by the synthetic generator. A label column ("str"
+below) may also come as a categorical of its names, as ``selectors.study_frames`` delivers them:
+the coerced frame is then the one the same names as strings give (unused categories dropped,
+categories sorted), without a string per row.
 """
 
 from __future__ import annotations
