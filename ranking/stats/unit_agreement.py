@@ -68,12 +68,8 @@ def _mean_cohen(
     left, right = left[ok], right[ok]
     if not len(left):
         return float("nan"), 0
-    n_rows = len(item)
-    order = np.argsort(left * n_rows + right)
-    left, right = left[order], right[order]
     n_r = int(rater.max()) + 1
-    pid, _ = pd.factorize(rater[left] * n_r + rater[right])
-    n_p = int(pid.max()) + 1
+    pid, n_p = _pair_numbers(rater[left] * n_r + rater[right], left * len(item) + right)
     v1, v2 = v[left], v[right]
     n = np.bincount(pid, minlength=n_p).astype(float)
     agree = np.bincount(pid, weights=v1 == v2, minlength=n_p)
@@ -86,6 +82,19 @@ def _mean_cohen(
         return float("nan"), 0
     kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
     return float(kappa.mean()), int(keep.sum())
+
+
+def _pair_numbers(pair: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(number per row, count) of the rater pairs ``pair``, numbered in the order the self-merge
+    listed them: by each pair's smallest row key ``key`` (unique per row). The sums over a pair
+    do not depend on the row order, so only the numbering needs that order: one hash of the
+    pairs and their smallest keys, not a sort of every row."""
+    codes, uniq = pd.factorize(pair)
+    smallest = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(smallest, codes, key)
+    number = np.empty(len(uniq), dtype=np.int64)
+    number[np.argsort(smallest)] = np.arange(len(uniq))
+    return number[codes], len(uniq)
 
 
 def _sub_codes(codes: np.ndarray, cats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
