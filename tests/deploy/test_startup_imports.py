@@ -45,7 +45,12 @@ def test_start_up_imports_no_statistics_stack():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     env.pop("DATABASE_URL", None)  # the checks need no database; SQLite is never opened here
     out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[-1]) == []
