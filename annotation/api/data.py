@@ -31,6 +31,7 @@ from annotation.importers import ImportRefused
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_create, uploads_import
+from ranking.warm import reports_warm
 
 
 def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:
@@ -186,8 +187,6 @@ class ImportListCreate(generics.ListAPIView):
                 {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        from ranking.services import reports_warm  # pandas, SciPy: not at start-up
-
         reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
         out = {
             "format": result.format,

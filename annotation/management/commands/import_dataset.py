@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers import FORMATS, ImportRefused, dataset_import
 from config.cli import add_switches, passed_on
+from ranking.warm import reports_warm
 
 
 def _formats_help() -> str:
@@ -87,8 +88,6 @@ class Command(BaseCommand):
             )
         except ImportRefused as exc:
             raise CommandError(f"refused, nothing was written: {exc}") from exc
-        from ranking.services import reports_warm  # pandas, SciPy: not at start-up
-
         reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
         for line in result.summary_lines():
             self.stdout.write(line)

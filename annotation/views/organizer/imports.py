@@ -25,6 +25,7 @@ from annotation.importers import FORMATS, ImportRefused, ImportResult, dataset_i
 from annotation.markdown import render_markdown
 from annotation.permissions import organizer_required
 from annotation.templatetags.organizer import option_names
+from ranking.warm import reports_warm
 
 SESSION_KEY = "import_staged"
 STAGING_TTL_S = 3600
@@ -83,8 +84,6 @@ def _run(request: HttpRequest, staged: dict, *, dry_run: bool):
         )
     except ImportRefused as exc:
         return None, _error_lines(exc)
-    from ranking.services import reports_warm  # pandas, SciPy: not at start-up
-
     reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued
     return result, _error_lines(result)
 
