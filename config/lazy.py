@@ -6,7 +6,8 @@ and matplotlib (about 3 CPU s to import), which most processes never call. A vie
 such a module with ``lazy_module`` and uses it as before (``pd.DataFrame(...)``): the module is
 executed on its first attribute access, by the standard library's ``importlib.util.LazyLoader``.
 The object is the real module, registered in ``sys.modules``, so a test that patches it patches
-what the view calls. Type checkers see the ordinary import under ``if TYPE_CHECKING:``.
+what the view calls. Threads that read it at once run it once (the loader holds a lock since
+Python 3.12.3). Type checkers see the ordinary import under ``if TYPE_CHECKING:``.
 
 The parent package of a dotted name is imported at once (its ``__path__`` is needed to find the
 module), so this is for top-level packages and modules of light packages.
