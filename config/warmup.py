@@ -1,6 +1,7 @@
 """Work every server process would otherwise do on its first requests, done once at start-up
-(before gunicorn --preload forks the workers): compile the annotator templates and load the
-translation catalogues. Touches no database."""
+(before gunicorn --preload forks the workers): compile the annotator templates, load the
+translation catalogues and the adaptive engine an annotator's first submit calls (numpy; the
+views load it lazily, config/lazy.py). Touches no database."""
 
 from __future__ import annotations
 
@@ -29,3 +30,6 @@ def warm_up() -> None:
     from annotation.markdown import render_markdown
 
     render_markdown("*warm*")
+    from annotation import engine_adaptive
+
+    engine_adaptive.note_submit  # noqa: B018 (the first attribute read executes the module)

@@ -253,7 +253,7 @@ def judge_run_finish(*, run_id: int, status: str, error: str = "") -> JudgeRun:
         run.save()
     # Imported here: the statistics stack (scipy, numba) costs a judge process a second or two
     # of CPU at start-up, and only this last step needs it.
-    from ranking.services import reports_warm
+    from ranking.warm import reports_warm
 
     reports_warm([run.study_id])  # the study's report, queued when it is large
     return run

@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
 from django.db import connection
 from django.db.models import Count, Max
 
 from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from config.lazy import lazy_module
 from evaluation.models import JudgeCall, JudgeRun
-from ranking.stats.schema import (
-    PAIR_COLUMNS,
-    STAR_COLUMNS,
-    empty_pair_df,
-    empty_star_df,
-    used_categories,
-)
+
+# numpy and pandas load with the first frame: the size and stamp queries here need neither, and
+# an import asks whether a study is large (ranking/warm.py, config/lazy.py).
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
     ratings of that mode), whatever the study's own mode. ``exclude_simulated`` leaves out the
     raters ``ranking.simulate`` made (``Rater.meta["simulated"]``).
     """
+    from ranking.stats.schema import PAIR_COLUMNS, STAR_COLUMNS, empty_pair_df, empty_star_df
+
     ratings = _ratings_frame(study, exclude_simulated=exclude_simulated)
     if ratings.empty:
         return StudyFrames(empty_star_df(), empty_pair_df())
@@ -258,6 +262,8 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
 
 def _label(values: pd.Series) -> pd.Series:
     """A label column as a categorical of its used names (str), sorted."""
+    from ranking.stats.schema import used_categories
+
     if not isinstance(values.dtype, pd.CategoricalDtype):
         values = values.astype(str).astype("category")
     values = used_categories(values)

@@ -8,7 +8,6 @@ change), so a new or edited rating makes the next request recompute; nothing has
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +17,6 @@ from typing import Any, cast
 import pandas as pd
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
 from django.utils import timezone
 
 from annotation import quality as annotator_quality
@@ -33,12 +31,11 @@ from ranking.stats.report import (
     REPORT_KEYS,
     build_report,
 )
+from ranking.warm import stale_min_ratings
 
 CACHE_SECONDS = 60 * 60
 # The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
 STALE_SECONDS = CACHE_SECONDS
-# Studies with fewer ratings compute their report in the request (well under a second).
-STALE_MIN_RATINGS = 20_000
 # At most one background refresh per study and filters in this many seconds.
 REFRESH_SECONDS = 60
 # Bump when the report's layout changes so that old snapshots are not served.
@@ -281,10 +278,6 @@ def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     return tables
 
 
-def stale_min_ratings() -> int:
-    return int(getattr(settings, "REPORT_STALE_MIN_RATINGS", STALE_MIN_RATINGS))
-
-
 def _latest_key(study_pk: int, filters: ReportFilters) -> str:
     """Where the key of the newest snapshot of (study, filters) is kept."""
     return f"ranking:report:v{CACHE_VERSION}:{study_pk}:{filters.cache_token()}:latest"
@@ -329,25 +322,6 @@ def report_refresh_soon(
         return False
     job.enqueue(study_id, filters.as_dict())
     return True
-
-
-def reports_warm(study_ids: Iterable[int], *, dry_run: bool = False) -> None:
-    """After ratings were added in bulk (an import, a finished judge run, a simulation): once
-    the transaction commits, queue the refresh of the default report of each study with at least
-    ``REPORT_STALE_MIN_RATINGS`` submitted ratings, so that the report is computed before
-    anybody opens it (its page says "computing" meanwhile). Smaller studies compute in the
-    request, well under a second. Nothing for a dry run."""
-    if dry_run:
-        return
-    for study_id in dict.fromkeys(study_ids):
-        transaction.on_commit(functools.partial(_warm, int(study_id)))
-
-
-def _warm(study_id: int) -> bool:
-    study = Study.objects.filter(pk=study_id).first()
-    if study is None or not selectors.study_has_ratings(study, stale_min_ratings()):
-        return False
-    return report_refresh_soon(study_id=study_id, force=True)
 
 
 def report_refresh(*, study_id: int, filters: Mapping[str, Any] | None = None) -> bool:

@@ -10,9 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from ranking.services import report_build, reports_warm
+from ranking.services import report_build
 from ranking.simulate import simulate_ratings
 from ranking.tasks import report_refresh
+from ranking.warm import reports_warm
 from tests.factories import l2_files
 
 from .test_report_refresh import queued  # noqa: F401  (the fixture)
