@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from .arrays import distinct
 from .schema import codes_and_names, empty_frame
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
@@ -109,7 +110,7 @@ def _group_codes(values: pd.Series, mask: np.ndarray) -> tuple[npt.NDArray[np.in
     """Integer group per row (-1 outside ``mask``) and the sorted names of the groups present
     under ``mask`` (category codes renumbered: no string per row is hashed or compared)."""
     raw, names = codes_and_names(values)
-    present = np.unique(raw[mask])
+    present = distinct(raw[mask])
     rank = np.full(len(names), -1, dtype=np.int64)
     rank[present] = np.arange(len(present))
     codes = np.full(len(values), -1, dtype=np.int64)
@@ -136,7 +137,7 @@ def _distinct_raters(group: np.ndarray, rater: np.ndarray, n_groups: int, n_r: i
         seen = np.bincount(group * n_r + rater, minlength=n_groups * n_r).reshape(n_groups, n_r)
         counts: np.ndarray = (seen > 0).sum(axis=1)
         return counts
-    return np.bincount(np.unique(group * n_r + rater) // n_r, minlength=n_groups)
+    return np.bincount(distinct(group * n_r + rater) // n_r, minlength=n_groups)
 
 
 def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
@@ -158,7 +159,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
     for variant in VARIANTS:
         s, q, n, usable = _reference(x, unit, human, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
-        for mi in np.unique(mode):
+        for mi in distinct(mode):
             m, in_mode = str(mode_names[mi]), usable & (mode == mi)
             for group_by, codes, names in coded:
                 sel = in_mode & (codes >= 0)
@@ -212,7 +213,7 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     for ci, c in enumerate(crit_names):
         for group_by, codes, names in coded:
             base = usable & (crit == ci) & (codes >= 0)
-            for gi in np.unique(codes[base]):
+            for gi in distinct(codes[base]):
                 sel = base & (codes == gi)
                 xs, rs = x[sel], ref[sel]
                 rows.append(

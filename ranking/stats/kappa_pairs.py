@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
+from .arrays import distinct
 from .kappa_kernel import cohen_intervals_fast
 from .schema import codes_and_names, empty_frame, str_values
 
@@ -64,7 +65,7 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
     sizes = np.diff(np.r_[starts, len(item)])
     i_idx, j_idx = [], []
-    for m in np.unique(sizes[sizes >= 2]):
+    for m in distinct(sizes[sizes >= 2]):
         base = starts[sizes == m]
         a, b = np.triu_indices(int(m), k=1)
         i_idx.append((base[:, None] + a[None, :]).ravel())

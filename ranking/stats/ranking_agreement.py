@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
+from .arrays import distinct
 from .rankings import _codes, labels, match_arrays
 from .schema import codes_and_names, empty_frame, str_values
 
@@ -104,7 +105,7 @@ def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
     out = [("judge", judge)]
     # Rater codes order the raters as their names sort (codes_and_names).
     rater, names = codes_and_names(df["rater_id"])
-    present = np.unique(rater[judge])
+    present = distinct(rater[judge])
     if len(present) > 1:
         out += [(str(names[c]), rater == c) for c in present]
     return out
