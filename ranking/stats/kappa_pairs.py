@@ -49,10 +49,6 @@ CHANCE_COLS = {
 }
 
 
-def _first(j: pd.DataFrame) -> pd.DataFrame:
-    return j[j["is_first"]] if len(j) else j
-
-
 def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
     criterion): every two raters who rated a common item, ordered rater_1 < rater_2."""
@@ -108,7 +104,9 @@ def cohen_pairs(
 ) -> pd.DataFrame:
     """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
     in common, per (mode, criterion)."""
-    f = _first(j)
+    # Only the columns read (each group copies them).
+    cols = ["mode", "criterion", "rater_id", "rater_kind", "item_id", "value"]
+    f = j.loc[j["is_first"], cols] if len(j) else j
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
