@@ -138,19 +138,42 @@ def cohen_pairs(
     return pd.concat(parts, ignore_index=True) if parts else empty_frame(PAIR_COLS)
 
 
-def _counts(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Items x categories counts of the items with at least two values, and the categories."""
+def _coded(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item code, value code, the values in sorted order) of one (mode, criterion)'s rows."""
     item = pd.factorize(g["item_id"])[0]
     value, cats = pd.factorize(g["value"], sort=True)
+    return item, value, np.asarray(cats, dtype=float)
+
+
+def _counts(
+    coded: tuple[np.ndarray, np.ndarray, np.ndarray], sel: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Items x categories counts of the items with at least two values among the rows ``sel``
+    (all: None), and the categories present there (as factorising those rows' values would
+    give them). The item codes are the whole group's: items not in ``sel`` count nothing, and
+    rows of zeros are dropped."""
+    item, value, cats = coded
+    if sel is not None:
+        item, value = item[sel], value[sel]
+        present = np.flatnonzero(np.bincount(value, minlength=len(cats)))
+        if len(present) < len(cats):
+            rank = np.full(len(cats), -1, dtype=np.int64)
+            rank[present] = np.arange(len(present))
+            value, cats = rank[value], cats[present]
     k = len(cats)
     counts = np.bincount(item * k + value, minlength=(item.max() + 1) * k).reshape(-1, k)
-    return counts[counts.sum(axis=1) >= 2], np.asarray(cats, dtype=float)
+    return counts[counts.sum(axis=1) >= 2], cats
 
 
 def _chance_rows(
-    mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int, rng: np.random.Generator
+    mode: str,
+    raters: str,
+    crit: str,
+    counted: tuple[np.ndarray, np.ndarray],
+    n_boot: int,
+    rng: np.random.Generator,
 ) -> list[tuple[Any, ...]]:
-    counts, cats = _counts(g)
+    counts, cats = counted
     if not len(counts):
         return []
     uniq, freq = iv.patterns(counts)
@@ -165,6 +188,15 @@ def _chance_rows(
     return rows
 
 
+def _subsets(g: pd.DataFrame) -> list[tuple[str, np.ndarray | None]]:
+    """("all", None), ("humans", rows) and one (pool, rows) per pool in sorted order (as a
+    groupby over the pool column lists them), the rows as boolean masks."""
+    human = (g["rater_kind"] == "human").to_numpy(bool)
+    pool, pools = pd.factorize(g["pool"], sort=True)
+    out: list[tuple[str, np.ndarray | None]] = [("all", None), ("humans", human)]
+    return out + [(str(name), pool == c) for c, name in enumerate(pools)]
+
+
 def chance_agreement(
     j: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng: np.random.Generator | None = None
 ) -> pd.DataFrame:
@@ -177,10 +209,10 @@ def chance_agreement(
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        human = (g["rater_kind"] == "human").to_numpy(bool)
-        subsets = [("all", g), ("humans", g[human])]
-        subsets += [(str(p), gp) for p, gp in g.groupby("pool", sort=True, observed=True)]
-        for raters, sub in subsets:
-            if len(sub):
-                rows += _chance_rows(str(mode), raters, str(crit), sub, n_boot, rng)
+        # Items and values coded once per group; each subset selects rows of the codes.
+        coded = _coded(g)
+        for raters, sel in _subsets(g):
+            if sel is None or sel.any():
+                counted = _counts(coded, sel)
+                rows += _chance_rows(str(mode), raters, str(crit), counted, n_boot, rng)
     return pd.DataFrame(rows, columns=list(CHANCE_COLS)) if rows else empty_frame(CHANCE_COLS)
