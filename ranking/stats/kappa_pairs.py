@@ -49,9 +49,12 @@ CHANCE_COLS = {
 }
 
 
-def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def pair_tables(
+    g: pd.DataFrame, min_common: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
-    criterion): every two raters who rated a common item, ordered rater_1 < rater_2."""
+    criterion): every two raters with at least ``min_common`` common items, ordered rater_1 <
+    rater_2."""
     rater, names = codes_and_names(g["rater_id"])
     value, cats = pd.factorize(g["value"], sort=True)
     item = pd.factorize(g["item_id"])[0]
@@ -74,6 +77,12 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     ii, jj = ii[ok], jj[ok]
     n_r = len(names)
     pid, pairs = pd.factorize(rater[ii] * n_r + rater[jj])
+    # Most pairs share an item or two: drop them before their tables are counted.
+    kept = np.bincount(pid, minlength=len(pairs)) >= min_common
+    if not kept.all():
+        new_id = np.cumsum(kept) - 1
+        rows = kept[pid]
+        ii, jj, pid, pairs = ii[rows], jj[rows], new_id[pid[rows]], pairs[kept]
     cells = np.bincount(
         (pid * k + value[ii]) * k + value[jj], minlength=len(pairs) * k * k
     ).reshape(len(pairs), k, k)
@@ -110,7 +119,7 @@ def cohen_pairs(
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        r1, r2, tables, names = pair_tables(g)
+        r1, r2, tables, names = pair_tables(g, min_common)
         n = tables.sum(axis=(1, 2))
         keep = n >= min_common
         r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
