@@ -50,6 +50,10 @@ STAR_AGREE_COLS = {
 }
 
 
+# The judgement columns the tables below read (only these are copied with the first ratings).
+_READ = ["mode", "rater_id", "rater_kind", "pool", "item_id", "criterion", "score"]
+
+
 def unit_codes(f: pd.DataFrame) -> np.ndarray:
     """One integer per (mode, item, criterion) of the judgements (hashing one int64 key is much
     cheaper than grouping by three columns)."""
@@ -145,7 +149,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
 
     Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
     """
-    f = j[j["is_first"]] if len(j) else j
+    f = j.loc[j["is_first"], _READ] if len(j) else j
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
@@ -195,7 +199,7 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
     mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
     """
-    f = j[j["is_first"] & (j["mode"].astype(str) == "star")] if len(j) else j
+    f = j.loc[j["is_first"] & (j["mode"].astype(str) == "star"), _READ] if len(j) else j
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)
