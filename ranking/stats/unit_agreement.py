@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .arrays import distinct
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
 
@@ -35,7 +36,7 @@ def within_item_pairs(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, it[1:] != it[:-1]])
     sizes = np.diff(np.r_[starts, len(it)])
     i_idx, j_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for m in np.unique(sizes[sizes >= 2]):
+    for m in distinct(sizes[sizes >= 2]):
         base = starts[sizes == m]
         a, b = np.triu_indices(int(m), k=1)
         i_idx.append(order[(base[:, None] + a[None, :]).ravel()])
@@ -136,7 +137,7 @@ def _groups(f: pd.DataFrame) -> Iterator[tuple[tuple[str, str, str], np.ndarray]
         rows = np.sort(order[lo:hi])
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
         yield (m, "all", c), rows
-        for code in np.unique(pool[rows]):
+        for code in distinct(pool[rows]):
             yield (m, str(pool_names[code]), c), rows[pool[rows] == code]
 
 

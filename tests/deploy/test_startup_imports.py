@@ -83,3 +83,26 @@ def test_a_missing_module_is_refused_at_once():
 def test_the_forms_tie_rules_are_the_statistics_ones():
     assert BT_TIES == leaderboards.BT_TIES
     assert [rule for rule, _label in BT_TIE_CHOICES] == list(leaderboards.BT_TIES)
+
+
+def test_the_server_start_up_loads_the_report_stack_before_the_workers_fork():
+    # config/wsgi.py (gunicorn --preload) warms what the first report needs, so that no worker
+    # pays for it on a researcher's request (WARM_REPORT_STACK, on by default).
+    probe = (
+        "import json, sys; import config.wsgi; "
+        "print(json.dumps([n for n in ('ranking.stats.report', 'matplotlib', 'scipy') "
+        "if n in sys.modules and type(sys.modules[n]).__name__ != '_LazyModule']))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env.pop("DATABASE_URL", None)
+    env.pop("WARM_REPORT_STACK", None)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == [
+        "ranking.stats.report",
+        "matplotlib",
+        "scipy",
+    ]
