@@ -191,15 +191,21 @@ def test_the_headline_prefers_rank_agreement_with_intervals(pair_study):  # noqa
     report = report_build(study=pair_study.study)
     report.tables["ranking_agreement"] = pd.DataFrame(
         {
-            "judge": ["gpt-4"],
-            "ranking": ["points"],
-            "spearman_rho": [0.8],
-            "spearman_ci_low": [0.4],
-            "spearman_ci_high": [1.0],
+            "judge": ["judge", "gpt-4"],
+            "ranking": ["points", "points"],
+            "spearman_rho": [0.7, 0.8],
+            "spearman_ci_low": [0.3, 0.4],
+            "spearman_ci_high": [0.9, 1.0],
         }
     )
     lines = report_summary(report).agreement
     assert "Human ranking vs judge gpt-4 (points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
+    # The row of all judges pooled (named "judge" in the table) is not "judge judge".
+    pooled = (
+        "Human ranking vs all judges together (points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
+    )
+    assert pooled in lines
+    assert not any("judge judge" in line for line in lines)
     # The interval version replaces the plain rank correlation.
     assert not any(line.startswith("Human and judge rankings") for line in lines)
 
