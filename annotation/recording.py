@@ -185,11 +185,15 @@ def _uuids(n: int) -> list[bytes]:
     return [(head | (t >> 62) << 64 | (t & _LOW_62)).to_bytes(16) for t in tails]
 
 
+# Read once: an enum member's value is a Python-level descriptor call, a million times per import.
+_SUBMITTED = Assignment.Status.SUBMITTED.value
+
+
 def _assignment_values(r: NewRating, public_id: bytes, now: dt.datetime) -> tuple:
     """The assignment's columns after its id (ASSIGNMENT_COLUMNS[1:])."""
     submitted = r.submitted_at or now
     return (
-        public_id, r.study_id, r.item_id, r.rater_id, r.seq, Assignment.Status.SUBMITTED.value,
+        public_id, r.study_id, r.item_id, r.rater_id, r.seq, _SUBMITTED,
         r.left_is_a, r.hint_shown, r.is_repeat, _origin_id(r), r.served_at or submitted,
         submitted, r.active_ms, "",
     )  # fmt: skip

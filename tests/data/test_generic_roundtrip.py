@@ -295,6 +295,39 @@ def test_bad_rating_fields_are_refused_and_nothing_is_written(
     assert table_counts() == before
 
 
+@pytest.mark.parametrize(
+    ("stored", "given"),
+    [
+        ([], ["first", "first"]),
+        (["first"], ["first", "first"]),
+        ([], ["first", "repeat", "repeat"]),
+        (["first", "repeat"], ["repeat", "repeat"]),
+    ],
+)
+def test_a_rating_given_twice_is_refused_whether_or_not_it_is_stored(
+    small_dataset, tmp_path, stored, given
+):
+    """The writer's own check (the bundle cannot know what is stored): the same rater's first
+    rating, or repeat, of an item twice in one import writes nothing."""
+    rec = {"type": "pairwise", "question_id": "Q1", "llm_a": "model-x", "llm_b": "model-y",
+           "rater": "ann-01", "choice": "a"}  # fmt: skip
+
+    def run(kinds: list[str], name: str) -> None:
+        path = tmp_path / name
+        lines = [json.dumps(rec | {"is_repeat": kind == "repeat"}) for kind in kinds]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        dataset_import(
+            format="jsonl", paths=[path], dataset="tiny", study="twice", progress=False
+        )
+
+    if stored:
+        run(stored, "stored.jsonl")
+    before = table_counts()
+    with pytest.raises(ImportRefused, match="rates this item twice in the same import"):
+        run(given, "given.jsonl")
+    assert table_counts() == before
+
+
 def test_every_bad_line_is_listed_for_a_preview(small_dataset, tmp_path):
     good = {"type": "response", "question_id": "Q1", "llm": "model-w", "text": ""}
     lines = [good, {"type": "nope", "question_id": "Q1"}, good | {"question_id": ""}]
