@@ -316,9 +316,7 @@ def test_a_rating_given_twice_is_refused_whether_or_not_it_is_stored(
         path = tmp_path / name
         lines = [json.dumps(rec | {"is_repeat": kind == "repeat"}) for kind in kinds]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        dataset_import(
-            format="jsonl", paths=[path], dataset="tiny", study="twice", progress=False
-        )
+        dataset_import(format="jsonl", paths=[path], dataset="tiny", study="twice", progress=False)
 
     if stored:
         run(stored, "stored.jsonl")
