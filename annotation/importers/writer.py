@@ -141,8 +141,9 @@ def _questions(ctx: _Ctx) -> None:
                 f"question {eid!r} is stored in dataset {ctx.dataset.name!r} with another text "
                 "(the files disagree about what was asked): give the new text a new question id"
             )
-    for spec in rows:
-        if spec.question not in q_ids and spec.question not in b.questions:
+    unknown = referenced - q_ids.keys() - b.questions.keys()
+    for spec in rows if unknown else ():  # the first record naming one, for the message
+        if spec.question in unknown:
             raise ImportRefused(
                 f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
                 f"{ctx.dataset.name!r}"
