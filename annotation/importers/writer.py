@@ -1,8 +1,8 @@
 """The one writer every format shares: it adds what a validated `Bundle` holds and the database
 lacks, in bulk, and leaves what is already there (natural keys: dataset + external id, question +
 LLM, study + response(s), item + rater + first/repeat). It must run inside a transaction
-(run_import provides it), which is where atomicity lives. Ratings are written by the shared
-`ratings_record_bulk` service.
+(run_import provides it), which is where atomicity lives. Ratings are planned row by row in
+rating_rows.py and written by the shared `ratings_record_bulk` service.
 """
 
 from __future__ import annotations
