@@ -289,8 +289,10 @@ def _names(pks: pd.Series, names: dict[int, str]) -> pd.Series:
 
 def study_has_ratings(study: Study, n: int) -> bool:
     """Whether the study has at least n submitted ratings; counts no further than n (a million-
-    rating study is not counted through to decide whether it is large)."""
-    return _submitted_ratings(study)[:n].count() >= n
+    rating study is not counted through to decide whether it is large). Unordered: with the
+    model's ordering the LIMIT came after a sort of every rating (after a million-rating import,
+    whose tables have no statistics yet, about 2 CPU seconds of PostgreSQL for 20,000 rows)."""
+    return _submitted_ratings(study).order_by()[:n].count() >= n
 
 
 def study_rating_stamp(study: Study) -> tuple[int, str]:

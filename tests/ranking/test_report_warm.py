@@ -111,3 +111,19 @@ def test_an_import_queues_the_reports_of_its_studies(queued, commit):  # noqa: F
     from annotation.models import Study
 
     assert report_build(study=Study.objects.get(pk=args[0])).cached
+
+
+def test_deciding_whether_a_study_is_large_sorts_no_ratings(star_study, settings):
+    """The count stops at the threshold: without an ORDER BY, PostgreSQL's LIMIT ends the scan
+    (a sort would read every rating of a million-rating study first)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from ranking.selectors import study_has_ratings
+
+    with CaptureQueriesContext(connection) as queries:
+        assert study_has_ratings(star_study.study, 1)
+        assert not study_has_ratings(star_study.study, 10**6)
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert len(counts) == 2
+    assert not any("ORDER BY" in sql.upper() for sql in counts)
