@@ -41,6 +41,6 @@ def _warm(study_id: int) -> bool:
     study = Study.objects.filter(pk=study_id).first()
     if study is None or not selectors.study_has_ratings(study, stale_min_ratings()):
         return False
-    from ranking.services import report_refresh_soon  # the report stack, for a large study only
+    from ranking.refresh import report_refresh_soon
 
     return report_refresh_soon(study_id=study_id, force=True)

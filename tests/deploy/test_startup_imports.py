@@ -1,5 +1,6 @@
 """What a Django process imports before it does anything: the settings, the apps, the URLconf and
-the template libraries (every manage.py command with system checks, every server) must not load
+the template libraries (every manage.py command with system checks, every server), and the
+queueing of a report refresh after an import (ranking/refresh.py) must not load
 the statistics stack, which only a report needs (config/lazy.py, docs/decisions/house.md)."""
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ for backend in engines.all():
     backend.engine.template_libraries
 from django.core.management import call_command
 call_command("check", verbosity=0)
+# What an import or a finished judge run calls to queue a large study's report refresh.
+from ranking import refresh, tasks, warm
+refresh.ReportFilters().cache_token()
 loaded = [name for name in {HEAVY!r}
           if name in sys.modules and type(sys.modules[name]).__name__ != "_LazyModule"]
 print(json.dumps(loaded))
