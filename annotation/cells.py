@@ -10,17 +10,24 @@ they may start that way on purpose. Two tools, one rule each:
   that would run as a formula gets a leading apostrophe (OWASP's advice). This changes the data,
   so exports meant for analysis or re-import do not use it (docs/decisions/data.md).
 
-Plain module: openpyxl only, no Django.
+Plain module: openpyxl only, no Django. openpyxl (with Pillow and numpy, about 0.3 CPU s) is
+loaded on first use: the quality pages need only ``escape_formula``, and an XLSX writer has
+loaded it already.
 """
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+from config.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import openpyxl
+    import openpyxl.cell.cell
+else:
+    openpyxl = lazy_module("openpyxl")
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 XLSX_CELL_MAX = 32767  # Excel's limit on characters in a cell
@@ -47,15 +54,15 @@ def xlsx_value(value: Any) -> Any:
         return None
     if isinstance(value, str):
         # XML 1.0 cannot carry most control characters; they are the only change made to text.
-        value = ILLEGAL_CHARACTERS_RE.sub("", value)
+        value = openpyxl.cell.cell.ILLEGAL_CHARACTERS_RE.sub("", value)
         if len(value) > XLSX_CELL_MAX:
             value = value[: XLSX_CELL_MAX - len(TRUNCATED)] + TRUNCATED
     return value
 
 
-def xlsx_cell(ws: Any, value: Any, *, font: Any = None) -> WriteOnlyCell:
+def xlsx_cell(ws: Any, value: Any, *, font: Any = None) -> openpyxl.cell.WriteOnlyCell:
     """A write-only cell; text is always a string cell, even when it looks like a formula."""
-    cell = WriteOnlyCell(ws, value=xlsx_value(value))
+    cell = openpyxl.cell.WriteOnlyCell(ws, value=xlsx_value(value))
     if isinstance(cell.value, str):
         cell.data_type = "s"
     if font is not None:
@@ -63,5 +70,5 @@ def xlsx_cell(ws: Any, value: Any, *, font: Any = None) -> WriteOnlyCell:
     return cell
 
 
-def xlsx_row(ws: Any, values: Any, *, font: Any = None) -> list[WriteOnlyCell]:
+def xlsx_row(ws: Any, values: Any, *, font: Any = None) -> list[openpyxl.cell.WriteOnlyCell]:
     return [xlsx_cell(ws, value, font=font) for value in values]

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import random
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation import engine_adaptive, engine_sql, leases
+from annotation import engine_sql, leases
 from annotation.engine_base import (
     RECENT_EDITS,
     REPEAT_GAP,
@@ -61,6 +61,12 @@ from annotation.progress import (
     rater_submitted_count,
     study_progress,
 )
+from config.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from annotation import engine_adaptive
+else:
+    engine_adaptive = lazy_module("annotation.engine_adaptive")
 
 # The public names, for the pages, the API, commands and tests.
 __all__ = [

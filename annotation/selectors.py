@@ -95,6 +95,30 @@ def study_list_for(user) -> QuerySet[Study]:
     )
 
 
+def study_questions_without_criteria(study: Study) -> tuple[int, list[str]]:
+    """How many of a star study's questions no criterion of its rubric applies to, and the first
+    few of their ids. Criteria apply by question kind or answer type (LLMEval-2's to objective or
+    subjective questions), so a question without a kind falls through such a rubric: annotators
+    would see no stars (an empty rating still counts towards N) and a judge cannot score it."""
+    criteria = list(study.rubric.criteria.all())
+    if study.mode != Rubric.Mode.STAR or not any(c.applies_to for c in criteria):
+        return 0, []
+    questions = Question.objects.filter(items__study=study).distinct()
+    combos = questions.values_list("kind", "answer_type").distinct()
+    missing = [
+        Q(kind=kind, answer_type=answer_type)
+        for kind, answer_type in combos
+        if not any(c.applies(Question(kind=kind, answer_type=answer_type)) for c in criteria)
+    ]
+    if not missing:
+        return 0, []
+    any_missing = Q()
+    for condition in missing:
+        any_missing |= condition
+    uncovered = questions.filter(any_missing).order_by("external_id")
+    return uncovered.count(), list(uncovered.values_list("external_id", flat=True)[:3])
+
+
 # --- exports ----------------------------------------------------------------------------------
 
 COMMON = [

@@ -299,6 +299,10 @@ if os.environ.get("REDIS_URL"):
     # per-process memory cache would hand other processes stale sessions.
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 
+# The server's start-up (config/wsgi.py, before gunicorn --preload forks) also loads the
+# statistics stack (pandas, SciPy, numba, matplotlib: about 2.5 CPU s), so no worker's first
+# report pays for it. Off for app servers that only serve annotators (docs/deploy.md).
+WARM_REPORT_STACK = envbool("WARM_REPORT_STACK", True)
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,

@@ -1,6 +1,8 @@
 """Work every server process would otherwise do on its first requests, done once at start-up
-(before gunicorn --preload forks the workers): compile the annotator templates and load the
-translation catalogues. Touches no database."""
+(before gunicorn --preload forks the workers): compile the annotator templates, load the
+translation catalogues, the adaptive engine an annotator's first submit calls (numpy; the
+views load it lazily, config/lazy.py) and, unless WARM_REPORT_STACK is off, the statistics
+stack the reports need. Touches no database."""
 
 from __future__ import annotations
 
@@ -29,3 +31,17 @@ def warm_up() -> None:
     from annotation.markdown import render_markdown
 
     render_markdown("*warm*")
+    from annotation import engine_adaptive
+
+    engine_adaptive.note_submit  # noqa: B018 (the first attribute read executes the module)
+    if settings.WARM_REPORT_STACK:
+        warm_report_stack()
+
+
+def warm_report_stack() -> None:
+    """Load what the first report, report download or report API call needs (the modules the
+    views load lazily, config/lazy.py), so that no worker pays it on a researcher's request."""
+    # Names, not modules: a module config/lazy.py registered runs on its first attribute read.
+    from ranking.charts import Figure  # noqa: F401
+    from ranking.services import report_build  # noqa: F401
+    from ranking.stats.report import build_report  # noqa: F401

@@ -14,7 +14,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.api.fields import CountsSerializer, VisibleSlugField, slug_of
+from annotation.api.fields import (
+    CountsSerializer,
+    DecimalNumber,
+    ExactNumber,
+    VisibleSlugField,
+    WholeNumber,
+    slug_of,
+)
 from annotation.permissions import studies_for
 from config.drf import Pages
 from evaluation import launch, recording, selectors, services
@@ -65,13 +72,14 @@ class JudgeOutWithKey(JudgeOut):
 
 
 class RunIn(serializers.Serializer):
-    study = serializers.IntegerField(min_value=1, max_value=2**62)
-    judge = serializers.IntegerField(min_value=1, max_value=2**62)
+    # Numbers in ASCII digits only ("٣" is not 3), as on the run form.
+    study = WholeNumber(min_value=1, max_value=2**62)
+    judge = WholeNumber(min_value=1, max_value=2**62)
     both_orders = serializers.BooleanField(default=False)
-    repeat_rate = serializers.FloatField(default=0.02, **RUN_BOUNDS["repeat_rate"])
-    limit = serializers.IntegerField(required=False, allow_null=True, **RUN_BOUNDS["limit"])
-    seed = serializers.IntegerField(default=0, **RUN_BOUNDS["seed"])
-    budget = serializers.DecimalField(required=False, allow_null=True, **RUN_BOUNDS["budget"])
+    repeat_rate = DecimalNumber(default=0.02, **RUN_BOUNDS["repeat_rate"])
+    limit = WholeNumber(required=False, allow_null=True, **RUN_BOUNDS["limit"])
+    seed = WholeNumber(default=0, **RUN_BOUNDS["seed"])
+    budget = ExactNumber(required=False, allow_null=True, **RUN_BOUNDS["budget"])
     mode = serializers.ChoiceField(
         choices=JudgeRun.Mode.choices,
         default=JudgeRun.Mode.LIVE,

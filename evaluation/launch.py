@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from annotation.models import Study
-from evaluation import batch, planning, safety, services
+from evaluation import planning, safety, services
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.services import RunOptions
 from evaluation.tasks import judge_run_execute
@@ -128,6 +128,8 @@ def judge_run_preflight(
     """Everything that must hold before a run may spend money, and an estimate of its cost
     (half price in Batch API mode). ValidationError (every problem found, by field) when
     anything is wrong."""
+    from evaluation import batch  # openai: imported when a run is checked, not at start-up
+
     mode = options.get("mode", JudgeRun.Mode.LIVE)
     errors: dict[str, list[str]] = {}
     if not study.items.exists():

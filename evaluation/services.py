@@ -56,6 +56,32 @@ def judge_config_create(*, name: str, owner=None, **fields: Any) -> JudgeConfig:
 
 
 @transaction.atomic
+def judge_config_update(*, judge: JudgeConfig, name: str, **fields: Any) -> JudgeConfig:
+    """Change a judge that has not run yet (a typo in the model or the URL). Once it has runs,
+    their calls, cache and costs belong to the settings they ran with: a new judge instead."""
+    judge = JudgeConfig.objects.select_for_update().select_related("rater").get(pk=judge.pk)
+    if judge.runs.exists():
+        raise ValidationError(
+            f"Judge {judge.name!r} has runs, which keep the settings they ran with: create a "
+            "new judge for other settings."
+        )
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError({"name": "A judge needs a name."})
+    for key, value in fields.items():
+        setattr(judge, key, value)
+    judge.name = name
+    judge.full_clean(exclude=["rater"])
+    named = Rater.objects.filter(name=name, user__isnull=True, external_id="", owner=judge.owner)
+    if named.exclude(pk=judge.rater_id).exists():
+        raise ValidationError({"name": f"Another of your raters is already named {name!r}."})
+    judge.rater.name = name
+    judge.rater.save(update_fields=["name"])
+    judge.save()
+    return judge
+
+
+@transaction.atomic
 def prompt_template_create(*, owner=None, **fields: Any) -> PromptTemplate:
     template = PromptTemplate(owner=owner, builtin=False, **fields)
     template.full_clean()
@@ -227,7 +253,7 @@ def judge_run_finish(*, run_id: int, status: str, error: str = "") -> JudgeRun:
         run.save()
     # Imported here: the statistics stack (scipy, numba) costs a judge process a second or two
     # of CPU at start-up, and only this last step needs it.
-    from ranking.services import reports_warm
+    from ranking.warm import reports_warm
 
     reports_warm([run.study_id])  # the study's report, queued when it is large
     return run

@@ -7,6 +7,7 @@ from evaluation import api, views
 pages = [
     path("judges/", views.judge_list, name="list"),
     path("judges/new/", views.judge_new, name="new"),
+    path("judges/<int:judge_id>/edit/", views.judge_edit, name="edit"),
     path("judges/templates/", views.template_list, name="templates"),
     path("judges/studies/<int:study_id>/run/", views.run_start, name="run_start"),
     path("judges/runs/<int:run_id>/", views.run_detail, name="run"),

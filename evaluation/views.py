@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
@@ -39,7 +40,9 @@ def judge_list(request: HttpRequest) -> HttpResponse:
         request,
         "evaluation/judge_list.html",
         {
-            "judges": services.judges_for(request.user),
+            "judges": services.judges_for(request.user).annotate(
+                has_runs=Exists(JudgeRun.objects.filter(judge=OuterRef("pk")))
+            ),
             "runs": selectors.runs_for(request.user)[:50],
         },
     )
@@ -62,6 +65,28 @@ def judge_new(request: HttpRequest) -> HttpResponse:
             return redirect("judges:list")
     key_envs = [(name, safety.key_is_set(name)) for name in safety.approved_key_envs()]
     return render(request, "evaluation/judge_new.html", {"form": form, "key_envs": key_envs})
+
+
+@organizer_required
+@require_http_methods(["GET", "POST"])
+def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
+    judge = get_object_or_404(services.judges_for(request.user), pk=judge_id)
+    if judge.runs.exists():
+        messages.error(request, _("This judge has runs: create a new judge for other settings."))
+        return redirect("judges:list")
+    templates = services.templates_for(request.user)
+    form = JudgeConfigForm(request.POST or None, templates=templates, instance=judge)
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = services.judge_config_update(judge=judge, **form.service_kwargs())
+        except ValidationError as e:
+            _errors_to_form(form, e)
+        else:
+            messages.success(request, _("Judge %(name)s saved.") % {"name": judge.name})
+            return redirect("judges:list")
+    key_envs = [(name, safety.key_is_set(name)) for name in safety.approved_key_envs()]
+    context = {"form": form, "key_envs": key_envs, "judge": judge}
+    return render(request, "evaluation/judge_new.html", context)
 
 
 @organizer_required

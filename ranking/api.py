@@ -4,7 +4,10 @@ owner-only (``get_study_for_organizer``: someone else's study is a 404)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.http import Http404
+from django.utils.functional import lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -13,13 +16,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.api.fields import DecimalNumber
 from annotation.permissions import get_study_for_organizer
-from ranking import exports, presenters, selectors
-from ranking.forms import MAX_SETTINGS, RANKINGS, RATER_KINDS
-from ranking.services import ReportFilters, report_build, table_names
-from ranking.stats.leaderboards import BT_TIES
-from ranking.stats.report import jsonable
+from config.lazy import lazy_module
+from ranking.forms import BT_TIES, MAX_SETTINGS, RANKINGS, RATER_KINDS
 from ranking.views import compare_settings
+
+# The report stack (pandas, SciPy, numba) is loaded by the first report (config/lazy.py).
+if TYPE_CHECKING:
+    from ranking import exports, presenters, selectors, services
+    from ranking.services import ReportFilters
+else:
+    exports = lazy_module("ranking.exports")
+    presenters = lazy_module("ranking.presenters")
+    selectors = lazy_module("ranking.selectors")
+    services = lazy_module("ranking.services")
 
 # --------------------------------------------------------------------------- serializers
 
@@ -32,8 +43,8 @@ class ReportQuerySerializer(serializers.Serializer):
     task_type = serializers.ListField(child=serializers.CharField(), required=False)
     start = serializers.DateField(required=False, help_text="First day (UTC), inclusive.")
     end = serializers.DateField(required=False, help_text="Last day (UTC), inclusive.")
-    min_accuracy = serializers.FloatField(required=False, min_value=0, max_value=1)
-    min_consistency = serializers.FloatField(required=False, min_value=0, max_value=1)
+    min_accuracy = DecimalNumber(required=False, min_value=0, max_value=1)
+    min_consistency = DecimalNumber(required=False, min_value=0, max_value=1)
     exclude_simulated = serializers.BooleanField(required=False, default=False)
     bt_ties = serializers.ChoiceField(
         choices=BT_TIES,
@@ -62,7 +73,7 @@ class ReportQuerySerializer(serializers.Serializer):
 
     def to_filters(self) -> ReportFilters:
         d = self.validated_data
-        return ReportFilters.build(
+        return services.ReportFilters.build(
             pools=d.get("pool", ()),
             criteria=d.get("criterion", ()),
             task_types=d.get("task_type", ()),
@@ -191,24 +202,30 @@ class ReportAPI(APIView):
     )
     def get(self, request: Request, study_id: int) -> Response:
         study = get_study_for_organizer(request.user, study_id)
-        report = report_build(study=study, filters=_filters(request, study))
+        report = services.report_build(study=study, filters=_filters(request, study))
         return Response(ReportOutputSerializer(exports.report_document(report)).data)
+
+
+def _tables_description() -> str:
+    return "Tables: " + ", ".join(services.table_names()) + "."
 
 
 class ReportTableAPI(APIView):
     @extend_schema(
         operation_id="study_report_table",
         summary="One table of the study's report",
-        description="Tables: " + ", ".join(table_names()) + ".",
+        description=lazy(_tables_description, str)(),
         parameters=REPORT_PARAMETERS,
         responses=ReportTableOutputSerializer,
         tags=["reports"],
     )
     def get(self, request: Request, study_id: int, table: str) -> Response:
+        from ranking.stats.report import jsonable  # numpy, pandas: loaded by the first report
+
         study = get_study_for_organizer(request.user, study_id)
-        if table not in table_names():
+        if table not in services.table_names():
             raise Http404(f"No table {table!r}.")
-        report = report_build(study=study, filters=_filters(request, study))
+        report = services.report_build(study=study, filters=_filters(request, study))
         df = report.table(table)
         data = {
             "study": {"id": study.pk, "name": study.name, "mode": study.mode},

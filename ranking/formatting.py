@@ -207,8 +207,11 @@ GENERIC_HEADERS = (
 )
 
 # Figures on the Elo scale: whole numbers are precise enough (K = 32 moves them by tens).
-ELO_COLUMNS = {"elo", "rating", "ci_low", "ci_high", "shuffle_mean", "shuffle_min", "shuffle_max",
+ELO_COLUMNS = {"elo", "rating", "shuffle_mean", "shuffle_min", "shuffle_max",
                "shuffle_sd", "sd_linear_fit", "observed_sd_mean"}  # fmt: skip
+# An interval is on the scale of its table's figure: Elo for Bradley-Terry ratings, but stars,
+# kappa or alpha elsewhere, where a whole number would turn 0.21 - 0.26 into "0 - 0".
+ELO_TABLES = {"leaderboard_bt": {"ci_low", "ci_high"}}
 # Shares in [0, 1], written as percentages.
 SHARE_COLUMNS = {"accuracy", "consistency", "share", "score", "pooled", "points_score",
                  "agreement", "agreement_no_ties", "win_rate", "lc_win_rate", "p_longer",
@@ -239,7 +242,7 @@ def kind_of(column: str, table: str = "") -> str:
     """'elo', 'share', 'p', 'count' or 'number': how the page writes this column's values."""
     if column in SHARE_TABLES.get(table, ()):
         return "share"
-    if column in ELO_COLUMNS:
+    if column in ELO_COLUMNS or column in ELO_TABLES.get(table, ()):
         return "elo"
     if column in SHARE_COLUMNS or column.endswith(SHARE_SUFFIXES):
         return "share"

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from annotation.forms import NAMED_NUMBER_ERRORS, DecimalNumberField
 from annotation.models import Rater, Study
-from ranking import selectors
-from ranking.services import ReportFilters
+from config.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from ranking import selectors, services
+    from ranking.services import ReportFilters
+else:  # pandas and the statistics: loaded by the first report (config/lazy.py)
+    selectors = lazy_module("ranking.selectors")
+    services = lazy_module("ranking.services")
 
 MAX_SETTINGS = 4
 RANKINGS = [
@@ -21,16 +28,20 @@ RANKINGS = [
     ("bt", _("Bradley-Terry")),
 ]
 BT_TIE_CHOICES = [("half", _("tie = half a win")), ("exclude", _("ties left out"))]
+# ranking.stats.leaderboards.BT_TIES, here without loading the statistics (a test holds them equal).
+BT_TIES = tuple(rule for rule, _label in BT_TIE_CHOICES)
 RATER_KINDS = [("all", _("all raters")), ("human", _("humans")), ("judge", _("LLM judges"))]
 
 
-def _share_field(label: Any) -> forms.FloatField:
-    """An optional threshold between 0 and 1 (a minimum accuracy or consistency)."""
-    return forms.FloatField(
+def _share_field(label: Any) -> DecimalNumberField:
+    """An optional threshold between 0 and 1 (a minimum accuracy or consistency), in ASCII
+    digits: FloatField would read "٠.٥" as 0.5 where the other forms refuse such digits."""
+    return DecimalNumberField(
         label=label,
         required=False,
         min_value=0,
         max_value=1,
+        error_messages=NAMED_NUMBER_ERRORS,
         widget=forms.NumberInput(attrs={"step": "0.05", "placeholder": "0-1"}),
     )
 
@@ -94,7 +105,7 @@ class ReportFilterForm(forms.Form):
     def to_filters(self) -> ReportFilters:
         """The cleaned data as report filters (call after ``is_valid()``)."""
         d = self.cleaned_data
-        return ReportFilters.build(
+        return services.ReportFilters.build(
             pools=d.get("pool") or (),
             criteria=d.get("criterion") or (),
             task_types=d.get("task_type") or (),
@@ -136,7 +147,7 @@ class SettingForm(forms.Form):
 
     def filters(self) -> ReportFilters:
         d = self.cleaned_data
-        return ReportFilters.build(
+        return services.ReportFilters.build(
             pools=d.get("pool") or (),
             task_types=[d["task_type"]] if d.get("task_type") else (),
         )

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
 from django.db import connection
 from django.db.models import Count, Max
 
 from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from config.lazy import lazy_module
 from evaluation.models import JudgeCall, JudgeRun
-from ranking.stats.schema import PAIR_COLUMNS, STAR_COLUMNS, empty_pair_df, empty_star_df
+
+# numpy and pandas load with the first frame: the size and stamp queries here need neither, and
+# an import asks whether a study is large (ranking/warm.py, config/lazy.py).
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+else:
+    np = lazy_module("numpy")
+    pd = lazy_module("pandas")
 
 
 @dataclass(frozen=True)
@@ -51,11 +59,17 @@ def _frame(qs, columns: list[str], *, types: dict[str, str] | None = None) -> pd
 
     On PostgreSQL the rows come through ``COPY (query) TO STDOUT`` as CSV, parsed by pandas' C
     reader: no Python object per value, which for 1M ratings saves most of the read. ``types``
-    says how to read a column back from its text: "bool" (t/f), "time" (timestamptz, UTC), "str";
-    anything else is numeric. Elsewhere the tuples go into ``DataFrame.from_records``.
+    says how to read a column back from its text: "bool" (t/f), "time" (timestamptz, UTC), "str",
+    "category" (a label: a categorical of its names, no string per row); anything else is
+    numeric. Elsewhere the tuples go into ``DataFrame.from_records``.
     """
+    types = types or {}
+    labels = [c for c in columns if types.get(c) == "category"]
     if connection.vendor != "postgresql" or not USE_COPY:
-        return pd.DataFrame.from_records(list(qs), columns=columns)
+        df = pd.DataFrame.from_records(list(qs), columns=columns)
+        for col in labels:
+            df[col] = df[col].astype("category")
+        return df
     sql, params = qs.query.sql_with_params()
     buf = io.BytesIO()
     with connection.cursor() as cursor:
@@ -63,14 +77,13 @@ def _frame(qs, columns: list[str], *, types: dict[str, str] | None = None) -> pd
         with cursor.cursor.copy(copy_sql, params) as copy:
             for chunk in copy:
                 buf.write(chunk)
-    types = types or {}
     text = [c for c in columns if types.get(c) in ("bool", "time", "str")]
     buf.seek(0)
     df = pd.read_csv(
         buf,
         names=columns,
         header=None,
-        dtype=dict.fromkeys(text, str),
+        dtype={**dict.fromkeys(text, str), **dict.fromkeys(labels, "category")},
         keep_default_na=False,
         na_values=[COPY_NULL],
     )
@@ -110,7 +123,7 @@ def _ratings_frame(study: Study, *, exclude_simulated: bool) -> pd.DataFrame:
             "active_ms",
         ],
         types={
-            "choice": "str",
+            "choice": "category",
             **dict.fromkeys(("is_repeat", "left_is_a", "hint_shown"), "bool"),
             **dict.fromkeys(("served_at", "submitted_at"), "time"),
         },
@@ -138,9 +151,12 @@ def _raters_frame(study: Study) -> pd.DataFrame:
         .distinct()
         .values_list("id", "pseudonym", "kind", "pool")
     )
-    return pd.DataFrame.from_records(
+    df = pd.DataFrame.from_records(
         list(rows), columns=["rater_pk", "rater_id", "rater_kind", "pool"]
     )
+    for col in ("rater_id", "rater_kind", "pool"):  # merged onto every rating as codes
+        df[col] = df[col].astype("category")
+    return df
 
 
 def _items_frame(study: Study) -> pd.DataFrame:
@@ -155,7 +171,7 @@ def _items_frame(study: Study) -> pd.DataFrame:
     )
     columns = ["item_id", "question_id", "task_type", "model_a", "len_a", "model_b", "len_b"]
     text = ("question_id", "task_type", "model_a", "model_b")
-    return _frame(rows, columns, types=dict.fromkeys(text, "str"))
+    return _frame(rows, columns, types=dict.fromkeys(text, "category"))
 
 
 def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrames:
@@ -166,13 +182,15 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
     ratings of that mode), whatever the study's own mode. ``exclude_simulated`` leaves out the
     raters ``ranking.simulate`` made (``Rater.meta["simulated"]``).
     """
+    from ranking.stats.schema import PAIR_COLUMNS, STAR_COLUMNS, empty_pair_df, empty_star_df
+
     ratings = _ratings_frame(study, exclude_simulated=exclude_simulated)
     if ratings.empty:
         return StudyFrames(empty_star_df(), empty_pair_df())
     base = ratings.merge(_raters_frame(study), on="rater_pk", how="left").merge(
         _items_frame(study), on="item_id", how="left"
     )
-    base["task_type"] = base["task_type"].fillna("")
+    base["task_type"] = _filled(base["task_type"], "")
     pair_mask = base["model_b"].notna() & base["choice"].isin(["A", "B", "tie", "both_bad"])
 
     star_base = base[base["model_b"].isna()]
@@ -192,7 +210,7 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
                 "pk", "key"
             )
         )
-        scores["criterion"] = scores["criterion_pk"].map(keys)
+        scores["criterion"] = _names(scores["criterion_pk"], keys)
         star = star_base.merge(scores, on="rating_id", how="inner")
         star = star.rename(columns={"model_a": "model", "len_a": "length"})
         star["score"] = star["score"].astype(float)
@@ -214,15 +232,25 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
-    """Give the frames the contract's dtypes (the ones the empty frames have too)."""
+    """Give the frames the contract's dtypes (the ones the empty frames have too).
+
+    Labels (rater, pool, kind, question, task type, model, criterion, choice) stay categoricals
+    of their names, sorted, with only the categories the frame uses: what ``schema.coerce_*``
+    would make of the same names as strings, so the report does not hash a string per row again
+    (docs/decisions/report-speed.md, seventh round). Model A and B share their categories.
+    """
     df = df.copy()
     for col in ("rating_id", "item_id"):
         df[col] = df[col].astype(np.int64)
-    for col in ("rater_id", "rater_kind", "pool", "question_id", "task_type"):
-        df[col] = df[col].astype(str)
-    for col in ("model", "criterion", "model_a", "model_b", "choice"):
+    for col in ("rater_id", "rater_kind", "pool", "question_id", "task_type", "model", "criterion"):
         if col in df.columns:
-            df[col] = df[col].astype(str)
+            df[col] = _label(df[col])
+    if "model_a" in df.columns:
+        a, b = _label(df["model_a"]), _label(df["model_b"])
+        models = sorted({*a.cat.categories, *b.cat.categories})
+        df["model_a"], df["model_b"] = a.cat.set_categories(models), b.cat.set_categories(models)
+    if "choice" in df.columns:
+        df["choice"] = _label(df["choice"])
     for col in ("is_repeat", "left_is_a"):
         if col in df.columns:
             df[col] = df[col].astype(bool)
@@ -232,10 +260,39 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _label(values: pd.Series) -> pd.Series:
+    """A label column as a categorical of its used names (str), sorted."""
+    from ranking.stats.schema import used_categories
+
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(str).astype("category")
+    values = used_categories(values)
+    values = values.cat.rename_categories([str(c) for c in values.cat.categories])
+    return values.cat.reorder_categories(sorted(values.cat.categories))
+
+
+def _filled(values: pd.Series, fill: str) -> pd.Series:
+    """``values.fillna(fill)``, for a categorical too (``fill`` becomes a category if needed)."""
+    categorical = isinstance(values.dtype, pd.CategoricalDtype)
+    if categorical and values.isna().any() and fill not in values.cat.categories:
+        values = values.cat.add_categories([fill])
+    return values.fillna(fill)
+
+
+def _names(pks: pd.Series, names: dict[int, str]) -> pd.Series:
+    """The name of each row's primary key, as a categorical: one lookup per distinct key."""
+    codes, uniq = pd.factorize(pks)
+    per_key = pd.Categorical([names.get(k) for k in uniq])
+    out = pd.Categorical.from_codes(per_key.codes[codes], dtype=per_key.dtype)
+    return pd.Series(out, index=pks.index, name=pks.name)
+
+
 def study_has_ratings(study: Study, n: int) -> bool:
     """Whether the study has at least n submitted ratings; counts no further than n (a million-
-    rating study is not counted through to decide whether it is large)."""
-    return _submitted_ratings(study)[:n].count() >= n
+    rating study is not counted through to decide whether it is large). Unordered: with the
+    model's ordering the LIMIT came after a sort of every rating (after a million-rating import,
+    whose tables have no statistics yet, about 2 CPU seconds of PostgreSQL for 20,000 rows)."""
+    return _submitted_ratings(study).order_by()[:n].count() >= n
 
 
 def study_rating_stamp(study: Study) -> tuple[int, str]:

@@ -8,23 +8,25 @@ change), so a new or edited rating makes the next request recompute; nothing has
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
-import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pandas as pd
-from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
 from django.utils import timezone
 
 from annotation import quality as annotator_quality
 from annotation.models import Study
 from ranking import selectors
 from ranking.quality import QualityScope, checks_in_scope, data_quality
+from ranking.refresh import (  # noqa: F401 (callers import them from here too)
+    REFRESH_SECONDS,
+    ReportFilters,
+    refresh_pending,
+    report_refresh_soon,
+)
 from ranking.stats.filters import filter_frame
 from ranking.stats.report import (
     AGREEMENT_KEYS,
@@ -33,14 +35,11 @@ from ranking.stats.report import (
     REPORT_KEYS,
     build_report,
 )
+from ranking.warm import stale_min_ratings
 
 CACHE_SECONDS = 60 * 60
 # The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
 STALE_SECONDS = CACHE_SECONDS
-# Studies with fewer ratings compute their report in the request (well under a second).
-STALE_MIN_RATINGS = 20_000
-# At most one background refresh per study and filters in this many seconds.
-REFRESH_SECONDS = 60
 # Bump when the report's layout changes so that old snapshots are not served.
 CACHE_VERSION = 4  # bump when the report gains or changes tables (v4: PPI++, quality, stale)
 
@@ -79,103 +78,6 @@ def table_names() -> list[str]:
     """Every DataFrame table the report has (for the API's table endpoint and the exports)."""
     extra = [k for k in REPORT_KEYS if k not in TABLE_ORDER and k not in ("meta", "elo_variance")]
     return [*TABLE_ORDER, *extra]
-
-
-@dataclass(frozen=True)
-class ReportFilters:
-    """What the organizer narrowed the report to. Empty tuples and ``None`` mean "no filter"."""
-
-    pools: tuple[str, ...] = ()
-    criteria: tuple[str, ...] = ()
-    task_types: tuple[str, ...] = ()
-    start: dt.datetime | None = None
-    end: dt.datetime | None = None
-    min_accuracy: float | None = None
-    min_consistency: float | None = None
-    min_ratings: int = 5
-    exclude_simulated: bool = False
-    options: tuple[tuple[str, Any], ...] = field(default=())
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        pools: Iterable[str] = (),
-        criteria: Iterable[str] = (),
-        task_types: Iterable[str] = (),
-        start: dt.datetime | dt.date | None = None,
-        end: dt.datetime | dt.date | None = None,
-        min_accuracy: float | None = None,
-        min_consistency: float | None = None,
-        min_ratings: int | None = None,
-        exclude_simulated: bool = False,
-        **options: Any,
-    ) -> ReportFilters:
-        # The default tie rule is left implicit so that existing snapshot keys stay valid.
-        if options.get("bt_ties") in (None, "", "half"):
-            options.pop("bt_ties", None)
-        return cls(
-            pools=tuple(sorted(set(pools or ()))),
-            criteria=tuple(sorted(set(criteria or ()))),
-            task_types=tuple(sorted(set(task_types or ()))),
-            start=_as_datetime(start),
-            end=_as_datetime(end, end_of_day=True),
-            min_accuracy=min_accuracy,
-            min_consistency=min_consistency,
-            min_ratings=5 if min_ratings is None else int(min_ratings),
-            exclude_simulated=bool(exclude_simulated),
-            options=tuple(sorted(options.items())),
-        )
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ReportFilters:
-        """The filters back from ``as_dict`` (how a background refresh receives them)."""
-        d = dict(d)
-        options = d.pop("options", None) or {}
-        for key in ("start", "end"):
-            if d.get(key):
-                d[key] = dt.datetime.fromisoformat(d[key])
-        return cls.build(**d, **options)
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["options"] = dict(self.options)
-        for key in ("start", "end"):
-            d[key] = d[key].isoformat() if d[key] else None
-        for key in ("pools", "criteria", "task_types"):
-            d[key] = list(d[key])
-        return d
-
-    def build_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``ranking.stats.report.build_report``."""
-        return {
-            "pools": list(self.pools) or None,
-            "criteria": list(self.criteria) or None,
-            "task_types": list(self.task_types) or None,
-            "start": self.start,
-            "end": self.end,
-            "min_accuracy": self.min_accuracy,
-            "min_consistency": self.min_consistency,
-            "min_ratings": self.min_ratings,
-            **dict(self.options),
-        }
-
-    def cache_token(self) -> str:
-        raw = json.dumps(self.as_dict(), sort_keys=True, default=str)
-        return hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
-def _as_datetime(value, *, end_of_day: bool = False) -> dt.datetime | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    if isinstance(value, dt.date):
-        # A date range is inclusive of its last day: the statistics' end bound is exclusive, so
-        # the end date becomes the following midnight.
-        day = value + dt.timedelta(days=1) if end_of_day else value
-        return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
-    raise TypeError(f"Not a date or datetime: {value!r}")
 
 
 @dataclass
@@ -281,10 +183,6 @@ def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     return tables
 
 
-def stale_min_ratings() -> int:
-    return int(getattr(settings, "REPORT_STALE_MIN_RATINGS", STALE_MIN_RATINGS))
-
-
 def _latest_key(study_pk: int, filters: ReportFilters) -> str:
     """Where the key of the newest snapshot of (study, filters) is kept."""
     return f"ranking:report:v{CACHE_VERSION}:{study_pk}:{filters.cache_token()}:latest"
@@ -299,55 +197,6 @@ def _stale_snapshot(latest: str, key: str) -> dict[str, Any] | None:
     if cache.get(key) is not None:
         return None
     return cache.get(old_key)
-
-
-def _refresh_guard(study_id: int, filters: ReportFilters) -> str:
-    return f"ranking:report-refresh:{study_id}:{filters.cache_token()}"
-
-
-def refresh_pending(study_id: int, filters: ReportFilters) -> bool:
-    """Whether a refresh of (study, filters) was queued in the last ``REPORT_REFRESH_SECONDS``
-    (a job that failed or found no worker stops counting when the interval ends)."""
-    return cache.get(_refresh_guard(study_id, filters)) is not None
-
-
-def report_refresh_soon(
-    *, study_id: int, filters: ReportFilters | None = None, force: bool = False
-) -> bool:
-    """Ask the task queue for a fresh snapshot of the study's report (default filters unless
-    given), at most once per ``settings.REPORT_REFRESH_SECONDS`` per study and filters. Cheap
-    (one cache ``add``), so ratings can call it on every submit. True when a job was queued.
-    ``force`` queues one even inside the interval (new ratings in bulk, ``reports_warm``)."""
-    from ranking.tasks import report_refresh as job  # the job calls back into this module
-
-    filters = filters or ReportFilters()
-    seconds = int(getattr(settings, "REPORT_REFRESH_SECONDS", REFRESH_SECONDS))
-    guard = _refresh_guard(study_id, filters)
-    if force:
-        cache.set(guard, True, seconds)
-    elif not cache.add(guard, True, seconds):
-        return False
-    job.enqueue(study_id, filters.as_dict())
-    return True
-
-
-def reports_warm(study_ids: Iterable[int], *, dry_run: bool = False) -> None:
-    """After ratings were added in bulk (an import, a finished judge run, a simulation): once
-    the transaction commits, queue the refresh of the default report of each study with at least
-    ``REPORT_STALE_MIN_RATINGS`` submitted ratings, so that the report is computed before
-    anybody opens it (its page says "computing" meanwhile). Smaller studies compute in the
-    request, well under a second. Nothing for a dry run."""
-    if dry_run:
-        return
-    for study_id in dict.fromkeys(study_ids):
-        transaction.on_commit(functools.partial(_warm, int(study_id)))
-
-
-def _warm(study_id: int) -> bool:
-    study = Study.objects.filter(pk=study_id).first()
-    if study is None or not selectors.study_has_ratings(study, stale_min_ratings()):
-        return False
-    return report_refresh_soon(study_id=study_id, force=True)
 
 
 def report_refresh(*, study_id: int, filters: Mapping[str, Any] | None = None) -> bool:

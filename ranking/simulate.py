@@ -44,7 +44,7 @@ from annotation.models import (
     Study,
 )
 from annotation.recording import NewRating, ratings_record_bulk
-from ranking.services import reports_warm
+from ranking.warm import reports_warm
 
 POOLS = ("onsite", "crowd", "public")
 # Per pool: noise (fraction of a criterion's range / of the 0-1 quality scale), bias spread,

@@ -157,9 +157,16 @@ def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
     if df.empty or not need <= set(df.columns):
         return []
     return [
-        _(
-            "Human ranking vs judge %(judge)s (%(ranking)s): Spearman ρ %(rho)s "
-            "(95%% interval %(lo)s to %(hi)s)."
+        (
+            _(
+                "Human ranking vs all judges together (%(ranking)s): Spearman ρ %(rho)s "
+                "(95%% interval %(lo)s to %(hi)s)."
+            )
+            if r["judge"] == "judge"  # ranking_agreement's row for the judges pooled
+            else _(
+                "Human ranking vs judge %(judge)s (%(ranking)s): Spearman ρ %(rho)s "
+                "(95%% interval %(lo)s to %(hi)s)."
+            )
         )
         % {
             "judge": r["judge"],

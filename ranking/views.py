@@ -4,9 +4,8 @@ partial, which is the same view."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import pandas as pd
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
@@ -16,16 +15,30 @@ from django.views.decorators.http import require_GET
 from annotation.htmx import HtmxHttpRequest
 from annotation.limits import parse_id
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
-from ranking import charts, charts_sections, exports, presenters
+from config.lazy import lazy_module
 from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setting_forms
-from ranking.services import CACHE_SECONDS, ReportFilters, report_build, report_charts
-from ranking.summary import report_summary
+
+# The report stack (pandas, SciPy, numba, matplotlib) is loaded by the first report, not by every
+# process that loads the URLconf (config/lazy.py).
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ranking import charts, charts_sections, exports, presenters, services, summary
+    from ranking.services import ReportFilters
+else:
+    pd = lazy_module("pandas")
+    charts = lazy_module("ranking.charts")
+    charts_sections = lazy_module("ranking.charts_sections")
+    exports = lazy_module("ranking.exports")
+    presenters = lazy_module("ranking.presenters")
+    services = lazy_module("ranking.services")
+    summary = lazy_module("ranking.summary")
 
 
 def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, ReportFilters | None]:
     form = ReportFilterForm(request.GET or None, study=study)
     if not form.is_bound:
-        return form, ReportFilters()
+        return form, services.ReportFilters()
     if not form.is_valid():
         return form, None
     return form, form.to_filters()
@@ -62,17 +75,17 @@ def _section_charts(report) -> dict[str, str | None]:
     svgs = cache.get_or_set(
         f"{report.cache_key}:section-charts",
         lambda: charts_sections.section_charts(report.tables),
-        CACHE_SECONDS,
+        services.CACHE_SECONDS,
     )
     return cast("dict[str, str | None]", svgs)  # what the default above returns
 
 
 def _report_context(report) -> dict:
-    svgs = {**report_charts(report), **_section_charts(report)}
+    svgs = {**services.report_charts(report), **_section_charts(report)}
     return {
         "report": report,
         "meta": report.meta,
-        "summary": report_summary(report),
+        "summary": summary.report_summary(report),
         "charts": {k: charts.as_data_uri(v) for k, v in svgs.items()},
         "leaderboards": presenters.side_by_side(report),
         "star_tables": [presenters.star_by_criterion(report, kind) for kind in ("human", "judge")],
@@ -91,7 +104,7 @@ def report_page(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     form, filters = _filters_from(request, study)
     context = {"study": study, "form": form, "query": request.GET.urlencode()}
     if filters is not None:
-        report = report_build(study=study, filters=filters, stale_ok=True)
+        report = services.report_build(study=study, filters=filters, stale_ok=True)
         # A large study's first report is being computed by a background job: say so.
         context.update({"computing": True} if report.computing else _report_context(report))
     # Bad filters are a 400 for plain requests; htmx swaps only 2xx responses, so it gets the
@@ -114,7 +127,7 @@ def report_download(request: HttpRequest, study_id: int, fmt: str) -> HttpRespon
             _("Invalid filters: %(errors)s") % {"errors": form.errors.as_text()},
             content_type="text/plain; charset=utf-8",
         )
-    report = report_build(study=study, filters=filters)
+    report = services.report_build(study=study, filters=filters)
     response = HttpResponse(exports.render(report, fmt), content_type=exports.CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{exports.filename(report, fmt)}"'
     return response

@@ -6,7 +6,7 @@ serializes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
@@ -15,9 +15,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import checks, quality
+from annotation import checks
 from annotation.models import Study
 from annotation.permissions import get_study_for_organizer
+from config.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from annotation import quality
+else:
+    quality = lazy_module("annotation.quality")
 
 MAX_CONTENT = 2 * 1024 * 1024
 

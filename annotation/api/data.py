@@ -31,7 +31,7 @@ from annotation.importers import ImportRefused
 from annotation.models import ImportRecord, Study
 from annotation.permissions import get_study_for_organizer
 from annotation.services import study_create, uploads_import
-from ranking.services import reports_warm
+from ranking.warm import reports_warm
 
 
 def _error(message, code=status.HTTP_400_BAD_REQUEST) -> ApiResponse:

@@ -3,6 +3,7 @@ evaluation/api.py): a related object shown by its slug, and outputs that are mos
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,39 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation.permissions import AmbiguousName, one_named
+
+# A number as text: ASCII digits, an optional sign, point and exponent, nothing else.
+_ASCII_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _ascii_number(data: Any) -> Any:
+    """Numbers sent as text are read only when written with the digits 0-9: DRF hands them to
+    Python's int() / float(), which read "٣" and "３" as 3 and "1_0" as 10, where the HTML forms
+    refuse them (annotation.forms.WholeNumberField). JSON numbers pass as before."""
+    if isinstance(data, str) and not _ASCII_NUMBER.fullmatch(data.strip()):
+        raise serializers.ValidationError("Write the number with the digits 0-9.", code="ascii")
+    return data
+
+
+class WholeNumber(serializers.IntegerField):
+    """``IntegerField`` that refuses digits of other scripts (see ``_ascii_number``)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        return super().to_internal_value(_ascii_number(data))
+
+
+class DecimalNumber(serializers.FloatField):
+    """``FloatField`` that refuses digits of other scripts (see ``_ascii_number``)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        return super().to_internal_value(_ascii_number(data))
+
+
+class ExactNumber(serializers.DecimalField):
+    """``DecimalField`` (money) that refuses digits of other scripts (see ``_ascii_number``)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return super().to_internal_value(_ascii_number(data))
 
 
 def slug_of(slug_field: str) -> serializers.SlugRelatedField[Any]:

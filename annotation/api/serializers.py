@@ -8,7 +8,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from annotation import limits
-from annotation.api.fields import CountsSerializer, VisibleSlugField, slug_of
+from annotation.api.fields import (
+    CountsSerializer,
+    DecimalNumber,
+    VisibleSlugField,
+    WholeNumber,
+    slug_of,
+)
 from annotation.exports import FORMATS as EXPORT_FORMATS
 from annotation.exports import WHATS
 from annotation.importers import FORMATS as IMPORT_FORMATS
@@ -160,26 +166,26 @@ class StudyDesignIn(serializers.Serializer):
 
     description = serializers.CharField(required=False, allow_blank=True, default="")
     instructions = serializers.CharField(required=False, allow_blank=True, default="")
-    ratings_per_item = serializers.IntegerField(
+    ratings_per_item = WholeNumber(
         required=False, min_value=1, max_value=limits.MAX_RATINGS_PER_ITEM
     )
-    repeat_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    repeat_rate = DecimalNumber(required=False, min_value=0, max_value=0.5)
     assignment_mode = serializers.ChoiceField(choices=Study.AssignmentMode.choices, required=False)
-    check_rate = serializers.FloatField(required=False, min_value=0, max_value=0.5)
+    check_rate = DecimalNumber(required=False, min_value=0, max_value=0.5)
     hint_policy = serializers.ChoiceField(choices=Study.HintPolicy.choices, required=False)
-    reservation_timeout = serializers.IntegerField(
+    reservation_timeout = WholeNumber(
         required=False, min_value=1, max_value=limits.MAX_RESERVATION_TIMEOUT
     )
     admit_onsite = serializers.BooleanField(required=False)
     admit_crowd = serializers.BooleanField(required=False)
     admit_public = serializers.BooleanField(required=False)
-    quota_onsite = serializers.IntegerField(
+    quota_onsite = WholeNumber(
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
     )
-    quota_crowd = serializers.IntegerField(
+    quota_crowd = WholeNumber(
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
     )
-    quota_public = serializers.IntegerField(
+    quota_public = WholeNumber(
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_QUOTA
     )
     completion_code = serializers.CharField(required=False, allow_blank=True, max_length=64)
@@ -204,12 +210,10 @@ class StudyCreateIn(StudyDesignIn):
     baseline_llm = VisibleSlugField(
         slug_field="name", visible=llms_visible, required=False, allow_null=True
     )
-    pairs_per_question = serializers.IntegerField(
+    pairs_per_question = WholeNumber(
         required=False, allow_null=True, min_value=1, max_value=limits.MAX_PAIRS_PER_QUESTION
     )
-    seed = serializers.IntegerField(
-        required=False, default=0, min_value=0, max_value=limits.MAX_SEED
-    )
+    seed = WholeNumber(required=False, default=0, min_value=0, max_value=limits.MAX_SEED)
 
     def validate_selection(self, value: Any) -> dict[str, Any]:
         try:

@@ -1,15 +1,15 @@
 """The one writer every format shares: it adds what a validated `Bundle` holds and the database
 lacks, in bulk, and leaves what is already there (natural keys: dataset + external id, question +
 LLM, study + response(s), item + rater + first/repeat). It must run inside a transaction
-(run_import provides it), which is where atomicity lives. Ratings are written by the shared
-`ratings_record_bulk` service.
+(run_import provides it), which is where atomicity lives. Ratings are planned row by row in
+rating_rows.py and written by the shared `ratings_record_bulk` service.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from django.db.models import Model
 
 import annotation.importers.ownership as ownership
+import annotation.importers.rating_rows as rating_rows
 from annotation import pgcopy
 from annotation.importers.bundle import (
     Bundle,
@@ -24,14 +25,12 @@ from annotation.importers.bundle import (
     RatingSpec,
     ResponseSpec,
     StudySpec,
-    canonical_choice,
 )
 from annotation.importers.counters import refresh_counters
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
 from annotation.models import (
     LLM,
-    Assignment,
     Criterion,
     Dataset,
     Item,
@@ -142,8 +141,9 @@ def _questions(ctx: _Ctx) -> None:
                 f"question {eid!r} is stored in dataset {ctx.dataset.name!r} with another text "
                 "(the files disagree about what was asked): give the new text a new question id"
             )
-    for spec in rows:
-        if spec.question not in q_ids and spec.question not in b.questions:
+    unknown = referenced - q_ids.keys() - b.questions.keys()
+    for spec in rows if unknown else ():  # the first record naming one, for the message
+        if spec.question in unknown:
             raise ImportRefused(
                 f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
                 f"{ctx.dataset.name!r}"
@@ -347,11 +347,13 @@ def _item_of(ctx: _Ctx, spec: RatingSpec, pairwise: bool) -> tuple[Study, tuple,
 
 
 def _items(ctx: _Ctx) -> tuple[list[tuple[RatingSpec, tuple]], dict[tuple, int]]:
-    """One item per response (star) or per unordered pair (pairwise). Returns, per rating, its
-    (study, item key, whether the file's first model is response A), and item key -> id."""
+    """One item per response (star) or per unordered pair (pairwise). Returns, per rating (first
+    ratings, then repeats, each in file order), its (study, item key, whether the file's first
+    model is response A), and item key -> id."""
     keys = _item_keys(ctx)
     ctx.fresh = {s.id for s in ctx.studies.values()} - {key[0] for key in keys}
-    plan = []
+    plan: list[tuple[RatingSpec, tuple[Study, tuple, bool]]] = []
+    repeats: list[tuple[RatingSpec, tuple[Study, tuple, bool]]] = []
     new_items: dict[tuple[int, int, int | None], list[int]] = {}
     pairwise = {name for name, s in ctx.studies.items() if s.mode == Rubric.Mode.PAIRWISE}
     # Many ratings share (study, question, models): each such set is looked up once.
@@ -367,96 +369,12 @@ def _items(ctx: _Ctx) -> tuple[list[tuple[RatingSpec, tuple]], dict[tuple, int]]
             if new is None:
                 new = new_items[key] = [ctx.q_ids[spec.question], 0]
             new[1] += not spec.repeat
-        plan.append((spec, found))
+        (repeats if spec.repeat else plan).append((spec, found))
+    plan += repeats
     keys.update(_create_items(ctx, new_items))
     used = {found[1] for found in seen.values()}
     ctx.count("items", added=len(new_items), skipped=len(used) - len(new_items))
     return plan, keys
-
-
-def _scores(ctx: _Ctx, spec: RatingSpec, study: Study) -> tuple[dict[int, int], frozenset[int]]:
-    scores, flagged = {}, set()
-    for ckey, value in spec.scores.items():
-        crit = ctx.criteria.get((study.rubric_id, ckey))
-        if crit is None:
-            raise ImportRefused(
-                f"{spec.where}: rubric {study.rubric.key!r} has no criterion {ckey!r}"
-            )
-        if not crit.min_score <= value <= crit.max_score:
-            if ckey not in spec.out_of_range:
-                raise ImportRefused(
-                    f"{spec.where}: score {ckey}={value} is outside the rubric's range "
-                    f"{crit.min_score}-{crit.max_score}"
-                )
-            flagged.add(crit.id)
-        scores[crit.id] = value
-    return scores, frozenset(flagged)
-
-
-def _new_rating(
-    ctx: _Ctx, spec: RatingSpec, study: Study, item_id: int, first_is_a: bool, rater_id: int
-) -> NewRating:
-    scores, flagged = _scores(ctx, spec, study) if spec.scores else ({}, frozenset())
-    pairwise = study.mode == "pairwise"  # Rubric.Mode.PAIRWISE, compared as the plain str
-    return NewRating(
-        study_id=study.id,
-        item_id=item_id,
-        rater_id=rater_id,
-        choice=canonical_choice(spec.choice, first_is_a, spec.where) if pairwise else "",
-        scores=scores,
-        out_of_range=flagged,
-        left_is_a=(first_is_a == spec.first_on_left) if pairwise else True,
-        hint_shown=spec.hint_shown,
-        is_repeat=spec.repeat,
-        served_at=spec.served_at,
-        submitted_at=spec.submitted_at,
-        active_ms=spec.active_ms,
-        comment=spec.comment,
-        parse_status=spec.parse_status,
-        raw_output=spec.raw_output,
-    )
-
-
-def _ratings(ctx: _Ctx, plan, keys: dict, rows: list[NewRating]) -> Iterator[NewRating]:
-    """The ratings not stored yet, each added to `rows` and yielded as it is planned (one chunk
-    is copied while the next is planned). A rater's first rating of an item is its first
-    exposure; a second one (a repeat) is stored as a repeat of that first exposure, from this
-    import or from the database."""
-    studies = ctx.studies.values()
-    stored = Assignment.objects.filter(study__in=studies)
-    firsts: dict[tuple[int, int], int | NewRating] = {
-        (i, r): aid
-        for aid, i, r in stored.filter(is_repeat=False).values_list("id", "item_id", "rater_id")
-    }
-    repeated = set(stored.filter(is_repeat=True).values_list("item_id", "rater_id"))
-    taken: set[tuple[int, int, bool]] = set()
-    for spec, (study, key, first_is_a) in sorted(plan, key=lambda p: p[0].repeat):
-        item_id, rater_id = keys[key], ctx.raters[spec.rater].id
-        k = (item_id, rater_id, spec.repeat)
-        if k in taken:
-            raise ImportRefused(
-                f"{spec.where}: rater {spec.rater!r} rates this item twice in the same import"
-            )
-        taken.add(k)
-        if (item_id, rater_id) in (repeated if spec.repeat else firsts):
-            ctx.count("assignments", skipped=1)
-            ctx.count("ratings", skipped=1)
-            ctx.count("scores", skipped=len(spec.scores))
-            continue
-        row = _new_rating(ctx, spec, study, item_id, first_is_a, rater_id)
-        if spec.repeat:
-            origin = firsts.get((item_id, rater_id))
-            if origin is None:
-                raise ImportRefused(
-                    f"{spec.where}: a repeated rating has no first rating to repeat"
-                )
-            row.repeat_of_id, row.repeat_of = (
-                (origin, None) if isinstance(origin, int) else (None, origin)
-            )
-        else:
-            firsts[(item_id, rater_id)] = row
-        rows.append(row)
-        yield row
 
 
 def write_bundle(
@@ -484,7 +402,9 @@ def _write_ratings(ctx: _Ctx) -> None:
     rows: list[NewRating] = []
     bar = Bar(total=len(plan), desc="writing ratings", enabled=ctx.progress)
     counts = ratings_record_bulk(
-        rows=_ratings(ctx, plan, keys, rows), on_batch=bar.update, expected=len(plan)
+        rows=rating_rows.planned(ctx, plan, keys, rows),
+        on_batch=bar.update,
+        expected=len(plan),
     )
     bar.close()
     for name, n in counts.items():

@@ -30,13 +30,14 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_de
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from annotation import engine, inputs, leases
+from annotation import engine, inputs, leases, rater_cookie
 from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Study
 from annotation.net import client_ip
 from annotation.views.annotator_item import item_context
+from annotation.views.item_html import item_fragment
 from config.redis_cache import hit
 
 SESSION_RATERS = "annotation_raters"  # {study public_id: rater id} for crowd / public raters
@@ -74,6 +75,8 @@ def _remember(request: HttpRequest, study: Study, rater: Rater) -> None:
     raters = dict(request.session.get(SESSION_RATERS, {}))
     raters[study.public_id] = rater.pk
     request.session[SESSION_RATERS] = raters
+    # And in a signed cookie, so the item screen's requests need not read the session.
+    rater_cookie.remember(request, study.public_id, rater.pk)
 
 
 def _throttled(rater: Rater) -> bool:
@@ -181,8 +184,11 @@ def _own_assignment(
     # The rater comes with the assignment; the visitor must be that rater: the one this session
     # joined the study as (crowd, public), or else the logged-in onsite annotator.
     rater = a.rater
-    session_rater = request.session.get(SESSION_RATERS, {}).get(a.study.public_id)
-    if session_rater:
+    if rater_cookie.rater_id(request, a.study.public_id) == rater.pk:
+        # The signed cookie the session's rater came with (annotation/rater_cookie.py): the
+        # session itself is not read.
+        mine = True
+    elif session_rater := request.session.get(SESSION_RATERS, {}).get(a.study.public_id):
         mine = session_rater == rater.pk
     else:
         mine = (
@@ -200,13 +206,12 @@ def _own_assignment(
 
 
 def _render_item(request, a, rater, *, status=200, **kw) -> HttpResponse:
-    template = "annotation/annotate.html"
-    if request.htmx:
-        template += "#item"
     context = item_context(a, rater, **kw)
-    response = render(request, template, context, status=status)
-    if request.htmx:
-        response["HX-Push-Url"] = context["urls"]["rate"]
+    if not request.htmx:
+        return render(request, "annotation/annotate.html", context, status=status)
+    # htmx swaps in the template's `item` partial, written out by hand (views/item_html.py).
+    response = HttpResponse(item_fragment(request, context), status=status)
+    response["HX-Push-Url"] = context["urls"]["rate"]
     return response
 
 

@@ -51,6 +51,9 @@ def _item_labels() -> dict[str, str]:
             "here. Try again when you are back online."
         ),
         "progress": _("Your progress"),
+        # The progress line's two forms ({% blocktranslate %} in the full page's template).
+        "done_quota": _("Done %(done)s / %(quota)s"),
+        "done_remaining": _("Done %(done)s · %(remaining)s ratings still needed in this study"),
         "guidelines": _("Guidelines"),
         "editing": _("You are changing a rating you already gave."),
         "question": _("Question"),

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotation import inputs, outcome
+from annotation import inputs, outcome, rater_cookie
 from annotation.forms import JoinForm
 from annotation.htmx import HtmxHttpRequest
 from annotation.models import Rater, Study
@@ -168,6 +168,7 @@ def _crowd_rater(
 
 
 @require_http_methods(["GET", "POST"])
+@rater_cookie.sets_rater_cookies
 def crowd_entry(request: HtmxHttpRequest, study_pid: str) -> HttpResponse:
     """Prolific: ?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=; MTurk: ?workerId=&assignmentId=&hitId=
     &turkSubmitTo= (a preview while assignmentId is ASSIGNMENT_ID_NOT_AVAILABLE). GET shows the
@@ -242,6 +243,7 @@ def _consented(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResp
 
 
 @require_http_methods(["GET", "POST"])
+@rater_cookie.sets_rater_cookies
 def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
     """Light sign-up for the public: a nickname and consent, rate-limited per address."""
     study = _study(study_pid)

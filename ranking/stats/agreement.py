@@ -14,9 +14,11 @@ Definitions and the choices made where the paper is silent are in docs/statistic
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from .intervals import alpha_batch, fleiss_batch, patterns
+from .rater_facts import RaterFacts
 from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
 from .unit_agreement import agreement_rows, mean_cohen_codes
 
@@ -105,10 +107,7 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
         flags = np.zeros(len(j), dtype=bool)
         flags[first] = True
         return flags
-    key = np.zeros(len(j), dtype=np.int64)
-    for col in ("mode", "criterion", "rater_id", "item_id"):
-        codes, uniq = pd.factorize(j[col], use_na_sentinel=False)
-        key = key * max(len(uniq), 1) + codes
+    key = unit_keys(j)
     flags = ~j["is_repeat"].to_numpy(bool)
     # A key rated once (not as a repeat) is its own first rating: only the others need the
     # time order, usually a few percent of the rows.
@@ -121,6 +120,17 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
         flags[rows] = False
         flags[order[first]] = True
     return np.asarray(flags, dtype=bool)
+
+
+def unit_keys(j: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """One integer per (mode, criterion, rater, item) of the judgements: equal keys, the same
+    unit (mixed radix of the four columns' codes; computed once per report and shared by the
+    first-rating flags and the consistency units)."""
+    key = np.zeros(len(j), dtype=np.int64)
+    for col in ("mode", "criterion", "rater_id", "item_id"):
+        codes, uniq = pd.factorize(j[col], use_na_sentinel=False)
+        key = key * max(len(uniq), 1) + codes
+    return key
 
 
 def _constant(n: int, value: str, categories: list[str]) -> pd.Categorical:
@@ -172,46 +182,6 @@ def accuracy_flags(j: pd.DataFrame, *, ddof: int = 0, min_raters: int = 2) -> pd
     return f
 
 
-def _rater_meta(j: pd.DataFrame) -> pd.DataFrame:
-    return j.drop_duplicates("rater_id")[["rater_id", "rater_kind", "pool"]]
-
-
-def rater_counts(j: pd.DataFrame) -> pd.DataFrame:
-    """Number of first ratings (distinct rating ids) per (rater, mode)."""
-    f = j.loc[j["is_first"], ["rater_id", "mode", "rating_id"]]
-    fast = _rater_counts_fast(f)
-    if fast is not None:
-        return fast
-    return f.groupby(["rater_id", "mode"])["rating_id"].nunique().rename("n_ratings").reset_index()
-
-
-def _rater_counts_fast(f: pd.DataFrame) -> pd.DataFrame | None:
-    """``rater_counts`` from the categorical codes: distinct (rating, mode, rater) keys counted
-    per (rater, mode) in category order, the groupby's rows and dtypes (None when the columns
-    are not categoricals or the key would not fit in 63 bits)."""
-    rater, mode = f["rater_id"], f["mode"]
-    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in (rater, mode)):
-        return None
-    r, m = rater.cat.codes.to_numpy(np.int64), mode.cat.codes.to_numpy(np.int64)
-    rid = f["rating_id"].to_numpy(np.int64)
-    n_r, n_m = len(rater.cat.categories), len(mode.cat.categories)
-    if len(f) == 0 or (r < 0).any() or (m < 0).any() or rid.min() < 0:
-        return None
-    if (int(rid.max()) + 1) * n_m * n_r >= 2**62:
-        return None
-    group = r * n_m + m
-    keys = pd.unique(rid * (n_r * n_m) + group)
-    counts = np.bincount(keys % (n_r * n_m), minlength=n_r * n_m)
-    seen = np.flatnonzero(counts)
-    return pd.DataFrame(
-        {
-            "rater_id": pd.Categorical.from_codes(seen // n_m, dtype=rater.dtype),
-            "mode": pd.Categorical.from_codes(seen % n_m, dtype=mode.dtype),
-            "n_ratings": counts[seen].astype(np.int64),
-        }
-    )
-
-
 _ACC_RATER_COLS = {
     "rater_id": "str",
     "rater_kind": "str",
@@ -225,17 +195,23 @@ _ACC_RATER_COLS = {
 
 
 def accuracy_by_rater(
-    flags: pd.DataFrame, j: pd.DataFrame, *, min_ratings: int = 5
+    flags: pd.DataFrame,
+    j: pd.DataFrame,
+    *,
+    min_ratings: int = 5,
+    facts: RaterFacts | None = None,
 ) -> pd.DataFrame:
-    """Accuracy per rater and mode; raters with < ``min_ratings`` first ratings are left out."""
+    """Accuracy per rater and mode; raters with < ``min_ratings`` first ratings are left out.
+    ``facts``: ``RaterFacts.of(j)`` when the caller has them already."""
     if flags.empty:
         return empty_frame(_ACC_RATER_COLS)
+    facts = facts or RaterFacts.of(j)
     g = flags.groupby(["rater_id", "mode"])["accurate"].agg(["size", "sum"]).reset_index()
     g.columns = ["rater_id", "mode", "n_judgements", "n_accurate"]
-    g = g.merge(rater_counts(j), on=["rater_id", "mode"], how="left")
+    g = g.merge(facts.counts, on=["rater_id", "mode"], how="left")
     g = g[g["n_ratings"] >= min_ratings]
     g["accuracy"] = g["n_accurate"] / g["n_judgements"]
-    g = g.merge(_rater_meta(j), on="rater_id", how="left")
+    g = g.merge(facts.meta, on="rater_id", how="left")
     g["n_accurate"] = g["n_accurate"].astype(np.int64)
     return g[list(_ACC_RATER_COLS)].sort_values(["mode", "pool", "rater_id"]).reset_index(drop=True)
 
@@ -296,15 +272,18 @@ def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.Dat
 # --------------------------------------------------------------------------- consistency
 
 
-def consistency_units(j: pd.DataFrame) -> pd.DataFrame:
+def consistency_units(j: pd.DataFrame, units: npt.NDArray[np.int64] | None = None) -> pd.DataFrame:
     """Per (rater, mode, item, criterion) rated more than once: n ratings and n equal to the mode.
 
     The seed's example: ratings 1, 1, 1, 0 of one task give n=4, n_mode=3 (consistency 3/4).
+    ``units``: ``unit_keys(j)`` when the caller has them already.
     """
     keys = ["rater_id", "mode", "item_id", "criterion"]
     # Only units rated more than once can count: the counts below run on those rows alone
-    # (a few percent of the judgements), in the same order, so the table is the same.
-    repeated = j.duplicated(keys, keep=False).to_numpy()
+    # (a few percent of the judgements), in the same order, so the table is the same. The rows
+    # are found by one integer key per unit, not by hashing the four columns.
+    units = unit_keys(j) if units is None else units
+    repeated = pd.Series(units).duplicated(keep=False).to_numpy()
     j = j.loc[repeated, [*keys, "value"]]
     counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
     g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
@@ -325,7 +304,11 @@ _CONS_RATER_COLS = {
 
 
 def consistency_by_rater(
-    units: pd.DataFrame, j: pd.DataFrame, *, min_ratings: int = 5
+    units: pd.DataFrame,
+    j: pd.DataFrame,
+    *,
+    min_ratings: int = 5,
+    facts: RaterFacts | None = None,
 ) -> pd.DataFrame:
     """Consistency per rater and mode, pooled over items and criteria (micro average).
 
@@ -334,16 +317,17 @@ def consistency_by_rater(
     """
     if units.empty:
         return empty_frame(_CONS_RATER_COLS)
+    facts = facts or RaterFacts.of(j)
     g = units.groupby(["rater_id", "mode"]).agg(
         n_items_repeated=("item_id", "nunique"),
         n_repeated=("n", "sum"),
         n_consistent=("n_mode", "sum"),
     )
-    g = g.reset_index().merge(rater_counts(j), on=["rater_id", "mode"], how="left")
+    g = g.reset_index().merge(facts.counts, on=["rater_id", "mode"], how="left")
     g["n_ratings"] = g["n_ratings"].fillna(0).astype(np.int64)
     g = g[g["n_ratings"] >= min_ratings]
     g["consistency"] = g["n_consistent"] / g["n_repeated"]
-    g = g.merge(_rater_meta(j), on="rater_id", how="left")
+    g = g.merge(facts.meta, on="rater_id", how="left")
     return (
         g[list(_CONS_RATER_COLS)].sort_values(["mode", "pool", "rater_id"]).reset_index(drop=True)
     )

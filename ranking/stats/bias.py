@@ -306,8 +306,11 @@ def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per (rater, item) judged with A on the left and A on the right: the first rating in each
     order, and whether the canonical choice agrees."""
     cols = ["rater_id", "item_id", "left_is_a", "choice", "submitted_at", "rating_id"]
-    d = time_ordered(pair_df[cols])
-    d = d.drop_duplicates(["rater_id", "item_id", "left_is_a"])
+    first = _first_in_each_order(pair_df)
+    if first is None:
+        d = time_ordered(pair_df[cols]).drop_duplicates(["rater_id", "item_id", "left_is_a"])
+    else:  # the same rows, in frame order (the table only counts them)
+        d = pair_df[cols].take(first)
     # One row per (rater, item, order) is left: join A-left to A-right (cheaper than a pivot).
     left = d["left_is_a"].to_numpy(bool)
     keys = ["rater_id", "item_id"]
@@ -322,6 +325,28 @@ def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
             "consistent": (both["choice_x"].astype(str) == both["choice_y"].astype(str)).to_numpy(),
         }
     )
+
+
+def _first_in_each_order(pair_df: pd.DataFrame) -> np.ndarray | None:
+    """Positions of the earliest rating (by ``submitted_at``, then ``rating_id``) of each
+    (rater, item, order), in frame order: a key rated once is its own first, so only the keys
+    rated again (a few percent of the rows) are time-sorted. None when a time is missing (NaT
+    sorts last in pandas but first as an integer)."""
+    at = pair_df["submitted_at"]
+    if at.isna().any() or not hasattr(at.array, "asi8"):
+        return None
+    key = np.zeros(len(pair_df), dtype=np.int64)
+    for col in ("rater_id", "item_id", "left_is_a"):
+        codes, uniq = pd.factorize(pair_df[col], use_na_sentinel=False)
+        key = key * max(len(uniq), 1) + codes
+    again = pd.Series(key).duplicated(keep=False).to_numpy()
+    keep = ~again
+    rows = np.flatnonzero(again)
+    if len(rows):
+        order = rows[np.lexsort((pair_df["rating_id"].to_numpy()[rows], at.array.asi8[rows]))]
+        _, first = np.unique(key[order], return_index=True)
+        keep[order[first]] = True
+    return np.flatnonzero(keep)
 
 
 def position_bias(

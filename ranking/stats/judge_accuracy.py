@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from .arrays import distinct
 from .schema import codes_and_names, empty_frame
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
@@ -47,6 +48,10 @@ STAR_AGREE_COLS = {
     "pearson": "float64",
     "spearman": "float64",
 }
+
+
+# The judgement columns the tables below read (only these are copied with the first ratings).
+_READ = ["mode", "rater_id", "rater_kind", "pool", "item_id", "criterion", "score"]
 
 
 def unit_codes(f: pd.DataFrame) -> np.ndarray:
@@ -109,7 +114,7 @@ def _group_codes(values: pd.Series, mask: np.ndarray) -> tuple[npt.NDArray[np.in
     """Integer group per row (-1 outside ``mask``) and the sorted names of the groups present
     under ``mask`` (category codes renumbered: no string per row is hashed or compared)."""
     raw, names = codes_and_names(values)
-    present = np.unique(raw[mask])
+    present = distinct(raw[mask])
     rank = np.full(len(names), -1, dtype=np.int64)
     rank[present] = np.arange(len(present))
     codes = np.full(len(values), -1, dtype=np.int64)
@@ -136,7 +141,7 @@ def _distinct_raters(group: np.ndarray, rater: np.ndarray, n_groups: int, n_r: i
         seen = np.bincount(group * n_r + rater, minlength=n_groups * n_r).reshape(n_groups, n_r)
         counts: np.ndarray = (seen > 0).sum(axis=1)
         return counts
-    return np.bincount(np.unique(group * n_r + rater) // n_r, minlength=n_groups)
+    return np.bincount(distinct(group * n_r + rater) // n_r, minlength=n_groups)
 
 
 def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
@@ -144,7 +149,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
 
     Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
     """
-    f = j[j["is_first"]] if len(j) else j
+    f = j.loc[j["is_first"], _READ] if len(j) else j
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
@@ -158,7 +163,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
     for variant in VARIANTS:
         s, q, n, usable = _reference(x, unit, human, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
-        for mi in np.unique(mode):
+        for mi in distinct(mode):
             m, in_mode = str(mode_names[mi]), usable & (mode == mi)
             for group_by, codes, names in coded:
                 sel = in_mode & (codes >= 0)
@@ -194,7 +199,7 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
     mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
     """
-    f = j[j["is_first"] & (j["mode"].astype(str) == "star")] if len(j) else j
+    f = j.loc[j["is_first"] & (j["mode"].astype(str) == "star"), _READ] if len(j) else j
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)
@@ -212,7 +217,7 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     for ci, c in enumerate(crit_names):
         for group_by, codes, names in coded:
             base = usable & (crit == ci) & (codes >= 0)
-            for gi in np.unique(codes[base]):
+            for gi in distinct(codes[base]):
                 sel = base & (codes == gi)
                 xs, rs = x[sel], ref[sel]
                 rows.append(

@@ -90,20 +90,11 @@ def _cohen_boot_py(
         n = flat[p].sum()
         idx = np.nonzero(flat[p])[0]
         probs = flat[p][idx] / n
-        cum = np.cumsum(probs)
-        # Few items: draw them one by one (n uniforms); many: a binomial per non-empty cell.
-        by_item = n <= 4 * len(idx)
+        # A binomial per non-empty cell, whatever the number of items: drawing few items one by
+        # one (a uniform and a search each) was slower than the chain (seventh round).
         for b in range(n_boot):
             cnt[:] = 0.0
-            if by_item:
-                for _ in range(int(n)):
-                    u = _uniform(state)
-                    t = 0
-                    while t < len(idx) - 1 and u > cum[t]:
-                        t += 1
-                    cnt[idx[t]] += 1.0
-            else:
-                _binomial_chain(cnt, idx, probs, n, state)
+            _binomial_chain(cnt, idx, probs, n, state)
             po = 0.0
             pe = 0.0
             for i in range(k):

@@ -15,6 +15,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
+from .arrays import distinct
 from .kappa_kernel import cohen_intervals_fast
 from .schema import codes_and_names, empty_frame, str_values
 
@@ -48,13 +49,12 @@ CHANCE_COLS = {
 }
 
 
-def _first(j: pd.DataFrame) -> pd.DataFrame:
-    return j[j["is_first"]] if len(j) else j
-
-
-def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def pair_tables(
+    g: pd.DataFrame, min_common: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
-    criterion): every two raters who rated a common item, ordered rater_1 < rater_2."""
+    criterion): every two raters with at least ``min_common`` common items, ordered rater_1 <
+    rater_2."""
     rater, names = codes_and_names(g["rater_id"])
     value, cats = pd.factorize(g["value"], sort=True)
     item = pd.factorize(g["item_id"])[0]
@@ -64,7 +64,7 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
     sizes = np.diff(np.r_[starts, len(item)])
     i_idx, j_idx = [], []
-    for m in np.unique(sizes[sizes >= 2]):
+    for m in distinct(sizes[sizes >= 2]):
         base = starts[sizes == m]
         a, b = np.triu_indices(int(m), k=1)
         i_idx.append((base[:, None] + a[None, :]).ravel())
@@ -77,6 +77,12 @@ def pair_tables(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     ii, jj = ii[ok], jj[ok]
     n_r = len(names)
     pid, pairs = pd.factorize(rater[ii] * n_r + rater[jj])
+    # Most pairs share an item or two: drop them before their tables are counted.
+    kept = np.bincount(pid, minlength=len(pairs)) >= min_common
+    if not kept.all():
+        new_id = np.cumsum(kept) - 1
+        rows = kept[pid]
+        ii, jj, pid, pairs = ii[rows], jj[rows], new_id[pid[rows]], pairs[kept]
     cells = np.bincount(
         (pid * k + value[ii]) * k + value[jj], minlength=len(pairs) * k * k
     ).reshape(len(pairs), k, k)
@@ -107,11 +113,13 @@ def cohen_pairs(
 ) -> pd.DataFrame:
     """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
     in common, per (mode, criterion)."""
-    f = _first(j)
+    # Only the columns read (each group copies them).
+    cols = ["mode", "criterion", "rater_id", "rater_kind", "item_id", "value"]
+    f = j.loc[j["is_first"], cols] if len(j) else j
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        r1, r2, tables, names = pair_tables(g)
+        r1, r2, tables, names = pair_tables(g, min_common)
         n = tables.sum(axis=(1, 2))
         keep = n >= min_common
         r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
@@ -139,19 +147,42 @@ def cohen_pairs(
     return pd.concat(parts, ignore_index=True) if parts else empty_frame(PAIR_COLS)
 
 
-def _counts(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Items x categories counts of the items with at least two values, and the categories."""
+def _coded(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item code, value code, the values in sorted order) of one (mode, criterion)'s rows."""
     item = pd.factorize(g["item_id"])[0]
     value, cats = pd.factorize(g["value"], sort=True)
+    return item, value, np.asarray(cats, dtype=float)
+
+
+def _counts(
+    coded: tuple[np.ndarray, np.ndarray, np.ndarray], sel: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Items x categories counts of the items with at least two values among the rows ``sel``
+    (all: None), and the categories present there (as factorising those rows' values would
+    give them). The item codes are the whole group's: items not in ``sel`` count nothing, and
+    rows of zeros are dropped."""
+    item, value, cats = coded
+    if sel is not None:
+        item, value = item[sel], value[sel]
+        present = np.flatnonzero(np.bincount(value, minlength=len(cats)))
+        if len(present) < len(cats):
+            rank = np.full(len(cats), -1, dtype=np.int64)
+            rank[present] = np.arange(len(present))
+            value, cats = rank[value], cats[present]
     k = len(cats)
     counts = np.bincount(item * k + value, minlength=(item.max() + 1) * k).reshape(-1, k)
-    return counts[counts.sum(axis=1) >= 2], np.asarray(cats, dtype=float)
+    return counts[counts.sum(axis=1) >= 2], cats
 
 
 def _chance_rows(
-    mode: str, raters: str, crit: str, g: pd.DataFrame, n_boot: int, rng: np.random.Generator
+    mode: str,
+    raters: str,
+    crit: str,
+    counted: tuple[np.ndarray, np.ndarray],
+    n_boot: int,
+    rng: np.random.Generator,
 ) -> list[tuple[Any, ...]]:
-    counts, cats = _counts(g)
+    counts, cats = counted
     if not len(counts):
         return []
     uniq, freq = iv.patterns(counts)
@@ -166,6 +197,15 @@ def _chance_rows(
     return rows
 
 
+def _subsets(g: pd.DataFrame) -> list[tuple[str, np.ndarray | None]]:
+    """("all", None), ("humans", rows) and one (pool, rows) per pool in sorted order (as a
+    groupby over the pool column lists them), the rows as boolean masks."""
+    human = (g["rater_kind"] == "human").to_numpy(bool)
+    pool, pools = pd.factorize(g["pool"], sort=True)
+    out: list[tuple[str, np.ndarray | None]] = [("all", None), ("humans", human)]
+    return out + [(str(name), pool == c) for c, name in enumerate(pools)]
+
+
 def chance_agreement(
     j: pd.DataFrame, *, n_boot: int = iv.N_BOOTSTRAP, rng: np.random.Generator | None = None
 ) -> pd.DataFrame:
@@ -178,10 +218,10 @@ def chance_agreement(
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
     for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        human = (g["rater_kind"] == "human").to_numpy(bool)
-        subsets = [("all", g), ("humans", g[human])]
-        subsets += [(str(p), gp) for p, gp in g.groupby("pool", sort=True, observed=True)]
-        for raters, sub in subsets:
-            if len(sub):
-                rows += _chance_rows(str(mode), raters, str(crit), sub, n_boot, rng)
+        # Items and values coded once per group; each subset selects rows of the codes.
+        coded = _coded(g)
+        for raters, sel in _subsets(g):
+            if sel is None or sel.any():
+                counted = _counts(coded, sel)
+                rows += _chance_rows(str(mode), raters, str(crit), counted, n_boot, rng)
     return pd.DataFrame(rows, columns=list(CHANCE_COLS)) if rows else empty_frame(CHANCE_COLS)

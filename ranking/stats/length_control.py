@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .arrays import distinct
 from .rankings import match_arrays
 from .schema import codes_and_names, empty_frame, str_values
 
@@ -96,8 +97,8 @@ def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
     pool, pools = codes_and_names(pair_df["pool"])
     rater, raters = codes_and_names(pair_df["rater_id"])
     out = [("humans", "all", human)]
-    out += [("pool", str(pools[c]), (pool == c) & human) for c in np.unique(pool[human])]
-    out += [("judge", str(raters[c]), rater == c) for c in np.unique(rater[judge])]
+    out += [("pool", str(pools[c]), (pool == c) & human) for c in distinct(pool[human])]
+    out += [("judge", str(raters[c]), rater == c) for c in distinct(rater[judge])]
     return out
 
 

@@ -75,11 +75,12 @@ def other_counts(
     item: np.ndarray, code: np.ndarray, human: np.ndarray, n_labels: int
 ) -> np.ndarray:
     """Per judgement: label counts of the *other* humans on its item (n x K)."""
-    u, inv = np.unique(item, return_inverse=True)
+    # Items numbered by a hash, not a sort: each row reads its own item's counts either way.
+    inv, u = pd.factorize(item)
     h = np.bincount(inv[human] * n_labels + code[human], minlength=len(u) * n_labels).reshape(
         len(u), n_labels
     )
-    others = h[inv].copy()
+    others: np.ndarray = h[inv].copy()
     others[np.flatnonzero(human), code[human]] -= 1
     return others
 
@@ -149,7 +150,7 @@ def _rows_for(
                     crit,
                     group_by,
                     str(grp),
-                    len(np.unique(rater[0][sel])),
+                    int(np.count_nonzero(np.bincount(rater[0][sel]))),  # distinct raters
                     n_ok,
                     int((sel & ~has_truth).sum()),
                     float(np.trace(conf) / n_ok) if n_ok else np.nan,

@@ -31,6 +31,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import ppi
+from .arrays import distinct
 from .bradley_terry import ELO_SCALE
 from .rankings import OVERALL
 from .schema import CHOICE_SCORE_A, empty_frame, str_values
@@ -369,7 +370,7 @@ def width_curve(
 
     Each of ``CURVE_REPEATS`` random orders of the labelled item ids gives the humans its first
     k items (one subset serves every model, as a real budget would; the shares are nested)."""
-    lab_ids = np.unique(items.loc[items["y"].notna(), "item_id"].to_numpy())
+    lab_ids = distinct(items.loc[items["y"].notna(), "item_id"].to_numpy())
     if len(lab_ids) < MIN_ITEMS:
         return []
     ratings = items[items["y"].notna()].drop_duplicates("item_id").set_index("item_id")
@@ -377,14 +378,16 @@ def width_curve(
     # Each repeat: a random order of the labelled items (``order``), and each item's rank in it.
     n = len(lab_ids)
     order = rng.permuted(np.broadcast_to(np.arange(n), (CURVE_REPEATS, n)), axis=1)
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(n), axis=1)
     ks = [max(2, round(share * n)) for share in CURVE_SHARES]
-    # The first share each item enters (the shares are nested), per repeat.
-    first = np.searchsorted(np.asarray(ks), np.arange(n), side="right")[rank]
+    # The first share each item enters (the shares are nested), per repeat: the share of its
+    # position in the repeat's order, scattered to the item.
+    at_position = np.searchsorted(np.asarray(ks), np.arange(n), side="right").astype(np.int8)
+    first = np.empty(order.shape, np.int8)
+    first[np.arange(CURVE_REPEATS)[:, None], order] = at_position
     models = [_curve_inputs(g, lab_ids) for _, g in items.groupby("model", sort=True)]
     sums = [_share_sums(first[:, pos], cols, len(ks)) for pos, cols, _ in models]
-    ratings_so_far = np.cumsum(per_item[order], axis=1)  # whole counts: exact in any order
+    # Ratings per share and repeat: whole counts, so exact in any order.
+    ratings_so_far = _share_sums(first, per_item[:, None], len(ks))[:, :, 0]
     out = []
     for i, (share, k) in enumerate(zip(CURVE_SHARES, ks, strict=True)):
         w_h, w_p = _curve_widths(models, [s[i] for s in sums])
@@ -394,7 +397,7 @@ def width_curve(
                 "statistic": statistic,
                 "share": share,
                 "n_human_items": k,
-                "n_human_ratings": float(ratings_so_far[:, k - 1].mean()),
+                "n_human_ratings": float(ratings_so_far[i].mean()),
                 "width_human": w_h,
                 "width_ppi": w_p,
             }

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
+from .arrays import distinct
 from .rankings import _codes, labels, match_arrays
 from .schema import codes_and_names, empty_frame, str_values
 
@@ -104,7 +105,7 @@ def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
     out = [("judge", judge)]
     # Rater codes order the raters as their names sort (codes_and_names).
     rater, names = codes_and_names(df["rater_id"])
-    present = np.unique(rater[judge])
+    present = distinct(rater[judge])
     if len(present) > 1:
         out += [(str(names[c]), rater == c) for c in present]
     return out
@@ -121,7 +122,8 @@ def ranking_agreement(
     intervals (star means and Points)."""
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
-    star = star_df[star_df["score"].notna()]
+    cols = ["model", "criterion", "score", "rater_kind", "rater_id", "question_id"]
+    star = star_df.loc[star_df["score"].notna(), cols]  # only the columns read
     if len(star):
         q, qs = pd.factorize(star["question_id"])
         models = sorted(labels(star["model"]))
@@ -177,8 +179,10 @@ def _differ(a: pd.Series, b: pd.Series) -> np.ndarray:
 def _pair_rows(
     pair_df: pd.DataFrame, n_boot: int, rng: np.random.Generator
 ) -> list[tuple[Any, ...]]:
-    # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned.
-    df = pair_df[_differ(pair_df["model_a"], pair_df["model_b"])]
+    # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned. Only
+    # the columns read are copied (here and by each group's selection).
+    cols = ["model_a", "model_b", "choice", "rater_kind", "rater_id", "question_id"]
+    df = pair_df.loc[_differ(pair_df["model_a"], pair_df["model_b"]), cols]
     q, qs = pd.factorize(df["question_id"])
     models = sorted(set(labels(df["model_a"])) | set(labels(df["model_b"])))
     w = question_weights(len(qs), n_boot, rng)

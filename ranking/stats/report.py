@@ -97,6 +97,7 @@ from .rankings import (
     star_means,
     total_score,
 )
+from .rater_facts import RaterFacts
 from .schema import coerce_pair, coerce_star
 
 __all__ = ["REPORT_KEYS", "ReportOptions", "build_report", "jsonable", "report_to_jsonable"]
@@ -243,9 +244,10 @@ def _quality_section(
     j: pd.DataFrame, flags: pd.DataFrame, o: ReportOptions
 ) -> tuple[dict[str, Any], set[str]]:
     """Accuracy and consistency, measured before the thresholds leave raters out."""
-    acc = accuracy_by_rater(flags, j, min_ratings=o.min_ratings)
+    facts = RaterFacts.of(j)  # read by both per-rater tables
+    acc = accuracy_by_rater(flags, j, min_ratings=o.min_ratings, facts=facts)
     units = consistency_units(j)
-    cons = consistency_by_rater(units, j, min_ratings=o.min_ratings)
+    cons = consistency_by_rater(units, j, min_ratings=o.min_ratings, facts=facts)
     excluded = raters_below(
         acc, cons, min_accuracy=o.min_accuracy, min_consistency=o.min_consistency
     )

@@ -3,7 +3,10 @@
 The selectors build two frames from the database; every function in ``ranking.stats`` reads only
 these columns. ``coerce_star`` / ``coerce_pair`` check that the columns are present and give them
 the dtypes the statistics rely on, so that an empty frame or one built from ``values()`` (object
-columns) behaves exactly like a frame built by the synthetic generator.
+columns) behaves exactly like a frame built by the synthetic generator. A label column ("str"
+below) may also come as a categorical of its names, as ``selectors.study_frames`` delivers them:
+the coerced frame is then the one the same names as strings give (unused categories dropped,
+categories sorted), without a string per row.
 """
 
 from __future__ import annotations
@@ -77,6 +80,9 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
     """Low-cardinality labels become categoricals: grouping and coding them is then cheap, which
     matters because the report groups 300k-row frames by these columns dozens of times."""
     if isinstance(values.dtype, pd.CategoricalDtype) and categories is None:
+        # The selectors' frames (``study_frames``): the sorted names of the values present, as
+        # a string column would give them, without a string per row.
+        values = used_categories(values)
         values = values.cat.rename_categories([str(c) for c in values.cat.categories])
         return values.cat.reorder_categories(sorted(values.cat.categories))
     if categories is None and not isinstance(values.dtype, pd.CategoricalDtype):
@@ -91,6 +97,22 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
     return values.astype(pd.CategoricalDtype(categories))
 
 
+def used_categories(values: pd.Series) -> pd.Series:
+    """A categorical column without the categories no row uses (a filtered frame keeps them),
+    by a count per code: ``remove_unused_categories`` sorts every code to find them."""
+    cat = values.array
+    assert isinstance(cat, pd.Categorical)
+    codes = cat.codes
+    used = np.bincount(codes[codes >= 0], minlength=len(cat.categories)) > 0
+    if used.all():
+        return values
+    remap = np.full(len(used) + 1, -1, dtype=codes.dtype)  # the last entry: -1 stays missing
+    remap[np.flatnonzero(used)] = np.arange(int(used.sum()), dtype=codes.dtype)
+    kept = pd.CategoricalDtype(cat.categories[used])
+    out = pd.Categorical.from_codes(remap[codes], dtype=kept)
+    return pd.Series(out, index=values.index, name=values.name)
+
+
 def _coerce_common(df: pd.DataFrame | None, dtypes: dict[str, str], name: str) -> pd.DataFrame:
     """A checked copy of ``df`` (the empty frame when ``None``) with the common columns typed."""
     if df is None or (len(df) == 0 and len(df.columns) == 0):
@@ -101,7 +123,10 @@ def _coerce_common(df: pd.DataFrame | None, dtypes: dict[str, str], name: str) -
     df = df.copy(deep=False)
     df["rating_id"] = df["rating_id"].astype(np.int64)
     df["item_id"] = df["item_id"].astype(np.int64)
-    df["question_id"] = df["question_id"].astype(str)
+    # Question ids are only factorised (by first appearance): a categorical one stays one.
+    question = df["question_id"]
+    categorical = isinstance(question.dtype, pd.CategoricalDtype)
+    df["question_id"] = _as_category(question) if categorical else question.astype(str)
     for col in ("rater_id", "rater_kind", "pool", "task_type"):
         df[col] = _as_category(df[col])
     df["is_repeat"] = df["is_repeat"].fillna(False).astype(bool)
@@ -122,10 +147,25 @@ def coerce_star(df: pd.DataFrame | None) -> pd.DataFrame:
     return df
 
 
+def _labelled(values: pd.Series) -> bool:
+    """A categorical of strings with no missing value."""
+    return (
+        isinstance(values.dtype, pd.CategoricalDtype)
+        and all(isinstance(c, str) for c in values.cat.categories)
+        and not bool((values.cat.codes < 0).any())
+    )
+
+
 def _shared_categories(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
     """``a`` and ``b`` as categoricals sharing one sorted category list (so that their codes
     are the same models): one factorisation of both columns when they are strings without
     missing values, else through ``str`` as a string column always was."""
+    if _labelled(a) and _labelled(b):
+        # Categoricals of names (the selectors' frames): their used categories recoded to the
+        # union, sorted, as the factorisation below gives it for the same names as strings.
+        a, b = used_categories(a), used_categories(b)
+        dtype = pd.CategoricalDtype(sorted({*a.cat.categories, *b.cat.categories}))
+        return a.cat.set_categories(dtype.categories), b.cat.set_categories(dtype.categories)
     n = len(a)
     codes, uniq = pd.factorize(np.concatenate([a.to_numpy(object), b.to_numpy(object)]))
     if (codes < 0).any() or not all(isinstance(u, str) for u in uniq):
@@ -144,12 +184,25 @@ def _shared_categories(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series
     return column(codes[:n], a), column(codes[n:], b)
 
 
+def _choice_codes(choice: pd.Series) -> npt.NDArray[np.intp]:
+    """The index of each row's choice in ``CHOICES`` (-1 when missing or unknown); a categorical
+    column is looked up once per category."""
+    known = pd.Index(list(CHOICES))
+    codes: npt.NDArray[np.intp]
+    if isinstance(choice.dtype, pd.CategoricalDtype):
+        per_category = np.append(known.get_indexer(choice.cat.categories.astype(object)), -1)
+        codes = per_category[choice.cat.codes.to_numpy()]
+    else:
+        codes = known.get_indexer(choice.to_numpy(object))
+    return codes
+
+
 def coerce_pair(df: pd.DataFrame | None) -> pd.DataFrame:
     """Return ``df`` with the pairwise columns checked and typed (an empty frame when ``None``)."""
     df = _coerce_common(df, PAIR_DTYPES, "pair_df")
     df["model_a"], df["model_b"] = _shared_categories(df["model_a"], df["model_b"])
     # One lookup per row in the fixed choices; anything else (missing included) is refused.
-    codes = pd.Index(list(CHOICES)).get_indexer(df["choice"].to_numpy(object))
+    codes = _choice_codes(df["choice"])
     if (codes < 0).any():
         text = df["choice"].astype(str)
         bad = sorted(text[~text.isin(CHOICES)].unique())[:5]

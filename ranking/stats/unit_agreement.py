@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .arrays import distinct
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
 
@@ -35,7 +36,7 @@ def within_item_pairs(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, it[1:] != it[:-1]])
     sizes = np.diff(np.r_[starts, len(it)])
     i_idx, j_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for m in np.unique(sizes[sizes >= 2]):
+    for m in distinct(sizes[sizes >= 2]):
         base = starts[sizes == m]
         a, b = np.triu_indices(int(m), k=1)
         i_idx.append(order[(base[:, None] + a[None, :]).ravel()])
@@ -68,12 +69,8 @@ def _mean_cohen(
     left, right = left[ok], right[ok]
     if not len(left):
         return float("nan"), 0
-    n_rows = len(item)
-    order = np.argsort(left * n_rows + right)
-    left, right = left[order], right[order]
     n_r = int(rater.max()) + 1
-    pid, _ = pd.factorize(rater[left] * n_r + rater[right])
-    n_p = int(pid.max()) + 1
+    pid, n_p = _pair_numbers(rater[left] * n_r + rater[right], left * len(item) + right)
     v1, v2 = v[left], v[right]
     n = np.bincount(pid, minlength=n_p).astype(float)
     agree = np.bincount(pid, weights=v1 == v2, minlength=n_p)
@@ -86,6 +83,19 @@ def _mean_cohen(
         return float("nan"), 0
     kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
     return float(kappa.mean()), int(keep.sum())
+
+
+def _pair_numbers(pair: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(number per row, count) of the rater pairs ``pair``, numbered in the order the self-merge
+    listed them: by each pair's smallest row key ``key`` (unique per row). The sums over a pair
+    do not depend on the row order, so only the numbering needs that order: one hash of the
+    pairs and their smallest keys, not a sort of every row."""
+    codes, uniq = pd.factorize(pair)
+    smallest = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(smallest, codes, key)
+    number = np.empty(len(uniq), dtype=np.int64)
+    number[np.argsort(smallest)] = np.arange(len(uniq))
+    return number[codes], len(uniq)
 
 
 def _sub_codes(codes: np.ndarray, cats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +137,7 @@ def _groups(f: pd.DataFrame) -> Iterator[tuple[tuple[str, str, str], np.ndarray]
         rows = np.sort(order[lo:hi])
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
         yield (m, "all", c), rows
-        for code in np.unique(pool[rows]):
+        for code in distinct(pool[rows]):
             yield (m, str(pool_names[code]), c), rows[pool[rows] == code]
 
 

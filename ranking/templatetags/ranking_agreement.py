@@ -6,17 +6,28 @@ tags turn the report's tables into display tables there, instead of in the view.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import template
 from django.http import QueryDict
 
-from ranking import presenters
-from ranking.stats.judge_report import JUDGE_KEYS
-from ranking.stats.leaderboards import BT_TIES
+from config.lazy import lazy_module
+from ranking.forms import BT_TIES
+
+# Every template engine loads this library: the statistics wait for the first report.
+if TYPE_CHECKING:
+    from ranking import presenters
+else:
+    presenters = lazy_module("ranking.presenters")
 
 register = template.Library()
 
-# The report's judge tables; the raw length table sits beside the length-controlled one here too.
-AGREEMENT_TABLES = (*JUDGE_KEYS, "length_bias")
+
+def _agreement_tables() -> tuple[str, ...]:
+    """The report's judge tables; the raw length table sits beside the length-controlled one."""
+    from ranking.stats.judge_report import JUDGE_KEYS
+
+    return (*JUDGE_KEYS, "length_bias")
 
 
 @register.simple_tag
@@ -24,7 +35,7 @@ def agreement_tables(report) -> dict[str, presenters.Table]:
     """The section's tables as display tables. Rater pairs with a judge come first (they are
     what the section is about); every pair is in the downloads and the API."""
     out = {}
-    for name in AGREEMENT_TABLES:
+    for name in _agreement_tables():
         df = report.table(name)
         if name == "kappa_pairs" and len(df):
             judge = (df["kind_a"] == "judge") | (df["kind_b"] == "judge")

@@ -3,15 +3,25 @@ of one judge shaped for the page, links to pick another judge, and the width cha
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import template
 from django.core.cache import cache
 from django.http import QueryDict
 from django.utils.translation import gettext as _
 
-from ranking import charts, charts_ppi, formatting
-from ranking.presenters import Table
-from ranking.services import CACHE_SECONDS
-from ranking.stats import ppi_section as ps
+from config.lazy import lazy_module
+from ranking import formatting
+
+# Every template engine loads this library: matplotlib and the statistics wait for a report.
+if TYPE_CHECKING:
+    from ranking import charts, charts_ppi, presenters, services
+    from ranking.presenters import Table
+else:
+    charts = lazy_module("ranking.charts")
+    charts_ppi = lazy_module("ranking.charts_ppi")
+    presenters = lazy_module("ranking.presenters")
+    services = lazy_module("ranking.services")
 
 register = template.Library()
 
@@ -39,6 +49,8 @@ def _labels() -> dict[str, str]:
 
 def _notes() -> dict[str, str]:
     """The statistics' notes (plain English, no Django there) in the page's language."""
+    from ranking.stats import ppi_section as ps
+
     few = _("not enough data: fewer than %(n)d items rated by both humans and this judge")
     return {
         ps.NOTE_FEW.format(n=ps.MIN_ITEMS): few % {"n": ps.MIN_ITEMS},
@@ -74,7 +86,7 @@ def side_by_side(df) -> Table:
             notes.get(r.note, r.note),
         ])  # fmt: skip
     numeric = [False, False, False, True, True, True, True, True, True, False]
-    return Table("ppi", [str(c) for c in columns], rows, len(rows), numeric)
+    return presenters.Table("ppi", [str(c) for c in columns], rows, len(rows), numeric)
 
 
 def _chart(report) -> str | None:
@@ -83,7 +95,7 @@ def _chart(report) -> str | None:
     return cache.get_or_set(
         f"{report.cache_key}:ppi-chart",
         lambda: charts_ppi.width_curve(report.table("ppi_curve")),
-        CACHE_SECONDS,
+        services.CACHE_SECONDS,
     )
 
 

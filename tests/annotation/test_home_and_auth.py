@@ -40,3 +40,12 @@ def test_api_schema_is_served_and_docs_page_uses_no_cdn(client, db):
     docs = client.get("/api/docs/")
     assert docs.status_code == 200
     assert b"cdn" not in docs.content.lower()
+
+
+def test_the_admin_link_is_shown_only_to_staff(client, organizer):
+    # An organizer by group alone followed it to "not authorized to access this page".
+    client.force_login(organizer)
+    assert b'href="/admin/"' not in client.get("/").content
+    organizer.is_staff = True
+    organizer.save(update_fields=["is_staff"])
+    assert b'href="/admin/"' in client.get("/").content

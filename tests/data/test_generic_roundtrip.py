@@ -295,6 +295,54 @@ def test_bad_rating_fields_are_refused_and_nothing_is_written(
     assert table_counts() == before
 
 
+@pytest.mark.parametrize(
+    ("stored", "given"),
+    [
+        ([], ["first", "first"]),
+        (["first"], ["first", "first"]),
+        ([], ["first", "repeat", "repeat"]),
+        (["first", "repeat"], ["repeat", "repeat"]),
+    ],
+)
+def test_a_rating_given_twice_is_refused_whether_or_not_it_is_stored(
+    small_dataset, tmp_path, stored, given
+):
+    """The writer's own check (the bundle cannot know what is stored): the same rater's first
+    rating, or repeat, of an item twice in one import writes nothing."""
+    rec = {"type": "pairwise", "question_id": "Q1", "llm_a": "model-x", "llm_b": "model-y",
+           "rater": "ann-01", "choice": "a"}  # fmt: skip
+
+    def run(kinds: list[str], name: str) -> None:
+        path = tmp_path / name
+        lines = [json.dumps(rec | {"is_repeat": kind == "repeat"}) for kind in kinds]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        dataset_import(format="jsonl", paths=[path], dataset="tiny", study="twice", progress=False)
+
+    if stored:
+        run(stored, "stored.jsonl")
+    before = table_counts()
+    with pytest.raises(ImportRefused, match="rates this item twice in the same import"):
+        run(given, "given.jsonl")
+    assert table_counts() == before
+
+
+def test_a_rating_of_an_unknown_question_is_refused_naming_the_first_such_line(
+    small_dataset, tmp_path
+):
+    pair = {"type": "pairwise", "llm_a": "model-x", "llm_b": "model-y", "rater": "ann-01",
+            "choice": "a"}  # fmt: skip
+    path = tmp_path / "unknown.jsonl"
+    lines = [pair | {"question_id": q} for q in ("Q1", "Q9", "Q8", "Q9")]
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n", encoding="utf-8")
+    before = table_counts()
+    with pytest.raises(ImportRefused) as refused:
+        dataset_import(format="jsonl", paths=[path], dataset="tiny", progress=False)
+    assert str(refused.value) == (
+        "unknown.jsonl, line 2: question 'Q9' is neither in the file nor in dataset 'tiny'"
+    )
+    assert table_counts() == before
+
+
 def test_every_bad_line_is_listed_for_a_preview(small_dataset, tmp_path):
     good = {"type": "response", "question_id": "Q1", "llm": "model-w", "text": ""}
     lines = [good, {"type": "nope", "question_id": "Q1"}, good | {"question_id": ""}]

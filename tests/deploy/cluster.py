@@ -76,6 +76,7 @@ def environment(db_url: str, judge_url: str, tmp: Path) -> dict[str, str]:
         CSRF_COOKIE_SECURE="false",
         DB_CONN_MAX_AGE="60",
         LOG_LEVEL="ERROR",
+        WARM_REPORT_STACK="false",  # annotator-facing servers: no report is computed here
         REDIS_URL=f"redis://{REDIS_HOST}:{REDIS_PORT}/14",
         TRUSTED_PROXIES="127.0.0.1",  # the clients play a proxy that names each annotator
         TASK_BACKEND="celery",

@@ -19,11 +19,12 @@ PG = connection.vendor == "postgresql"
 
 # Session, the joined read of the exposure, the rater's submitted count.
 PAGE = 3
-# Session and the exposure (light read); savepoint; rater lock; exposure lock (with the rater's
-# latest seq and count); the rating with the item's counters and the exposure's status (one
-# statement on PostgreSQL, three on SQLite); address cap; pick and new exposure (one statement
-# on PostgreSQL; SQLite: read, update, insert); savepoint release; the next item's joined read.
-SUBMIT_PAIRWISE = 10 if PG else 14
+# The exposure (light read; the rater comes from the signed cookie, the session is not read);
+# savepoint; rater lock; exposure lock (with the rater's latest seq and count); the rating with
+# the item's counters and the exposure's status (one statement on PostgreSQL, three on SQLite);
+# address cap; pick and new exposure (one statement on PostgreSQL; SQLite: read, update,
+# insert); savepoint release; the next item's joined read.
+SUBMIT_PAIRWISE = 9 if PG else 13
 # Star answers also read the item's question (which criteria apply) and write their scores; the
 # criteria of a built-in rubric come from memory.
 SUBMIT_STAR = SUBMIT_PAIRWISE + 2

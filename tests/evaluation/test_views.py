@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 from evaluation.runner import execute_run
-from evaluation.services import judge_run_create
+from evaluation.services import judge_config_create, judge_run_create
 
 from .conftest import KEY_ENV
 
@@ -268,3 +268,51 @@ def test_the_judge_and_run_forms_speak_chinese(organizer_client, make_study, fak
     assert "重复率" in page.content.decode() and "随机种子" in page.content.decode()
     english = organizer_client.get(reverse("judges:new"), HTTP_ACCEPT_LANGUAGE="en")
     assert "Max tokens" in english.content.decode()
+
+
+def test_the_judge_list_says_which_pseudonym_each_judge_has_in_reports(organizer_client, alice_run):
+    # Reports name judges by their rater's pseudonym; a newcomer with two judges could not tell
+    # which row of the report was which.
+    pseudonym = alice_run.judge.rater.pseudonym
+    html = organizer_client.get(reverse("judges:list")).content.decode()
+    assert "In reports as" in html
+    row = next(line for line in html.splitlines() if "alice-gpt4" in line)
+    assert f"<code>{pseudonym}</code>" in row
+
+
+@pytest.mark.parametrize("field", ["limit", "seed", "budget", "repeat_rate"])
+@pytest.mark.parametrize("value", ["٣", "３", "1_0"])
+def test_the_run_api_refuses_numbers_in_other_scripts(organizer_client, alice_run, field, value):
+    body = {"study": alice_run.study_id, "judge": alice_run.judge_id, field: value}
+    r = organizer_client.post(
+        reverse("judges_api:run_start"), body, content_type="application/json"
+    )
+    assert r.status_code == 400
+    assert r.json()[field] == ["Write the number with the digits 0-9."]
+    assert JudgeRun.objects.count() == 1
+
+
+def test_a_judge_without_runs_can_be_edited_and_keeps_its_rater(organizer_client, organizer, fake):
+    # A newcomer who typed a model the server does not offer had no way to fix the judge.
+    judge = judge_config_create(name="typo", owner=organizer, model="gpt-4-typo")
+    url = reverse("judges:edit", args=[judge.pk])
+    assert "gpt-4-typo" in organizer_client.get(url).content.decode()
+    form = judge_form(fake.base_url, name="fixed", model="fake-judge")
+    r = organizer_client.post(url, form)
+    assert r.status_code == 302, r.content.decode()[-2000:]
+    judge.refresh_from_db()
+    assert (judge.name, judge.model, judge.rater.name) == ("fixed", "fake-judge", "fixed")
+    assert JudgeConfig.objects.filter(owner=organizer).count() == 1
+
+
+def test_a_judge_with_runs_is_not_edited(organizer_client, alice_run, fake):
+    judge = alice_run.judge
+    model = judge.model
+    url = reverse("judges:edit", args=[judge.pk])
+    assert organizer_client.get(url).status_code == 302
+    r = organizer_client.post(url, judge_form(fake.base_url, name="renamed", model="other"))
+    assert r.status_code == 302
+    judge.refresh_from_db()
+    assert (judge.name, judge.model) == ("alice-gpt4", model)
+    html = organizer_client.get(reverse("judges:list")).content.decode()
+    assert url not in html

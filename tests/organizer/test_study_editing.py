@@ -240,3 +240,27 @@ def test_a_hostile_dataset_value_is_a_form_error_not_a_500(organizer_client, db,
     assert "Dataset:" in response.content.decode()
     assert "errorlist" in response.content.decode()
     assert not Study.objects.exists()
+
+
+def test_questions_no_criterion_applies_to_are_named_after_saving_and_on_the_study_page(
+    organizer_client, db
+):
+    # LLMEval-2's criteria are for objective or subjective questions; a question without a kind
+    # (valid in the generic formats) got a form without stars and empty ratings counted to N.
+    dataset = typed_dataset()
+    Question.objects.filter(dataset=dataset, external_id="q2").update(kind="subjective")
+    response = organizer_client.post(reverse("organize:study_new"), form_data(dataset), follow=True)
+    html = response.content.decode()
+    assert html.count("2 questions (first: q0, q1) have no criterion in the rubric") == 1
+    study = Study.objects.get(name="My study")
+    page = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert "2 questions (first: q0, q1) have no criterion" in page
+    # A rubric whose criteria apply to every question, or questions that all have a kind: no word.
+    llmeval1 = Rubric.objects.get(key="llmeval1")
+    Study.objects.filter(pk=study.pk).update(rubric=llmeval1)
+    page = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert "have no criterion" not in page
+    Question.objects.filter(dataset=dataset).update(kind="objective")
+    Study.objects.filter(pk=study.pk).update(rubric=Rubric.objects.get(key="llmeval2"))
+    page = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert "have no criterion" not in page

@@ -401,3 +401,33 @@ def test_judge_and_run_apis_survive_any_field_values(api, study, data):
     assert r.status_code < 500, r.content[:300]
     if r.status_code >= 400:
         assert JudgeRun.objects.count() == before
+
+
+@pytest.mark.parametrize("field", ["ratings_per_item", "repeat_rate", "seed", "quota_crowd"])
+@pytest.mark.parametrize("value", ["٣", "３", "1_0", "²"])
+def test_study_create_api_refuses_numbers_in_other_scripts_like_the_form(api, study, field, value):
+    # DRF read "٣" as 3 and "1_0" as 10 where the HTML form says "not a number written with
+    # the digits 0-9": the API now refuses them too, and stores nothing.
+    before = _counts()
+    body = {**_valid_study_body(study), field: value}
+    response = api.post("/api/studies/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()[field] == ["Write the number with the digits 0-9."]
+    assert _counts() == before
+
+
+def test_study_create_api_still_takes_json_numbers_and_plain_digits(api, study):
+    body = {**_valid_study_body(study), "ratings_per_item": 2, "repeat_rate": "0.05", "seed": "7"}
+    response = api.post("/api/studies/", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    created = Study.objects.get(pk=response.json()["id"])
+    assert (created.ratings_per_item, created.repeat_rate) == (2, 0.05)
+
+
+@pytest.mark.parametrize("value", ["٠.٥", "０.５"])
+def test_report_filters_refuse_a_threshold_in_other_scripts_on_page_and_api(api, study, value):
+    page = api.get(f"/studies/{study.pk}/report/", {"min_accuracy": value})
+    assert page.status_code == 400
+    assert "is not a number written with the digits 0-9" in page.content.decode()
+    assert api.get(f"/api/studies/{study.pk}/report/", {"min_accuracy": value}).status_code == 400
+    assert api.get(f"/studies/{study.pk}/report/", {"min_accuracy": "0.5"}).status_code == 200

@@ -78,6 +78,7 @@ KWARGS: dict[str, Any] = {
     "study_id": "study",
     "dataset_id": "dataset",
     "run_id": "run",
+    "judge_id": "judge",
     "rater_id": "rater",
     "item_id": "item",
     "assignment_pid": "assignment_pid",
@@ -126,6 +127,7 @@ class AliceObjects:
     rater: int
     assignment_pid: str
     run: int
+    judge: int
 
 
 @pytest.fixture
@@ -156,7 +158,7 @@ def alice_objects(organizer) -> AliceObjects:
     return AliceObjects(
         study=study.pk, dataset=dataset.pk, dataset_name=dataset.name, question=question.pk,
         response=question.responses.order_by("pk")[0].pk, item=item.pk, rater=rater.pk,
-        assignment_pid=str(assignment.public_id), run=run.pk,
+        assignment_pid=str(assignment.public_id), run=run.pk, judge=judge.pk,
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 from ranking import selectors
 from ranking.services import ReportFilters, report_build
 from ranking.stats.judge_report import JUDGE_KEYS
+from ranking.templatetags.ranking_agreement import agreement_tables
 
 from .conftest import T0, rate
 
@@ -165,3 +166,37 @@ def test_the_report_command_takes_the_tie_rule(pair_study):
     assert "judge_agreement" in doc["tables"]
     with pytest.raises(CommandError):
         call_command("report", "--study", str(pair_study.study.pk), "--bt-ties", "maybe")
+
+
+@pytest.mark.parametrize(
+    ("language", "title"),
+    [("en", "with 95% bootstrap intervals"), ("zh-hans", "附 95% 自助法区间")],
+)
+def test_the_section_titles_show_one_percent_sign_in_each_language(
+    organizer_client, star_study, language, title
+):
+    # Django doubles "%" in a template's _("...") literal for string formatting; a title passed
+    # that way read "95%% bootstrap intervals" on the page.
+    organizer_client.cookies["django_language"] = language
+    url = reverse("ranking:report", args=[star_study.study.pk])
+    html = organizer_client.get(url).content.decode()
+    assert title in html
+    assert "%%" not in html
+
+
+def test_the_page_shows_the_kappa_and_alpha_intervals_the_api_returns(
+    organizer_client, api, star_study
+):
+    # The page wrote every ci_low / ci_high as a whole number (the Elo rule): a kappa of 0.236
+    # with the interval 0.21 to 0.26 read "0 to 0" next to the API's figures.
+    study = star_study.study
+    url = reverse("ranking:api-report-table", args=[study.pk, "chance_agreement"])
+    rows = api.get(url).json()["rows"]
+    assert any(r["ci_low"] is not None and 0 < abs(r["ci_low"]) < 1 for r in rows)
+    page = organizer_client.get(reverse("ranking:report", args=[study.pk]))
+    shown = agreement_tables(page.context["report"])["chance_agreement"]
+    low, high = shown.columns.index("95% CI low"), shown.columns.index("95% CI high")
+    for row, cells in zip(rows, shown.rows, strict=True):
+        for key, i in (("ci_low", low), ("ci_high", high)):
+            if row[key] is not None:
+                assert float(cells[i]) == pytest.approx(row[key], abs=5e-3 * max(1, abs(row[key])))

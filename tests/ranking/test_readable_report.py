@@ -38,6 +38,11 @@ from ranking.summary import report_summary
         ("alpha", float("inf"), "", "∞"),
         ("excluded", True, "", "yes"),
         ("model", "GPT4", "", "GPT4"),
+        # An interval keeps the scale of its table: Elo for Bradley-Terry only.
+        ("ci_low", 1399.5, "leaderboard_bt", "1400"),
+        ("ci_low", 0.213456, "chance_agreement", "0.213"),
+        ("ci_high", 0.262, "kappa_pairs", "0.262"),
+        ("ci_low", 2.4567, "leaderboard_star", "2.46"),
     ],
 )
 def test_values_are_written_with_the_precision_of_their_kind(column, value, table, text):
@@ -186,15 +191,21 @@ def test_the_headline_prefers_rank_agreement_with_intervals(pair_study):  # noqa
     report = report_build(study=pair_study.study)
     report.tables["ranking_agreement"] = pd.DataFrame(
         {
-            "judge": ["gpt-4"],
-            "ranking": ["points"],
-            "spearman_rho": [0.8],
-            "spearman_ci_low": [0.4],
-            "spearman_ci_high": [1.0],
+            "judge": ["judge", "gpt-4"],
+            "ranking": ["points", "points"],
+            "spearman_rho": [0.7, 0.8],
+            "spearman_ci_low": [0.3, 0.4],
+            "spearman_ci_high": [0.9, 1.0],
         }
     )
     lines = report_summary(report).agreement
     assert "Human ranking vs judge gpt-4 (points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
+    # The row of all judges pooled (named "judge" in the table) is not "judge judge".
+    pooled = (
+        "Human ranking vs all judges together (points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
+    )
+    assert pooled in lines
+    assert not any("judge judge" in line for line in lines)
     # The interval version replaces the plain rank correlation.
     assert not any(line.startswith("Human and judge rankings") for line in lines)
 

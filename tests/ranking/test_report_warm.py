@@ -10,9 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from ranking.services import report_build, reports_warm
+from ranking.services import report_build
 from ranking.simulate import simulate_ratings
 from ranking.tasks import report_refresh
+from ranking.warm import reports_warm
 from tests.factories import l2_files
 
 from .test_report_refresh import queued  # noqa: F401  (the fixture)
@@ -110,3 +111,19 @@ def test_an_import_queues_the_reports_of_its_studies(queued, commit):  # noqa: F
     from annotation.models import Study
 
     assert report_build(study=Study.objects.get(pk=args[0])).cached
+
+
+def test_deciding_whether_a_study_is_large_sorts_no_ratings(star_study, settings):
+    """The count stops at the threshold: without an ORDER BY, PostgreSQL's LIMIT ends the scan
+    (a sort would read every rating of a million-rating study first)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from ranking.selectors import study_has_ratings
+
+    with CaptureQueriesContext(connection) as queries:
+        assert study_has_ratings(star_study.study, 1)
+        assert not study_has_ratings(star_study.study, 10**6)
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert len(counts) == 2
+    assert not any("ORDER BY" in sql.upper() for sql in counts)

@@ -128,3 +128,33 @@ def test_filter_choices_and_full_marks_come_from_the_study(star_study):
     full = criterion_max(star_study.study)
     assert full["correctness"] == 3.0 and full["explanation_correctness"] == 2.0
     assert full["accuracy"] == 5.0
+
+
+def test_label_columns_are_categoricals_of_the_names_used_sorted(star_study, pair_study):
+    for frames in (study_frames(star_study.study), study_frames(pair_study.study)):
+        for df in (frames.star_df, frames.pair_df):
+            if df.empty:
+                continue
+            for col in ("rater_id", "rater_kind", "pool", "question_id", "task_type"):
+                cats = list(df[col].cat.categories)
+                assert cats == sorted(set(df[col].astype(str))), col
+    pair = study_frames(pair_study.study).pair_df
+    models = sorted({*pair["model_a"].astype(str), *pair["model_b"].astype(str)})
+    assert list(pair["model_a"].cat.categories) == models
+    assert list(pair["model_b"].cat.categories) == models
+
+
+def test_the_report_of_the_frames_is_the_report_of_the_same_names_as_strings(star_study):
+    from ranking.stats import build_report, report_to_jsonable
+
+    frames = study_frames(star_study.study)
+    as_text = dict.fromkeys(("rater_id", "rater_kind", "pool", "question_id", "task_type"), str)
+    star_text = frames.star_df.astype({**as_text, "model": str, "criterion": str})
+
+    def report(star: pd.DataFrame) -> dict:
+        out = report_to_jsonable(build_report(star, None, n_bootstrap=50, n_shuffles=5))
+        for key in ("seconds", "timings", "cpu_timings"):
+            out["meta"].pop(key)
+        return out
+
+    assert report(frames.star_df) == report(star_text)

@@ -39,3 +39,31 @@ def test_the_callers_frame_is_not_changed(pair_df):
     out = coerce_pair(pair_df)
     out.loc[out.index[0], "len_a"] = -1
     pd.testing.assert_frame_equal(pair_df, before)
+
+
+def _as_categoricals(df: pd.DataFrame, extra: str) -> pd.DataFrame:
+    """The label columns as categoricals holding one more (unused) category, as a filtered frame
+    of ``study_frames`` has them, in reverse order."""
+    out = df.copy()
+    for col in ("rater_id", "rater_kind", "pool", "question_id", "task_type", "model_a", "model_b"):
+        names = sorted({*out[col], extra}, reverse=True)
+        out[col] = pd.Categorical(out[col], categories=names)
+    out["choice"] = pd.Categorical(out["choice"], categories=["tie", "B", "A", "both_bad"])
+    return out
+
+
+def test_categorical_labels_coerce_to_what_the_same_names_as_strings_give(pair_df):
+    strings = coerce_pair(pair_df)
+    categorical = coerce_pair(_as_categoricals(pair_df, "unused"))
+    for col in ("rater_id", "rater_kind", "pool", "task_type", "model_a", "model_b", "choice"):
+        assert list(categorical[col].cat.categories) == list(strings[col].cat.categories), col
+        assert (categorical[col].cat.codes == strings[col].cat.codes).all(), col
+    assert (categorical["question_id"].astype(str) == strings["question_id"]).all()
+
+
+def test_an_unknown_choice_among_categories_is_refused(pair_df):
+    p = _as_categoricals(pair_df, "unused")
+    p["choice"] = p["choice"].cat.add_categories(["C"])
+    p.loc[p.index[2], "choice"] = "C"
+    with pytest.raises(ValueError, match="choices outside"):
+        coerce_pair(p)

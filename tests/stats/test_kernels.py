@@ -60,7 +60,7 @@ def test_grouped_shuffles_are_reproducible_and_decode_wide_model_codes():
 
 
 def test_kappa_kernel_intervals_match_numpys_multinomial_bootstrap():
-    """The compiled bootstrap (inline uniforms, binomial chain or item by item) and numpy's
+    """The compiled bootstrap (inline uniforms, a chain of binomials) and numpy's
     multinomial draw resample the same tables: their percentile intervals agree within the
     Monte Carlo error, and the compiled ones repeat exactly for the same seed."""
     from ranking.stats import intervals
@@ -69,7 +69,7 @@ def test_kappa_kernel_intervals_match_numpys_multinomial_bootstrap():
     tables = np.array(
         [
             [[40, 5, 1, 0], [8, 30, 2, 1], [0, 3, 12, 2], [1, 0, 2, 9]],  # chain of binomials
-            [[3, 1, 0, 0], [1, 2, 1, 0], [0, 0, 2, 1], [0, 1, 0, 2]],  # few items: item by item
+            [[3, 1, 0, 0], [1, 2, 1, 0], [0, 0, 2, 1], [0, 1, 0, 2]],  # few items per cell
             [[400, 60, 0, 0], [70, 350, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],  # large means
         ]
     )

@@ -86,3 +86,18 @@ def test_mean_cohen_codes_leaves_out_pairs_with_few_common_items():
     mean, n = mean_cohen_codes(item, rater, value, min_common=2)
     assert n == 3
     assert mean == pytest.approx((1.0 - 1.0 - 1.0) / 3)
+
+
+def test_rater_pairs_are_numbered_in_the_order_of_their_smallest_row_key():
+    from ranking.stats.unit_agreement import _pair_numbers
+
+    rng = np.random.default_rng(5)
+    pair = rng.integers(0, 40, 5000)
+    key = rng.permutation(5000).astype(np.int64) * 7
+    number, count = _pair_numbers(pair, key)
+    # The numbering a sort of the rows by key, then a factorisation, gives.
+    order = np.argsort(key)
+    expected = np.empty(len(pair), dtype=np.int64)
+    expected[order] = pd.factorize(pair[order])[0]
+    assert count == len(np.unique(pair))
+    assert (number == expected).all()

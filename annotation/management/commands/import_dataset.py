@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importers import FORMATS, ImportRefused, dataset_import
 from config.cli import add_switches, passed_on
-from ranking.services import reports_warm
+from ranking.warm import reports_warm
 
 
 def _formats_help() -> str:

@@ -25,7 +25,7 @@ from annotation.importers import FORMATS, ImportRefused, ImportResult, dataset_i
 from annotation.markdown import render_markdown
 from annotation.permissions import organizer_required
 from annotation.templatetags.organizer import option_names
-from ranking.services import reports_warm
+from ranking.warm import reports_warm
 
 SESSION_KEY = "import_staged"
 STAGING_TTL_S = 3600

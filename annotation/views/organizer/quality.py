@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib import messages
@@ -16,9 +17,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import checks, quality
+from annotation import checks
 from annotation.models import PairChoice, Rubric, Study
 from annotation.permissions import get_study_for_organizer, organizer_required
+from config.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from annotation import quality
+else:
+    quality = lazy_module("annotation.quality")
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 

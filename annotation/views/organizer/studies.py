@@ -17,6 +17,7 @@ from annotation.forms import StudyForm
 from annotation.htmx import HtmxHttpRequest
 from annotation.models import Study
 from annotation.permissions import get_study_for_organizer, organizer_required, studies_for
+from annotation.selectors import study_questions_without_criteria
 from annotation.services import study_create, study_set_status, study_update
 
 STATUS_ACTIONS = {
@@ -94,6 +95,21 @@ def _study_form_page(request: HtmxHttpRequest, *, study: Study | None) -> HttpRe
     return render(request, template, {"form": form, "study": study})
 
 
+def _warn_questions_without_criteria(request: HttpRequest, study: Study) -> None:
+    n, first = study_questions_without_criteria(study)
+    if n:
+        message = _(
+            "%(n)d questions (first: %(ids)s) have no criterion in the rubric %(rubric)s: its "
+            "criteria are for questions of another kind (LLMEval-2: objective or subjective), so "
+            "annotators would see no stars for them and a judge cannot score them. Edit the "
+            "study to choose a rubric for every question (e.g. LLMEval-1), or give the questions "
+            "a kind in your file and import it again."
+        )
+        messages.warning(
+            request, message % {"n": n, "ids": ", ".join(first), "rubric": study.rubric}
+        )
+
+
 @organizer_required
 @require_http_methods(["GET", "POST"])
 def study_new(request: HtmxHttpRequest) -> HttpResponse:
@@ -127,6 +143,8 @@ def study_detail(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     template = "annotation/organizer/study_detail.html"
     if request.htmx:
         template += "#progress"
+    else:  # also right after saving: the form redirects here
+        _warn_questions_without_criteria(request, study)
     return render(request, template, context)
 
 

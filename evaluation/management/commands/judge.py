@@ -17,7 +17,6 @@ from annotation.models import Study
 from config.cli import add_study_argument, add_switches, object_by_ref, passed_on
 from evaluation import launch, recording, selectors
 from evaluation.models import JudgeConfig, JudgeRun
-from evaluation.runner import execute_run
 from evaluation.tasks import judge_run_execute
 
 
@@ -118,6 +117,8 @@ class Command(BaseCommand):
         # This process does nothing but the run: hand the GIL between the event loop and the
         # database writer more often than the default 5 ms, so neither starves the other.
         sys.setswitchinterval(float(os.environ.get("JUDGE_SWITCH_INTERVAL", "0.001")))
+        from evaluation.runner import execute_run  # openai: only when this process runs the calls
+
         # A full collection now, before the claim: Django, the SDK and the pre-flight left
         # enough young objects that one fell due early in the run, about 130 ms with the GIL
         # held before the first request. After this one, the next is due only once the run's

@@ -1,0 +1,116 @@
+"""The htmx item fragment is written out by hand (annotation/views/item_html.py): it must be
+byte for byte what the template's `item` partial renders, for every shape of the screen, and
+untrusted text (questions, answers, guidelines, messages) must come out escaped or sanitised."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib import messages
+from django.contrib.messages.storage.fallback import FallbackStorage
+from django.contrib.sessions.backends.cache import SessionStore
+from django.template.loader import render_to_string
+from django.test import RequestFactory
+from django.utils import translation
+from django_htmx.middleware import HtmxDetails
+
+from annotation import engine
+from annotation.models import Assignment
+from annotation.views.annotator_item import item_context
+from annotation.views.item_html import item_fragment
+
+from .conftest import answer, make_rater, make_study
+
+HOSTILE = '<script>alert("x")</script> & \'quoted\' <b onmouseover="x()">bold</b>'
+_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([A-Za-z0-9]+)"')
+
+
+def _request(*notes: str):
+    # What the middleware would have added: a session, htmx's details, the message store.
+    request: Any = RequestFactory().post("/a/x/", HTTP_HX_REQUEST="true")
+    request.session = SessionStore()
+    request.htmx = HtmxDetails(request)
+    request._messages = FallbackStorage(request)
+    for note in notes:
+        messages.info(request, note)
+    return request
+
+
+def _both(a: Assignment, rater, *notes: str, **kw) -> tuple[str, str]:
+    """The fragment from the template and by hand, each with its own request, the CSRF token
+    (a new mask per rendering) replaced by a placeholder once each rendering is checked."""
+    out = []
+    for render in (
+        lambda r, c: render_to_string("annotation/annotate.html#item", c, r),
+        item_fragment,
+    ):
+        request = _request(*notes)
+        html = render(request, item_context(a, rater, **kw))
+        tokens = set(_TOKEN.findall(html))
+        assert len(tokens) == 1 and len(_TOKEN.findall(html)) == 2, "one token, in both forms"
+        out.append(_TOKEN.sub('name="csrfmiddlewaretoken" value="T"', html))
+    return out[0], out[1]
+
+
+def _served(study, rater) -> Assignment:
+    a = engine.assignment_next(study=study, rater=rater)
+    assert a is not None
+    return Assignment.objects.get(pk=a.pk)
+
+
+@pytest.fixture
+def hostile_pairwise(db, organizer):
+    return make_study(
+        owner=organizer,
+        mode="pairwise",
+        admit_crowd=True,
+        text=HOSTILE,
+        dataset_kw={"questions": [f"Q {HOSTILE}"], "reference": f"R {HOSTILE}"},
+        n_llms=2,
+        instructions=f"# Rules\n\n{HOSTILE}",
+        quota_crowd=7,
+    )
+
+
+def test_the_pairwise_fragment_is_the_templates_and_hostile_text_stays_text(hostile_pairwise):
+    rater = make_rater("crowd")
+    a = _served(hostile_pairwise, rater)
+    a.hint_shown = True
+    template, by_hand = _both(a, rater, f"note {HOSTILE}")
+    assert by_hand == template
+    assert "<script" not in by_hand and "<b " not in by_hand  # no tag of the text's survives
+    assert "&lt;script&gt;" in by_hand and "note &lt;script&gt;" in by_hand
+    assert "Done 0 / 7" in by_hand and 'data-lease="' in by_hand
+
+
+def test_a_rating_being_changed_and_a_refused_post_render_alike(hostile_pairwise):
+    rater = make_rater("crowd")
+    a = _served(hostile_pairwise, rater)
+    answer(a, rater, choice="right")
+    submitted = Assignment.objects.get(pk=a.pk)
+    template, by_hand = _both(submitted, rater)
+    assert by_hand == template
+    assert 'value="right" checked' in by_hand and "data-lease=" not in by_hand
+    posted = {"choice": "tie"}
+    errors = [f"Refused: {HOSTILE}"]
+    template, by_hand = _both(submitted, rater, posted=posted, errors=errors)
+    assert by_hand == template and 'value="tie" checked' in by_hand
+    assert "Refused: &lt;script&gt;" in by_hand
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_star_fragment_is_the_templates_in_each_language(db, organizer, language):
+    study = make_study(owner=organizer, admit_public=True, instructions="")
+    rater = make_rater("public")
+    a = _served(study, rater)
+    criteria = [c.key for c in engine.criteria_for(study.rubric_id, a.item.question)]
+    posted = {f"c_{criteria[0]}": "2", f"c_{criteria[-1]}": "x"}
+    with translation.override(language):
+        template, by_hand = _both(a, rater, posted=posted)
+        assert by_hand == template
+        plain, plain_by_hand = _both(a, rater)
+        assert plain_by_hand == plain
+    assert by_hand.count(" checked>") == 1  # the valid posted star; "x" is not a score
+    assert ("本项目还需" if language == "zh-hans" else "ratings still needed") in by_hand
