@@ -119,10 +119,9 @@ class Command(BaseCommand):
         sys.setswitchinterval(float(os.environ.get("JUDGE_SWITCH_INTERVAL", "0.001")))
         from evaluation.runner import execute_run  # openai: only when this process runs the calls
 
-        # A full collection now, before the claim: Django, the SDK and the pre-flight left
-        # enough young objects that one fell due early in the run, about 130 ms with the GIL
-        # held before the first request. After this one, the next is due only once the run's
-        # surviving objects reach a quarter of the heap.
+        # A full collection now, before the claim: start-up left enough young objects that one
+        # fell due early in the run (about 130 ms with the GIL held); the next is due only once
+        # the run's surviving objects reach a quarter of the heap.
         gc.collect()
         done = execute_run(run.pk, force=opts["force"], progress=progress)
         if bar is not None:
