@@ -7,7 +7,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotation import engine
-from annotation.importers.writer import ImportRefused, canonical_choice
+from annotation.importers.base import ImportRefused
+from annotation.importers.bundle import canonical_choice
 from annotation.models import PairChoice
 
 
