@@ -6,12 +6,18 @@ not a rating, and the statistics never see it.
 Only well-formed values are kept (criterion keys and ASCII digits, a known pairwise choice); the
 number of drafts per session is capped. The assignment's reservation is what brings the annotator
 back to the same item: when it lapses, the item goes to someone else and the draft is dropped.
+
+A browser that has a draft also gets a cookie saying so (DRAFT_HINT, no content): the item page
+reads the session for drafts only when it is there, so a crowd worker's page can be shown without
+reading the session at all (annotation/rater_cookie.py). The hint decides nothing but whether to
+look: without it a draft is not filled in, with it the session is read as before.
 """
 
 from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -20,6 +26,7 @@ from django.utils.translation import gettext as _
 from annotation.htmx import HtmxHttpRequest, leave
 
 SESSION_DRAFTS = "annotation_drafts"
+DRAFT_HINT = "annotation_draft"  # a cookie: this browser's session may hold drafts
 MAX_DRAFTS = 20
 _KEY = re.compile(r"^c_[A-Za-z0-9_-]{1,64}$")
 _SCORE = re.compile(r"^[0-9]{1,3}$")
@@ -50,6 +57,8 @@ def draft_save(request: HttpRequest, *, assignment_pid, post) -> bool:
 
 def draft_pop(request: HttpRequest, *, assignment_pid) -> dict[str, str] | None:
     """The draft of this assignment, removed from the session (it is shown once, in the form)."""
+    if DRAFT_HINT not in request.COOKIES:  # no draft was kept in this browser: not read
+        return None
     drafts = request.session.get(SESSION_DRAFTS)
     if not drafts or str(assignment_pid) not in drafts:
         return None
@@ -68,7 +77,8 @@ def posted_int(value: str) -> int | None:
 def draft_refuse(request: HtmxHttpRequest, *, assignment, post) -> HttpResponse:
     """The study stopped taking ratings while the annotator was on the item: nothing is recorded,
     what they gave is kept as a draft, and the browser goes to the study page with a message."""
-    if draft_save(request, assignment_pid=assignment.public_id, post=post):
+    saved = draft_save(request, assignment_pid=assignment.public_id, post=post)
+    if saved:
         messages.warning(
             request,
             _(
@@ -79,4 +89,14 @@ def draft_refuse(request: HtmxHttpRequest, *, assignment, post) -> HttpResponse:
         )
     else:
         messages.error(request, _("This study is not running right now."))
-    return leave(request, reverse("annotate:study", args=[assignment.study.public_id]))
+    response = leave(request, reverse("annotate:study", args=[assignment.study.public_id]))
+    if saved:
+        response.set_cookie(
+            DRAFT_HINT,
+            "1",
+            max_age=settings.SESSION_COOKIE_AGE,
+            httponly=True,
+            samesite="Lax",
+            secure=settings.SESSION_COOKIE_SECURE,
+        )
+    return response

@@ -14,6 +14,11 @@ So the cookie
   session cookie is.
 It only ever confirms what the session said when the cookie was set; the session stays the
 authority, and a request whose cookie does not verify asks the session as before.
+
+The cookie also says whether the session was anonymous (nobody logged in) when it was set. A
+login always gives the session a new key (django.contrib.auth.login cycles or flushes it), which
+the cookie does not survive; so while it verifies, an anonymous session is still anonymous, and
+the item page can show a crowd worker's item without reading the session.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.core import signing
 from django.http import HttpRequest, HttpResponse
 
 _SALT = "annotation.rater-cookie"
 _PENDING = "_rater_cookies"  # on the request: {study public id: rater id} to set on the response
+_ANONYMOUS = "/anon"  # after the rater id: the session had nobody logged in
 
 
 def cookie_name(study_pid: str) -> str:
@@ -38,8 +45,8 @@ def _signer(study_pid: str, session_key: str) -> signing.TimestampSigner:
     return signing.TimestampSigner(salt=f"{_SALT}:{study_pid}:{session_key}")
 
 
-def rater_id(request: HttpRequest, study_pid: str) -> int | None:
-    """The rater the cookie names for this study, or None when it is missing or not valid."""
+def verified(request: HttpRequest, study_pid: str) -> tuple[int, bool] | None:
+    """(rater id, whether the session was anonymous) from a valid cookie, else None."""
     value = request.COOKIES.get(cookie_name(study_pid))
     session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     if not value or not session_key:
@@ -48,7 +55,9 @@ def rater_id(request: HttpRequest, study_pid: str) -> int | None:
         raw = _signer(study_pid, session_key).unsign(value, max_age=settings.SESSION_COOKIE_AGE)
     except signing.BadSignature:  # also an expired signature
         return None
-    return int(raw) if raw.isdigit() else None
+    anonymous = raw.endswith(_ANONYMOUS)
+    raw = raw.removesuffix(_ANONYMOUS)
+    return (int(raw), anonymous) if raw.isascii() and raw.isdigit() else None
 
 
 def remember(request: HttpRequest, study_pid: str, rater_pk: int) -> None:
@@ -66,12 +75,13 @@ def remember(request: HttpRequest, study_pid: str, rater_pk: int) -> None:
 def with_rater_cookies(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     """Set the cookies remember() asked for on this request's response."""
     session_key = request.session.session_key
+    anonymous = _ANONYMOUS if SESSION_KEY not in request.session else ""
     for study_pid, rater_pk in getattr(request, _PENDING, {}).items():
         if session_key is None:  # the session was flushed after remember(): nothing to bind
             break
         response.set_cookie(
             cookie_name(study_pid),
-            _signer(study_pid, session_key).sign(str(rater_pk)),
+            _signer(study_pid, session_key).sign(f"{rater_pk}{anonymous}"),
             max_age=settings.SESSION_COOKIE_AGE,
             httponly=True,
             samesite="Lax",

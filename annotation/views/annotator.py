@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.forms import SetPasswordForm
+from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -184,10 +185,14 @@ def _own_assignment(
     # The rater comes with the assignment; the visitor must be that rater: the one this session
     # joined the study as (crowd, public), or else the logged-in onsite annotator.
     rater = a.rater
-    if rater_cookie.rater_id(request, a.study.public_id) == rater.pk:
+    cookie = rater_cookie.verified(request, a.study.public_id)
+    if cookie is not None and cookie[0] == rater.pk:
         # The signed cookie the session's rater came with (annotation/rater_cookie.py): the
-        # session itself is not read.
+        # session itself is not read. When it vouches that nobody is logged in, neither does
+        # the page's account menu (request.user would read the session).
         mine = True
+        if cookie[1]:
+            request.user = AnonymousUser()
     elif session_rater := request.session.get(SESSION_RATERS, {}).get(a.study.public_id):
         mine = session_rater == rater.pk
     else:

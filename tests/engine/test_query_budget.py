@@ -17,8 +17,9 @@ from .conftest import crowd_enter, make_study
 
 PG = connection.vendor == "postgresql"
 
-# Session, the joined read of the exposure, the rater's submitted count.
-PAGE = 3
+# The joined read of the exposure, the rater's submitted count (the session is not read: the
+# signed rater cookie vouches for the worker and for nobody being logged in, and no draft waits).
+PAGE = 2
 # The exposure (light read; the rater comes from the signed cookie, the session is not read);
 # savepoint; rater lock; exposure lock (with the rater's latest seq and count); the rating with
 # the item's counters and the exposure's status (one statement on PostgreSQL, three on SQLite);

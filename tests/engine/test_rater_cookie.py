@@ -21,6 +21,16 @@ from .conftest import crowd_enter, make_study
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
+def _read(_session) -> None:
+    raise AssertionError("the session was read")
+
+
+def _no_session_read():
+    # `_session` is the property every read goes through (get, [], in); it was bound to
+    # _get_session when the class was made, so patching _get_session alone would not catch them.
+    return mock.patch.object(SessionBase, "_session", new=property(_read))
+
+
 def _enter(client, study, worker: str) -> Assignment:
     response = crowd_enter(
         client, study, {"PROLIFIC_PID": worker, "STUDY_ID": "s", "SESSION_ID": "x"}
@@ -45,7 +55,7 @@ def test_entry_sets_the_cookie_and_a_submit_then_reads_no_session(study):
     client = Client()
     a = _enter(client, study, "w1")
     assert cookie_name(study.public_id) in client.cookies
-    with mock.patch.object(SessionBase, "_get_session", side_effect=AssertionError("read")):
+    with _no_session_read():
         response = _rate(client, a, **HX)
     assert response.status_code == 200
     a.refresh_from_db()
@@ -66,11 +76,13 @@ def test_a_forged_or_altered_cookie_opens_nothing(study):
     _enter(other, study, "w2")
     name = cookie_name(study.public_id)
     value = other.cookies[name].value
-    rater_pk, _, signature = value.partition(":")
-    assert int(rater_pk) != a.rater_id
+    payload, _, signature = value.partition(":")
+    assert payload.endswith("/anon")  # nobody is logged in on this session
+    assert int(payload.removesuffix("/anon")) != a.rater_id
     # The other worker puts the owner's rater id in their own cookie: the signature fails.
-    other.cookies[name] = f"{a.rater_id}:{signature}"
-    assert _rate(other, a).status_code == 404
+    for forged in (f"{a.rater_id}/anon", str(a.rater_id)):
+        other.cookies[name] = f"{forged}:{signature}"
+        assert _rate(other, a).status_code == 404
     other.cookies[name] = str(a.rater_id)
     assert _rate(other, a).status_code == 404
     a.refresh_from_db()
@@ -121,3 +133,31 @@ def test_a_new_worker_id_in_the_same_browser_moves_the_cookie_along(study):
     # The browser is now w2: w1's open item is no longer its to rate, w2's is.
     assert _rate(client, first).status_code == 404
     assert _rate(client, second).status_code == 302
+
+
+def test_a_crowd_workers_item_page_reads_no_session(study):
+    client = Client()
+    a = _enter(client, study, "w1")
+    url = reverse("annotate:assignment", args=[a.public_id])
+    with _no_session_read():
+        page, fragment = client.get(url), client.get(url, **HX)
+    assert page.status_code == fragment.status_code == 200
+    assert f'data-assignment="{a.public_id}"'.encode() in page.content
+    assert f'data-assignment="{a.public_id}"'.encode() in fragment.content
+
+
+def test_a_logged_in_browser_still_shows_its_account(organizer, study):
+    # Logged in first: the cookie does not vouch for an anonymous session.
+    client = Client()
+    client.force_login(organizer)
+    a = _enter(client, study, "w1")
+    url = reverse("annotate:assignment", args=[a.public_id])
+    assert organizer.get_username().encode() in client.get(url).content
+    # Logged in after joining: the login gives the session a new key, the cookie stops
+    # verifying and the session (which kept the rater) shows the account.
+    other = Client()
+    b = _enter(other, study, "w2")
+    other.force_login(organizer)
+    page = other.get(reverse("annotate:assignment", args=[b.public_id]))
+    assert page.status_code == 200
+    assert organizer.get_username().encode() in page.content
