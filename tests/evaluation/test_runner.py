@@ -448,3 +448,19 @@ def test_retries_timeouts_and_failures_behave_the_same_on_every_transport(
     assert calls["Dead"].status == "failed" and "HTTP 500" in calls["Dead"].error
     assert calls["Cut"].finish_reason == "length" and calls["Cut"].parse_status == "failed"
     assert (calls["Slow"].tokens_in, calls["Slow"].tokens_out) != (0, 0)
+
+
+def test_a_traced_run_saves_each_answered_request_and_each_write(
+    make_study, make_judge, fake, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("JUDGE_TRACE", str(tmp_path / "trace.json"))
+    study = make_study(["Q one?", "Q two?", "Q three? <<fake:500:1>>"], n_llms=1)
+    run_judge(study, make_judge(json_mode="off"), repeat_rate=0)
+
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    calls = [t for t in trace if t[0] == "call"]
+    writes = [t for t in trace if t[0] == "write"]
+    assert len(calls) == 3  # answered requests only: the 500 before the retry is not one
+    assert all(sent <= back for _, _, sent, back in calls)
+    assert sum(n for _, n, *_ in writes) == 3
+    assert all(start <= end and cpu >= 0 for _, _, start, end, cpu in writes)
