@@ -154,23 +154,28 @@ def judge_order(star_rows: pd.DataFrame, pair_rows: pd.DataFrame) -> list[str]:
 # --------------------------------------------------------------------------- rows
 
 
-def mean_row(items: pd.DataFrame, **labels: str) -> dict[str, Any]:
-    """One ``ppi`` row for a mean over ``items`` (columns y, f, n_ratings)."""
-    lab = items[items["y"].notna()]
-    unl = items[items["y"].isna()]
-    r = ppi.ppi_mean(lab["y"].to_numpy(), lab["f"].to_numpy(), unl["f"].to_numpy())
-    n = int(len(lab))
+def mean_row(
+    y: npt.NDArray[np.float64],
+    f: npt.NDArray[np.float64],
+    n_ratings: npt.NDArray[np.int64],
+    **labels: str,
+) -> dict[str, Any]:
+    """One ``ppi`` row for a mean over items: the item table's y, f and n_ratings columns."""
+    labelled = ~np.isnan(y)
+    y_lab = y[labelled]
+    r = ppi.ppi_mean(y_lab, f[labelled], f[~labelled])
+    n = len(y_lab)
     row: dict[str, Any] = {
         **labels,
         "n_human_items": n,
-        "n_human_ratings": int(lab["n_ratings"].sum()),
-        "n_judge_only_items": int(len(unl)),
+        "n_human_ratings": int(n_ratings[labelled].sum()),
+        "n_judge_only_items": len(y) - n,
         "human": float(r.human) if n else np.nan,
         "judge_only": float(r.judge),
         "lam": float(r.lam),
         "note": "",
     }
-    flat = n >= 2 and float(np.var(lab["y"].to_numpy())) == 0.0
+    flat = n >= 2 and float(np.var(y_lab)) == 0.0
     if n < MIN_ITEMS or flat:
         row["note"] = NOTE_FLAT if n >= MIN_ITEMS else NOTE_FEW.format(n=MIN_ITEMS)
         row["ppi"] = float(r.estimate) if n else np.nan
@@ -278,12 +283,28 @@ def _games(items: pd.DataFrame, idx: dict[str, int], col: str) -> ppi.Games:
 def _mean_rows(
     items: pd.DataFrame, judge: str, statistic: str, by: list[str]
 ) -> list[dict[str, Any]]:
+    """One ``mean_row`` per group of ``by``, in sorted key order; each group's items in their
+    order in ``items`` (a stable sort of the group numbers), as iterating the groupby gives."""
+    groups = items.groupby(by, sort=True)
+    codes = groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)  # NaN: a missing key
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]
+    bounds = np.cumsum(np.bincount(codes[order], minlength=groups.ngroups))[:-1]
+    y = items["y"].to_numpy(dtype=float)[order]
+    f = items["f"].to_numpy(dtype=float)[order]
+    n_ratings = items["n_ratings"].to_numpy(dtype=np.int64)[order]
     rows = []
-    for key, g in items.groupby(by, sort=True):
+    for key, yg, fg, ng in zip(
+        groups.size().index,
+        np.split(y, bounds),
+        np.split(f, bounds),
+        np.split(n_ratings, bounds),
+        strict=True,
+    ):
         key = key if isinstance(key, tuple) else (key,)
         labels = dict(zip(by, (str(k) for k in key), strict=True))
         labels.setdefault("criterion", "")
-        rows.append(mean_row(g, judge=judge, statistic=statistic, **labels))
+        rows.append(mean_row(yg, fg, ng, judge=judge, statistic=statistic, **labels))
     return rows
 
 
