@@ -154,23 +154,28 @@ def judge_order(star_rows: pd.DataFrame, pair_rows: pd.DataFrame) -> list[str]:
 # --------------------------------------------------------------------------- rows
 
 
-def mean_row(items: pd.DataFrame, **labels: str) -> dict[str, Any]:
-    """One ``ppi`` row for a mean over ``items`` (columns y, f, n_ratings)."""
-    lab = items[items["y"].notna()]
-    unl = items[items["y"].isna()]
-    r = ppi.ppi_mean(lab["y"].to_numpy(), lab["f"].to_numpy(), unl["f"].to_numpy())
-    n = int(len(lab))
+def mean_row(
+    y: npt.NDArray[np.float64],
+    f: npt.NDArray[np.float64],
+    n_ratings: npt.NDArray[np.int64],
+    **labels: str,
+) -> dict[str, Any]:
+    """One ``ppi`` row for a mean over items: the item table's y, f and n_ratings columns."""
+    labelled = ~np.isnan(y)
+    y_lab = y[labelled]
+    r = ppi.ppi_mean(y_lab, f[labelled], f[~labelled])
+    n = len(y_lab)
     row: dict[str, Any] = {
         **labels,
         "n_human_items": n,
-        "n_human_ratings": int(lab["n_ratings"].sum()),
-        "n_judge_only_items": int(len(unl)),
+        "n_human_ratings": int(n_ratings[labelled].sum()),
+        "n_judge_only_items": len(y) - n,
         "human": float(r.human) if n else np.nan,
         "judge_only": float(r.judge),
         "lam": float(r.lam),
         "note": "",
     }
-    flat = n >= 2 and float(np.var(lab["y"].to_numpy())) == 0.0
+    flat = n >= 2 and float(np.var(y_lab)) == 0.0
     if n < MIN_ITEMS or flat:
         row["note"] = NOTE_FLAT if n >= MIN_ITEMS else NOTE_FEW.format(n=MIN_ITEMS)
         row["ppi"] = float(r.estimate) if n else np.nan
@@ -275,15 +280,33 @@ def _games(items: pd.DataFrame, idx: dict[str, int], col: str) -> ppi.Games:
 # --------------------------------------------------------------------------- section
 
 
+def _group_rows(items: pd.DataFrame, by: list[str] | str) -> tuple[pd.Index, list[np.ndarray]]:
+    """The groups of ``by`` as iterating ``items.groupby(by, sort=True)`` gives them: their keys
+    in sorted order and each group's row positions in their order in ``items`` (a stable sort of
+    the group numbers; rows with a missing key belong to no group)."""
+    groups = items.groupby(by, sort=True)
+    codes = groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)  # NaN: a missing key
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]
+    bounds = np.cumsum(np.bincount(codes[order], minlength=groups.ngroups))[:-1]
+    return groups.size().index, np.split(order, bounds)
+
+
 def _mean_rows(
     items: pd.DataFrame, judge: str, statistic: str, by: list[str]
 ) -> list[dict[str, Any]]:
+    """One ``mean_row`` per group of ``by``, in sorted key order, each over its rows' arrays."""
+    keys, positions = _group_rows(items, by)
+    y = items["y"].to_numpy(dtype=float)
+    f = items["f"].to_numpy(dtype=float)
+    n_ratings = items["n_ratings"].to_numpy(dtype=np.int64)
     rows = []
-    for key, g in items.groupby(by, sort=True):
+    for key, pos in zip(keys, positions, strict=True):
         key = key if isinstance(key, tuple) else (key,)
         labels = dict(zip(by, (str(k) for k in key), strict=True))
         labels.setdefault("criterion", "")
-        rows.append(mean_row(g, judge=judge, statistic=statistic, **labels))
+        row = mean_row(y[pos], f[pos], n_ratings[pos], judge=judge, statistic=statistic, **labels)
+        rows.append(row)
     return rows
 
 
@@ -384,7 +407,12 @@ def width_curve(
     at_position = np.searchsorted(np.asarray(ks), np.arange(n), side="right").astype(np.int8)
     first = np.empty(order.shape, np.int8)
     first[np.arange(CURVE_REPEATS)[:, None], order] = at_position
-    models = [_curve_inputs(g, lab_ids) for _, g in items.groupby("model", sort=True)]
+    y, f = items["y"].to_numpy(dtype=float), items["f"].to_numpy(dtype=float)
+    item_ids = items["item_id"].to_numpy()
+    models = [
+        _curve_inputs(y[pos], f[pos], item_ids[pos], lab_ids)
+        for pos in _group_rows(items, "model")[1]
+    ]
     sums = [_share_sums(first[:, pos], cols, len(ks)) for pos, cols, _ in models]
     # Ratings per share and repeat: whole counts, so exact in any order.
     ratings_so_far = _share_sums(first, per_item[:, None], len(ks))[:, :, 0]
@@ -418,13 +446,17 @@ def _share_sums(first: np.ndarray, cols: np.ndarray, n_shares: int) -> np.ndarra
     return np.cumsum(per_slot[:, :n_shares], axis=1).transpose(1, 0, 2)
 
 
-def _curve_inputs(g: pd.DataFrame, lab_ids: np.ndarray) -> _CurveInputs:
-    """One model's labelled positions among ``lab_ids``, its (Y, f) columns and its f~."""
-    lab = g[g["y"].notna()]
-    y, f = lab["y"].to_numpy(dtype=float), lab["f"].to_numpy(dtype=float)
-    cols = np.column_stack([np.ones_like(y), y, f, y * y, f * f, y * f])
-    fu = g.loc[g["y"].isna(), "f"].to_numpy(dtype=float)
-    return np.searchsorted(lab_ids, lab["item_id"].to_numpy()), cols, fu
+def _curve_inputs(
+    y: np.ndarray, f: np.ndarray, item_ids: np.ndarray, lab_ids: np.ndarray
+) -> _CurveInputs:
+    """One model's labelled positions among ``lab_ids``, its (Y, f) columns and its f~, from its
+    rows of the item table (y, f and item id)."""
+    labelled = ~np.isnan(y)
+    y_lab, f_lab = y[labelled], f[labelled]
+    cols = np.column_stack(
+        [np.ones_like(y_lab), y_lab, f_lab, y_lab * y_lab, f_lab * f_lab, y_lab * f_lab]
+    )
+    return np.searchsorted(lab_ids, item_ids[labelled]), cols, f[~labelled]
 
 
 def _curve_widths(models: list[_CurveInputs], sums: list[np.ndarray]) -> tuple[float, float]:

@@ -262,9 +262,14 @@ def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
     depend on the order only, and tied scores become tied ranks (tau-b corrects for them).
     """
     common = x.dropna().index.intersection(y.dropna().index)
-    n = len(common)
     xv = x.loc[common].to_numpy(dtype=float)
     yv = y.loc[common].to_numpy(dtype=float)
+    return _correlations(xv, yv)
+
+
+def _correlations(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> dict[str, float]:
+    """``rank_correlation`` of two aligned arrays of scores (no NaN)."""
+    n = len(xv)
     if n < 3 or np.ptp(xv) == 0 or np.ptp(yv) == 0:  # too few models, or a constant ranking
         nan = float("nan")
         return {
@@ -285,6 +290,12 @@ def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
     }
 
 
+def _scored(ranking: pd.Series) -> tuple[dict[object, int], npt.NDArray[np.float64]]:
+    """The models a ranking scores (model -> position) and their scores, NaN left out."""
+    scored = ranking.dropna()
+    return {m: i for i, m in enumerate(scored.index)}, scored.to_numpy(dtype=float)
+
+
 _CORR_COLS = {
     "ranking_a": "str",
     "ranking_b": "str",
@@ -297,14 +308,22 @@ _CORR_COLS = {
 
 
 def correlation_table(rankings: Mapping[str, pd.Series]) -> pd.DataFrame:
-    """Spearman / Kendall for every pair of named rankings (model -> score, higher is better)."""
+    """Spearman / Kendall for every pair of named rankings (model -> score, higher is better).
+
+    Each ranking's scored models are looked up once; a pair's common models keep the first
+    ranking's order, as ``rank_correlation``'s index intersection does.
+    """
     names = list(rankings)
+    scored = {name: _scored(rankings[name]) for name in names}
     rows = []
     for i, a in enumerate(names):
+        a_pos, a_values = scored[a]
         for b in names[i + 1 :]:
-            rows.append(
-                {"ranking_a": a, "ranking_b": b, **rank_correlation(rankings[a], rankings[b])}
-            )
+            b_pos, b_values = scored[b]
+            common = [(p, b_pos[m]) for m, p in a_pos.items() if m in b_pos]
+            xv = a_values[[p for p, _ in common]]
+            yv = b_values[[q for _, q in common]]
+            rows.append({"ranking_a": a, "ranking_b": b, **_correlations(xv, yv)})
     if not rows:
         return empty_frame(_CORR_COLS)
     return pd.DataFrame(rows)[list(_CORR_COLS)]

@@ -11,6 +11,7 @@ import pytest
 from ranking.stats import agreement as ag
 from ranking.stats import elo
 from ranking.stats.rankings import (
+    correlation_table,
     match_arrays,
     points_arrays,
     points_table,
@@ -261,6 +262,26 @@ def test_rank_correlation_on_intersection():
     assert r["n_models"] == 3
     assert r["spearman_rho"] == pytest.approx(0.5)
     assert r["kendall_tau_b"] == pytest.approx(1 / 3)
+
+
+def test_correlation_table_is_rank_correlation_of_every_pair():
+    # Missing models, NaN scores, other orders, ties, a categorical index and a pair with two
+    # common models: each row must be what rank_correlation gives for that pair, float for float.
+    rng = np.random.default_rng(3)
+    models = [f"m{i}" for i in range(12)]
+    rankings = {
+        "a": pd.Series(rng.normal(size=12), index=models),
+        "b": pd.Series(rng.integers(0, 4, size=10).astype(float), index=models[::-1][:10]),
+        "c": pd.Series(rng.normal(size=8), index=pd.CategoricalIndex(models[4:])),
+        "d": pd.Series([1.0, np.nan, 2.0, 0.5, 3.0], index=models[7:]),
+        "e": pd.Series([2.0, 1.0], index=["m0", "m1"]),
+    }
+    table = correlation_table(rankings)
+    assert len(table) == 10
+    for row in table.to_dict("records"):
+        expected = rank_correlation(rankings[row["ranking_a"]], rankings[row["ranking_b"]])
+        got = {k: row[k] for k in expected}
+        assert got == pytest.approx(expected, rel=0, abs=0, nan_ok=True)
 
 
 def test_match_arrays_codes_models_consistently():

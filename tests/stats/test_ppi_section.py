@@ -17,6 +17,8 @@ from ranking.stats.ppi_section import (
     NOTE_FLAT,
     NOTE_NO_HUMAN,
     NOTE_NO_JUDGE,
+    _mean_rows,
+    mean_row,
     ppi_section,
 )
 from ranking.stats.report import build_report, report_to_jsonable
@@ -172,3 +174,39 @@ def test_bradley_terry_with_too_few_comparisons_says_so():
     win = [r for r in out if r["statistic"] == "win_rate"]
     assert {r["model"] for r in win} == {"m1", "m2"}
     assert all(r["note"] == NOTE_FEW.format(n=MIN_ITEMS) for r in win)
+
+
+def test_mean_rows_are_the_mean_row_of_each_group_in_key_order():
+    # Interleaved groups, a categorical key, a missing key (no group), unlabelled items and a
+    # group with only judge outcomes: each row is mean_row over that group's rows in their order.
+    rng = np.random.default_rng(5)
+    n = 300
+    y = rng.integers(1, 6, size=n).astype(float)
+    y[rng.random(n) < 0.3] = np.nan
+    model = pd.Categorical(rng.choice(["m2", "m0", "m1"], size=n), categories=["m0", "m1", "m2"])
+    items = pd.DataFrame(
+        {
+            "criterion": rng.choice(["b", "a", None], size=n, p=[0.45, 0.45, 0.1]),
+            "model": model,
+            "y": y,
+            "f": rng.integers(1, 6, size=n).astype(float),
+            "n_ratings": rng.integers(0, 4, size=n),
+        }
+    )
+    items.loc[(items["criterion"] == "a") & (items["model"] == "m0"), "y"] = np.nan
+    rows = _mean_rows(items, "gpt", "star_mean", ["criterion", "model"])
+    groups = list(items.groupby(["criterion", "model"], sort=True))
+    assert len(rows) == len(groups) == 6
+    for row, ((criterion, model_name), g) in zip(rows, groups, strict=True):
+        expected = mean_row(
+            g["y"].to_numpy(),
+            g["f"].to_numpy(),
+            g["n_ratings"].to_numpy(),
+            judge="gpt",
+            statistic="star_mean",
+            criterion=criterion,
+            model=model_name,
+        )
+        assert row.keys() == expected.keys()
+        for key, value in expected.items():
+            assert row[key] == value or (np.isnan(row[key]) and np.isnan(value)), key
