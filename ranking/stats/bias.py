@@ -238,12 +238,22 @@ def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             {"rater_id": pd.Series([], dtype=str), "consistent": pd.Series([], dtype=bool)}
         )
-    return pd.DataFrame(
-        {
-            "rater_id": both["rater_id"].to_numpy(),
-            "consistent": (both["choice_x"].astype(str) == both["choice_y"].astype(str)).to_numpy(),
-        }
-    )
+    same = _same_labels(both["choice_x"], both["choice_y"])
+    return pd.DataFrame({"rater_id": both["rater_id"].to_numpy(), "consistent": same})
+
+
+def _same_labels(x: pd.Series, y: pd.Series) -> np.ndarray:
+    """Row by row, whether the two label columns are the same as strings (a missing label equals
+    nothing). Two categoricals with the same categories (one column merged with itself) compare
+    their codes: no string per row."""
+    if (
+        isinstance(x.dtype, pd.CategoricalDtype)
+        and isinstance(y.dtype, pd.CategoricalDtype)
+        and x.cat.categories.equals(y.cat.categories)
+    ):
+        cx = x.cat.codes.to_numpy()
+        return np.asarray((cx == y.cat.codes.to_numpy()) & (cx >= 0))
+    return np.asarray((x.astype(str) == y.astype(str)).to_numpy())
 
 
 def _first_in_each_order(pair_df: pd.DataFrame) -> np.ndarray | None:
