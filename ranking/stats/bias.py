@@ -1,4 +1,5 @@
-"""Length bias, human-vs-judge gaps, discrimination, hint effect, position bias, diagnostics."""
+"""Length bias, human-vs-judge gaps, hint effect, position bias, diagnostics (discrimination:
+``discrimination.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .rankings import match_arrays, points_arrays
 from .schema import (
     CHOICE_SCORE_A,
     codes_and_names,
@@ -104,87 +104,6 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
             hit = int((d.to_numpy() >= k - 1e-9).sum())
             rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
     return rows_frame(rows, _GAP_COLS)
-
-
-# --------------------------------------------------------------------------- discrimination
-
-_DISC_COLS = {
-    "mode": "str",
-    "rater_kind": "str",
-    "dimension": "str",
-    "value": "str",
-    "n_models": "int64",
-    "best_model": "str",
-    "best_score": "float64",
-    "worst_model": "str",
-    "worst_score": "float64",
-    "spread": "float64",
-}
-
-
-def _spread_rows(
-    scores: pd.DataFrame, mode: str, kind: str, dimension: str, col: str
-) -> list[tuple[Any, ...]]:
-    rows = []
-    for value, g in scores.groupby(col, sort=True):
-        # Arrays rather than a frame per group: argmax/argmin give the first best and worst
-        # model, as idxmax/idxmin on the rows with a score would.
-        score = g["score"].to_numpy(dtype=float)
-        ok = ~np.isnan(score)
-        if not ok.any():
-            continue
-        score, model = score[ok], g["model"].to_numpy()[ok]
-        b, w = int(np.argmax(score)), int(np.argmin(score))
-        best, worst = float(score[b]), float(score[w])
-        rows.append(
-            (
-                mode,
-                kind,
-                dimension,
-                str(value),
-                len(score),
-                model[b],
-                best,
-                model[w],
-                worst,
-                best - worst,
-            )
-        )
-    return rows
-
-
-def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
-    """Spread (best - worst model) per criterion and per task type, per rater kind.
-
-    Star: model means per criterion; per task type the model's mean over all its stars of that
-    task type (criteria pooled). Pairwise: the Points score per task type.
-    """
-    rows: list[tuple[Any, ...]] = []
-    # Only the columns used: splitting by rater kind then copies 5 columns, not all of them.
-    cols = ["rater_kind", "criterion", "task_type", "model", "score"]
-    sdf = star_df.loc[star_df["score"].notna(), cols]
-    pair_df = pair_df[["rater_kind", "task_type", "model_a", "model_b", "choice"]]
-    for kind, g in [("all", sdf), *sdf.groupby("rater_kind", sort=True)] if len(sdf) else []:
-        by_c = g.groupby(["criterion", "model"])["score"].mean().rename("score").reset_index()
-        rows += _spread_rows(by_c, "star", kind, "criterion", "criterion")
-        by_t = g.groupby(["task_type", "model"])["score"].mean().rename("score").reset_index()
-        rows += _spread_rows(by_t, "star", kind, "task_type", "task_type")
-    for kind, g in (
-        [("all", pair_df), *pair_df.groupby("rater_kind", sort=True)] if len(pair_df) else []
-    ):
-        parts = []
-        for tt, gt in g.groupby("task_type", sort=True):
-            a, b, s, models = match_arrays(gt)
-            if not models:
-                continue
-            p = points_arrays(a, b, s, len(models))
-            t = pd.DataFrame({"model": models, "score": p["score"], "games": p["games"]})
-            t = t[t["games"] > 0]
-            t["task_type"] = tt
-            parts.append(t)
-        if parts:
-            rows += _spread_rows(pd.concat(parts), "pairwise", kind, "task_type", "task_type")
-    return rows_frame(rows, _DISC_COLS)
 
 
 # --------------------------------------------------------------------------- hint effect
@@ -319,12 +238,22 @@ def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             {"rater_id": pd.Series([], dtype=str), "consistent": pd.Series([], dtype=bool)}
         )
-    return pd.DataFrame(
-        {
-            "rater_id": both["rater_id"].to_numpy(),
-            "consistent": (both["choice_x"].astype(str) == both["choice_y"].astype(str)).to_numpy(),
-        }
-    )
+    same = _same_labels(both["choice_x"], both["choice_y"])
+    return pd.DataFrame({"rater_id": both["rater_id"].to_numpy(), "consistent": same})
+
+
+def _same_labels(x: pd.Series, y: pd.Series) -> np.ndarray:
+    """Row by row, whether the two label columns are the same as strings (a missing label equals
+    nothing). Two categoricals with the same categories (one column merged with itself) compare
+    their codes: no string per row."""
+    if (
+        isinstance(x.dtype, pd.CategoricalDtype)
+        and isinstance(y.dtype, pd.CategoricalDtype)
+        and x.cat.categories.equals(y.cat.categories)
+    ):
+        cx = x.cat.codes.to_numpy()
+        return np.asarray((cx == y.cat.codes.to_numpy()) & (cx >= 0))
+    return np.asarray((x.astype(str) == y.astype(str)).to_numpy())
 
 
 def _first_in_each_order(pair_df: pd.DataFrame) -> np.ndarray | None:

@@ -176,7 +176,9 @@ def majority_agreement(j: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     f = j.loc[j["is_first"], cols].reset_index(drop=True) if len(j) else j
     rows: list[tuple[Any, ...]] = []
     conf: list[tuple[Any, ...]] = []
-    if len(f) and (f["rater_kind"].astype(str) == "human").any():
+    # The label compared on the column as it is (a categorical compares its codes): no string
+    # per row.
+    if len(f) and bool((f["rater_kind"] == "human").any()):
         rater, pool = codes_and_names(f["rater_id"]), codes_and_names(f["pool"])
         for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
             at = g.index.to_numpy()

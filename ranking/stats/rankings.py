@@ -159,6 +159,14 @@ def match_arrays(
     return a[ok], b[ok], s[ok], list(models)
 
 
+def match_codes(
+    pair_df: pd.DataFrame, models: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row's model codes in ``models`` (-1 when absent) and A's score, nothing dropped."""
+    a = _codes(pair_df["model_a"], models)
+    return a, _codes(pair_df["model_b"], models), _choice_score(pair_df["choice"])
+
+
 def labels(values: pd.Series) -> list[str]:
     """Distinct labels present in ``values`` (fast path for categoricals)."""
     if isinstance(values.dtype, pd.CategoricalDtype):

@@ -78,12 +78,12 @@ from .agreement import (
 )
 from .bias import (
     annotator_diagnostics,
-    discrimination,
     gaps,
     hint_effect,
     length_bias,
     position_bias,
 )
+from .discrimination import discrimination
 from .filters import filter_frame, raters_below
 from .jsonable import jsonable, report_to_jsonable
 from .judge_report import JUDGE_KEYS, judge_section, start_judge_jobs

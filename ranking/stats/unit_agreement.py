@@ -131,10 +131,10 @@ def _groups(f: pd.DataFrame) -> Iterator[tuple[tuple[str, str, str], np.ndarray]
     crit, crit_names = codes_and_names(f["criterion"])
     pool, pool_names = codes_and_names(f["pool"])
     key = mode * len(crit_names) + crit
-    order = np.argsort(key, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1], True])
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
-        rows = np.sort(order[lo:hi])
+    # A handful of (mode, criterion) groups: one comparison of the key per group gives its rows
+    # in ascending order, with no sort of the whole column nor of each group's rows.
+    for k in np.flatnonzero(np.bincount(key, minlength=len(mode_names) * len(crit_names))):
+        rows = np.flatnonzero(key == k)
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
         yield (m, "all", c), rows
         for code in distinct(pool[rows]):

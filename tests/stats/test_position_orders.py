@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ranking.stats import synthetic
-from ranking.stats.bias import _first_in_each_order, position_bias
+from ranking.stats.bias import _first_in_each_order, _same_labels, position_bias
 from ranking.stats.schema import coerce_pair, time_ordered
 
 
@@ -39,3 +39,13 @@ def test_position_consistency_is_the_same_with_a_missing_time():
     pair_nat.loc[pair_nat.index[0], "submitted_at"] = pd.NaT
     assert _first_in_each_order(pair_nat) is None
     assert len(position_bias(pair_nat)) == len(table)
+
+
+def test_same_labels_by_codes_reads_as_the_strings_compare():
+    x = pd.Series(pd.Categorical(["A", "B", None, "tie", None], categories=["A", "B", "tie"]))
+    y = pd.Series(pd.Categorical(["A", "tie", None, "tie", "B"], categories=["A", "B", "tie"]))
+    expected = (x.astype(str) == y.astype(str)).to_numpy()
+    assert _same_labels(x, y).tolist() == expected.tolist() == [True, False, False, True, False]
+    # Categories in another order: the codes are not comparable, the strings are compared.
+    z = pd.Series(pd.Categorical(["A", "B", None, "tie", "B"], categories=["tie", "B", "A"]))
+    assert _same_labels(x, z).tolist() == [True, True, False, True, False]
