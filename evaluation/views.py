@@ -51,20 +51,14 @@ def judge_list(request: HttpRequest) -> HttpResponse:
 @organizer_required
 @require_http_methods(["GET", "POST"])
 def judge_new(request: HttpRequest) -> HttpResponse:
-    templates = services.templates_for(request.user)
     # Owned before validation: the name is checked among this organizer's judges only.
     mine = JudgeConfig(owner_id=request.user.pk)
-    form = JudgeConfigForm(request.POST or None, templates=templates, instance=mine)
-    if request.method == "POST" and form.is_valid():
-        try:
-            judge = services.judge_config_create(owner=request.user, **form.service_kwargs())
-        except ValidationError as e:
-            _errors_to_form(form, e)
-        else:
-            messages.success(request, _("Judge %(name)s created.") % {"name": judge.name})
-            return redirect("judges:list")
-    key_envs = [(name, safety.key_is_set(name)) for name in safety.approved_key_envs()]
-    return render(request, "evaluation/judge_new.html", {"form": form, "key_envs": key_envs})
+    return _judge_form(
+        request,
+        mine,
+        lambda kwargs: services.judge_config_create(owner=request.user, **kwargs),
+        _("Judge %(name)s created."),
+    )
 
 
 @organizer_required
@@ -74,18 +68,29 @@ def judge_edit(request: HttpRequest, judge_id: int) -> HttpResponse:
     if judge.runs.exists():
         messages.error(request, _("This judge has runs: create a new judge for other settings."))
         return redirect("judges:list")
+    return _judge_form(
+        request,
+        judge,
+        lambda kwargs: services.judge_config_update(judge=judge, **kwargs),
+        _("Judge %(name)s saved."),
+        {"judge": judge},
+    )
+
+
+def _judge_form(request, instance, save, done: str, extra: dict | None = None) -> HttpResponse:
+    """The judge form (new or edit): ``save(form kwargs)`` through the service, then the list."""
     templates = services.templates_for(request.user)
-    form = JudgeConfigForm(request.POST or None, templates=templates, instance=judge)
+    form = JudgeConfigForm(request.POST or None, templates=templates, instance=instance)
     if request.method == "POST" and form.is_valid():
         try:
-            judge = services.judge_config_update(judge=judge, **form.service_kwargs())
+            judge = save(form.service_kwargs())
         except ValidationError as e:
             _errors_to_form(form, e)
         else:
-            messages.success(request, _("Judge %(name)s saved.") % {"name": judge.name})
+            messages.success(request, done % {"name": judge.name})
             return redirect("judges:list")
     key_envs = [(name, safety.key_is_set(name)) for name in safety.approved_key_envs()]
-    context = {"form": form, "key_envs": key_envs, "judge": judge}
+    context = {"form": form, "key_envs": key_envs, **(extra or {})}
     return render(request, "evaluation/judge_new.html", context)
 
 
