@@ -241,10 +241,11 @@ class Answer(TypedDict, total=False):
 
 
 def _submit_locked(
-    assignment: Assignment, rater: Rater, now: datetime, answer: Answer
+    assignment: Assignment, rater: Rater, now: datetime, answer: Answer, *, locked: bool = False
 ) -> Submitted:
-    """Take the rater's lock and record the answer."""
-    lock_rater(rater)
+    """Take the rater's lock (unless the caller holds it already) and record the answer."""
+    if not locked:
+        lock_rater(rater)
     done = submit(
         assignment=assignment,
         rater=rater,
@@ -270,7 +271,6 @@ def assignment_submit(
     return _submit_locked(assignment, rater, now or timezone.now(), answer).rating
 
 
-@transaction.atomic
 def assignment_submit_and_next(
     *,
     assignment: Assignment,
@@ -278,6 +278,7 @@ def assignment_submit_and_next(
     now: datetime | None = None,
     rng: random.Random | None = None,
     client_tag: str = "",
+    rater_locked: bool = False,
     **answer: Unpack[Answer],
 ) -> SubmitResult:
     """Submit and reserve what comes next in one transaction (one commit per item). Raises as
@@ -286,10 +287,30 @@ def assignment_submit_and_next(
 
     Submitting an assignment again (a double click, or an edit through Previous) changes the
     rating, counts nothing twice and answers with the rater's open item; when the assignment was
-    their latest exposure, with what its first submit answered (see _next)."""
+    their latest exposure, with what its first submit answered (see _next).
+
+    rater_locked: the caller has opened the transaction and taken the rater's lock as its first
+    statement (the item screen's submit reads the exposure that way: exposure_reads); the
+    service then runs in that transaction without a savepoint of its own (an error rolls all of
+    it back) and without a second lock statement."""
+    if rater_locked and not transaction.get_connection().in_atomic_block:
+        raise transaction.TransactionManagementError("rater_locked needs the caller's transaction")
+    with transaction.atomic(savepoint=not rater_locked):
+        return _submit_and_next(assignment, rater, now, rng, client_tag, rater_locked, answer)
+
+
+def _submit_and_next(
+    assignment: Assignment,
+    rater: Rater,
+    now: datetime | None,
+    rng: random.Random | None,
+    client_tag: str,
+    locked: bool,
+    answer: Answer,
+) -> SubmitResult:
     now = now or timezone.now()
     check_admission(study=assignment.study, rater=rater)
-    done = _submit_locked(assignment, rater, now, answer)
+    done = _submit_locked(assignment, rater, now, answer, locked=locked)
     a = assignment
     # The submitted exposure is the rater's latest (the usual case): _next knows it already.
     last = None

@@ -25,6 +25,7 @@ from annotation.engine_base import (
     exposure_saved,
     exposure_values,
 )
+from annotation.exposure_reads import ITEM
 from annotation.models import SHUFFLE_MAX, Assignment, Item, Rater, Study
 
 # The hot query on PostgreSQL: pick the first unlocked item of one load level at or after a
@@ -69,15 +70,21 @@ _PICK_ADAPTIVE = """
 """
 
 
+# With the new exposure, the reservation returns the whole item row as it is after the update.
+_RESERVE_ROW = _RESERVE.replace("RETURNING annotation_item.id", "RETURNING annotation_item.*")
+
+
 @cache
 def _pick_sql(pick: str, insert: bool) -> str:
     """The pick and its reservation in one statement; with insert, the new exposure is written
-    by the same statement (engine_base.exposure_insert_select), which then returns its id and
-    the item's."""
+    by the same statement (engine_base.exposure_insert_select), which then returns its id, the
+    item's, and the item with its question and answers as exposure_reads.ITEM reads them (the
+    next screen shows them: no read of its own)."""
     if not insert:
         return f"WITH pick AS ({pick}) {_RESERVE}"
     exposure = exposure_insert_select("reserved", "id")
-    return f"WITH pick AS ({pick}), reserved AS ({_RESERVE}) {exposure}"
+    shown = ITEM.select_over("x CROSS JOIN reserved i", ["x.id", "x.item_id"])
+    return f"WITH pick AS ({pick}), reserved AS ({_RESERVE_ROW}), x AS ({exposure}) {shown}"
 
 
 def _unseen(study: Study, rater: Rater) -> QuerySet[Item]:
@@ -89,9 +96,9 @@ def _unseen(study: Study, rater: Rater) -> QuerySet[Item]:
     )
 
 
-# What a reservation gives: the item's id, and the new exposure's id when the pick's statement
-# wrote it as well.
-Reserved = tuple[int, int | None]
+# What a reservation gives: the item's id, and the new exposure's id and its item (with the
+# question and answers) when the pick's statement wrote the exposure as well.
+Reserved = tuple[int, int | None, Item | None]
 
 
 def _reserve_uniform(
@@ -122,13 +129,16 @@ def _reserve_uniform(
             )
             if item_id is not None:
                 Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
-                return item_id, None
+                return item_id, None, None
     return None
 
 
 def _reserved(row: tuple[Any, ...], exposure: dict[str, Any] | None) -> Reserved:
-    """(item id, exposure id) from a pick's row: (item) or, with the exposure, (exposure, item)."""
-    return (int(row[1]), int(row[0])) if exposure is not None else (int(row[0]), None)
+    """What a pick's row says: (item) or, with the exposure, (exposure, item, the item read)."""
+    if exposure is None:
+        return int(row[0]), None, None
+    item = ITEM.instances(row, 2)
+    return int(row[1]), int(row[0]), item if isinstance(item, Item) else None
 
 
 def _reserve_adaptive(
@@ -150,7 +160,7 @@ def _reserve_adaptive(
     if item_id is None:
         return None
     Item.objects.filter(pk=item_id).update(n_reserved=F("n_reserved") + 1)
-    return item_id, None
+    return item_id, None, None
 
 
 def _reserve(
@@ -181,16 +191,21 @@ def reserve_or_reclaim(
 def reserve_exposure(a: Assignment, *, now: datetime, rng: random.Random) -> Assignment | None:
     """Reserve an item for the unsaved exposure `a` (engine_base.exposure_new, no item yet) and
     write it, reclaiming lapsed leases when nothing is free, as reserve_or_reclaim does. On
-    PostgreSQL the pick's own statement writes the exposure (one round trip for both);
-    elsewhere it is inserted after the reservation. None when nothing is left for the rater."""
+    PostgreSQL the pick's own statement writes the exposure (one round trip for both) and
+    returns its item with the question and answers, attached to the exposure; elsewhere it is
+    inserted after the reservation. None when nothing is left for the rater."""
     exposure = exposure_values(a) if engine_sql.uses_row_locks() else None
     reserved = _reserve(study=a.study, rater=a.rater, rng=rng, exposure=exposure)
     if reserved is None and assignments_expire(study=a.study, now=now):
         reserved = _reserve(study=a.study, rater=a.rater, rng=rng, exposure=exposure)
     if reserved is None:
         return None
-    a.item_id, pk = reserved
-    return exposure_insert(a) if pk is None else exposure_saved(a, pk)
+    a.item_id, pk, item = reserved
+    if pk is None:
+        return exposure_insert(a)
+    if item is not None:
+        a.item = item
+    return exposure_saved(a, pk)
 
 
 @transaction.atomic

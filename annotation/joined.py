@@ -15,8 +15,10 @@ goes through the ORM.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from django.db import connection, models
 from django.db.models.expressions import Col
@@ -46,22 +48,43 @@ def _forward_fk(model: type[models.Model], name: str) -> models.ForeignKey:
 
 
 class JoinedRead:
-    def __init__(self, parts: list[Part], where: str, where_fields: list[models.Field]):
+    def __init__(
+        self,
+        parts: list[Part],
+        where: str,
+        where_fields: list[models.Field],
+        *,
+        extra: dict[str, str] | None = None,
+        lock: str = "",
+    ):
         self.parts = parts
         self.where = where  # SQL with %s placeholders, over the aliases
         self.where_fields = where_fields  # prepares each parameter as the ORM would
+        # name -> SQL expression over the aliases (no parameters): set on the root instance under
+        # that name, as the ORM's annotate() does.
+        self.extra = extra or {}
+        # The alias whose row the read locks (FOR UPDATE OF it) where the database has row locks.
+        self.lock = lock
 
     @cached_property
-    def sql(self) -> str:
+    def columns(self) -> list[str]:
+        """The parts' columns in the select list, in the order instances() reads them."""
         qn = connection.ops.quote_name
-        root = self.parts[0]
-        columns = []
-        joins = [f"{qn(root.model._meta.db_table)} {root.alias}"]
+        return [
+            f"{part.alias}.{qn(_column(f))}"
+            for part in self.parts
+            for f in part.model._meta.concrete_fields
+        ]
+
+    @cached_property
+    def joins(self) -> str:
+        """The joins of the parts after the root, over the root's alias."""
+        qn = connection.ops.quote_name
         by_alias = {p.alias: p for p in self.parts}
-        for part in self.parts:
-            columns += [f"{part.alias}.{qn(_column(f))}" for f in part.model._meta.concrete_fields]
+        joins = []
+        for part in self.parts[1:]:
             if part.attach_to is None:
-                continue
+                raise TypeError(f"part {part.alias} is attached to nothing")
             parent_alias, field_name = part.attach_to.split(".")
             fk = _forward_fk(by_alias[parent_alias].model, field_name)
             kind = "LEFT OUTER JOIN" if part.outer else "INNER JOIN"
@@ -70,7 +93,23 @@ class JoinedRead:
                 f"{part.alias}.{qn(_column(part.model._meta.pk))} = "
                 f"{parent_alias}.{qn(_column(fk))}"
             )
-        return f"SELECT {', '.join(columns)} FROM {' '.join(joins)} WHERE {self.where}"
+        return " ".join(joins)
+
+    @cached_property
+    def sql(self) -> str:
+        qn = connection.ops.quote_name
+        root = self.parts[0]
+        source = f"{qn(root.model._meta.db_table)} {root.alias}"
+        columns = [*self.columns, *self.extra.values()]
+        lock = ""
+        if self.lock and connection.features.has_select_for_update_of:
+            lock = f" FOR UPDATE OF {self.lock}"
+        return f"SELECT {', '.join(columns)} FROM {source} {self.joins} WHERE {self.where}{lock}"
+
+    def select_over(self, source: str, lead: list[str]) -> str:
+        """The same columns (after `lead`) and joins over `source`, which names the root's alias
+        (a CTE of the caller's statement, say); instances(row, len(lead)) reads its row."""
+        return f"SELECT {', '.join([*lead, *self.columns])} FROM {source} {self.joins}"
 
     @cached_property
     def _converters(self) -> list[list[tuple[int, list, Col]]]:
@@ -87,7 +126,8 @@ class JoinedRead:
         return out
 
     def get(self, *params: object) -> models.Model | None:
-        """The root instance with its related instances attached, or None if no row matches."""
+        """The root instance with its related instances attached (and the extra values set on
+        it), or None if no row matches."""
         values = [
             f.get_db_prep_value(v, connection)
             for f, v in zip(self.where_fields, params, strict=True)
@@ -97,8 +137,15 @@ class JoinedRead:
             row = cursor.fetchone()
         if row is None:
             return None
+        root = self.instances(row)
+        if root is not None:
+            for name, value in zip(self.extra, row[len(self.columns) :], strict=True):
+                setattr(root, name, value)
+        return root
+
+    def instances(self, row: Sequence[Any], start: int = 0) -> models.Model | None:
+        """The root instance built from the parts' columns of `row` from position `start`."""
         instances: dict[str, models.Model | None] = {}
-        start = 0
         for part, convs in zip(self.parts, self._converters, strict=True):
             fields = part.model._meta.concrete_fields
             values = list(row[start : start + len(fields)])

@@ -21,7 +21,6 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Field
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -32,10 +31,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import engine, inputs, leases, rater_cookie
+from annotation import exposure_reads as reads
 from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
-from annotation.joined import JoinedRead, Part
-from annotation.models import Assignment, Item, Question, Rater, Response, Study
+from annotation.models import Assignment, Item, Rater, Study
 from annotation.net import client_ip
 from annotation.views.annotator_item import item_context
 from annotation.views.item_html import item_fragment
@@ -149,39 +148,25 @@ def _with_rater[R: HttpRequest](
     return wrapped
 
 
-# The annotator page's read: an assignment with its rater, study, item, question and answers,
-# compiled once (see annotation/joined.py). POSTs need only the rater and the study.
-_EXPOSURE_PARTS = [
-    Part("a", Assignment),
-    Part("r", Rater, "a.rater"),
-    Part("s", Study, "a.study"),
-]
-_ITEM_PARTS = [
-    Part("q", Question, "i.question"),
-    Part("ra", Response, "i.response_a"),
-    Part("rb", Response, "i.response_b", outer=True),
-]
-_PUBLIC_ID: list[Field] = [Assignment._meta.get_field("public_id")]
-_EXPOSURE_LIGHT = JoinedRead(_EXPOSURE_PARTS, "a.public_id = %s", _PUBLIC_ID)
-_EXPOSURE = JoinedRead(
-    [*_EXPOSURE_PARTS, Part("i", Item, "a.item"), *_ITEM_PARTS], "a.public_id = %s", _PUBLIC_ID
-)
-# The next item after a submit: the engine has just written (or resumed) the exposure for this
-# rater in this study, so only the item's side is read.
-_ITEM = JoinedRead([Part("i", Item), *_ITEM_PARTS], "i.id = %s", [Item._meta.get_field("id")])
-
-
-def _load_assignment(assignment_pid, *, for_display: bool = True) -> Assignment:
-    a = (_EXPOSURE if for_display else _EXPOSURE_LIGHT).get(assignment_pid)
+def _load_assignment(
+    assignment_pid, *, for_display: bool = True, lock_rater: bool = False
+) -> Assignment:
+    if lock_rater:
+        read = reads.EXPOSURE_LOCKING_RATER
+    else:
+        read = reads.EXPOSURE if for_display else reads.EXPOSURE_LIGHT
+    a = read.get(assignment_pid)
     if not isinstance(a, Assignment):
         raise Http404
     return a
 
 
 def _own_assignment(
-    request: HttpRequest, assignment_pid, *, for_display: bool = True
+    request: HttpRequest, assignment_pid, *, for_display: bool = True, lock_rater: bool = False
 ) -> tuple[Assignment, Rater]:
-    a = _load_assignment(assignment_pid, for_display=for_display)
+    """The visitor's exposure with its rater. lock_rater: the read also takes the rater's lock
+    (inside the caller's transaction; only the rater and study are read)."""
+    a = _load_assignment(assignment_pid, for_display=for_display, lock_rater=lock_rater)
     # The rater comes with the assignment; the visitor must be that rater: the one this session
     # joined the study as (crowd, public), or else the logged-in onsite annotator.
     rater = a.rater
@@ -258,7 +243,10 @@ def _with_item(a: Assignment, study: Study, rater: Rater) -> Assignment:
     answers in one read; its study and rater are those the request already holds."""
     if a.study_id != study.pk or a.rater_id != rater.pk:
         return _load_assignment(a.public_id)
-    item = _ITEM.get(a.item_id)
+    a.study, a.rater = study, rater
+    if reads.item_is_loaded(a):  # the pick's statement returned it (engine_pick)
+        return a
+    item = reads.ITEM.get(a.item_id)
     if not isinstance(item, Item):
         raise Http404
     a.study, a.rater, a.item = study, rater, item
@@ -324,33 +312,52 @@ def _bad_active_ms(request, assignment_pid) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     """GET shows the item (or a recent rating to change); POST submits it and serves the next."""
-    # A POST needs the study only; the answers are loaded when the form has to be shown again.
-    a, rater = _own_assignment(request, assignment_pid, for_display=request.method == "GET")
+    if request.method == "POST":
+        return _submit(request, assignment_pid)
+    a, rater = _own_assignment(request, assignment_pid)
     if _throttled(rater):
         return _too_many()
-    if request.method == "GET":
-        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
-            return redirect("annotate:next", study_pid=a.study.public_id)
-        _renew_lease(a, rater)
-        draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
-        return _render_item(request, a, rater, posted=draft)
-    post = request.POST
+    if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+        return redirect("annotate:next", study_pid=a.study.public_id)
+    _renew_lease(a, rater)
+    draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
+    return _render_item(request, a, rater, posted=draft)
+
+
+def _refused(request, a: Assignment, rater: Rater, active: str) -> HttpResponse | None:
+    """Why a submit is not taken, before the engine is asked: too many requests, a study that
+    is not running (the rating is kept as a draft), a malformed active time."""
+    if _throttled(rater):
+        return _too_many()
     if a.study.status != Study.Status.LIVE:
-        return draft_refuse(request, assignment=a, post=post)
+        return draft_refuse(request, assignment=a, post=request.POST)
+    if active and inputs.small_int(active) is None:
+        return _bad_active_ms(request, a.public_id)
+    return None
+
+
+def _submit(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
+    """Submit and reserve the next item in one transaction (one commit, one WAL flush per item)
+    whose first statement reads the exposure and takes the rater's lock; the next item is shown
+    after the commit. A POST needs the study only; the answers are loaded when the form has to
+    be shown again."""
+    post = request.POST
     active = post.get("active_ms", "")
-    active_ms = inputs.small_int(active)
-    if active and active_ms is None:
-        return _bad_active_ms(request, assignment_pid)
-    # Submit and reserve the next item in one transaction: one commit (one WAL flush) per item.
     try:
-        result = engine.assignment_submit_and_next(
-            assignment=a,
-            rater=rater,
-            scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
-            choice=post.get("choice"),
-            active_ms=active_ms,
-            client_tag=client_tag(request),
-        )
+        with transaction.atomic():
+            a, rater = _own_assignment(request, assignment_pid, for_display=False, lock_rater=True)
+            refused = _refused(request, a, rater, active)
+            if refused is not None:
+                return refused
+            result = engine.assignment_submit_and_next(
+                assignment=a,
+                rater=rater,
+                rater_locked=True,
+                scores={k[2:]: v for k, v in post.items() if k.startswith("c_")},
+                choice=post.get("choice"),
+                active_ms=inputs.small_int(active),
+                client_tag=client_tag(request),
+            )
     except ValidationError as e:
         a, rater = _own_assignment(request, assignment_pid)
         return _render_item(

@@ -118,6 +118,8 @@ def item_context(
 ) -> dict:
     item = a.item
     labels, choices = item_labels()
+    if done is None:  # the page's read counts it (exposure_reads.EXPOSURE)
+        done = getattr(a, "rater_submitted", None)
     rating = getattr(a, "rating", None) if a.status == Assignment.Status.SUBMITTED else None
     values: dict[str, int] = {}
     choice = ""

@@ -124,3 +124,56 @@ def test_one_rater_in_two_tabs_gets_one_open_assignment():
     assert len(got) == 6
     assert len(set(got)) == 1
     assert Assignment.objects.filter(rater=rater).count() == 1
+
+
+def test_the_submits_read_takes_the_raters_lock():
+    """The item screen's submit reads the exposure and locks its rater in one statement: while
+    that transaction is open, nobody else can lock the rater (every service locks it first)."""
+    from django.db import OperationalError, transaction
+
+    from annotation.exposure_reads import EXPOSURE_LOCKING_RATER
+
+    study = make_study(mode="pairwise", n_questions=1, n_llms=2)
+    rater = make_rater()
+    a = engine.assignment_next(study=study, rater=rater)
+
+    def try_lock() -> str:
+        try:
+            with transaction.atomic(), connection.cursor() as cur:
+                cur.execute(
+                    "SELECT id FROM annotation_rater WHERE id = %s FOR UPDATE NOWAIT", [rater.pk]
+                )
+            return "locked"
+        except OperationalError:
+            return "busy"
+
+    with transaction.atomic():
+        got = EXPOSURE_LOCKING_RATER.get(a.public_id)
+        assert got.rater.pk == rater.pk
+        assert race(1, try_lock) == ["busy"]
+    assert race(1, try_lock) == ["locked"]
+
+
+def test_two_simultaneous_posts_of_one_item_record_one_rating_and_serve_one_next():
+    """Through the item screen (the submit's locked read): a double click sent twice at once."""
+    from django.test import Client
+
+    from .conftest import crowd_enter
+
+    study = make_study(mode="pairwise", n_questions=2, n_llms=3, admit_crowd=True)
+    first = Client()
+    entered = crowd_enter(first, study, {"PROLIFIC_PID": "w-double", "STUDY_ID": "s"})
+    url = entered["Location"]
+    clients = [first, Client()]
+    clients[1].cookies = first.cookies
+
+    def post() -> int:
+        c = clients.pop()
+        return c.post(url, {"choice": "left"}, headers={"HX-Request": "true"}).status_code
+
+    assert sorted(race(2, post)) == [200, 200]
+    assert Rating.objects.count() == 1
+    assert Assignment.objects.filter(status="served").count() == 1
+    item = Item.objects.get(pk=Rating.objects.get().item_id)
+    assert (item.n_ratings, item.n_reserved) == (1, 0)
+    assert sum(Item.objects.values_list("n_reserved", flat=True)) == 1

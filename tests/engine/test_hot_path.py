@@ -11,8 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 
 from annotation import engine
+from annotation.exposure_reads import EXPOSURE as _EXPOSURE
+from annotation.exposure_reads import EXPOSURE_LIGHT as _EXPOSURE_LIGHT
 from annotation.models import Assignment, Item, Rating, Study
-from annotation.views.annotator import _EXPOSURE, _EXPOSURE_LIGHT
 
 from .conftest import crowd_enter, make_rater, make_study
 
@@ -129,3 +130,42 @@ def test_the_wsgi_entry_point_loads_every_view_and_warms_the_templates(db):
     # that fails to import breaks the server's start-up, and this test.
     module = importlib.reload(config.wsgi)
     assert isinstance(module.application, WSGIHandler)
+
+
+def test_the_page_read_counts_the_raters_submitted_ratings(db):
+    study = make_study(mode="pairwise", ratings_per_item=1)
+    rater = make_rater()
+    a = engine.assignment_next(study=study, rater=rater, rng=random.Random(1))
+    assert _EXPOSURE.get(a.public_id).rater_submitted == 0
+    _, following = engine.assignment_submit_and_next(
+        assignment=a, rater=rater, choice="left", rng=random.Random(2)
+    )
+    other = make_rater()  # another rater's rating does not count
+    b = engine.assignment_next(study=study, rater=other, rng=random.Random(3))
+    engine.assignment_submit(assignment=b, rater=other, choice="tie")
+    assert _EXPOSURE.get(following.public_id).rater_submitted == 1
+    assert _EXPOSURE.get(a.public_id).rater_submitted == 1
+
+
+@pytest.mark.parametrize("mode", ["pairwise", "star"])
+def test_the_next_exposure_comes_with_its_item_as_the_joined_read_gives_it(
+    db, mode, django_assert_num_queries
+):
+    """On PostgreSQL the pick's statement returns the item, question and answers of the new
+    exposure (the next screen needs no read of its own): the same values the read gives, the
+    item's counters as they are after the reservation."""
+    study = make_study(mode=mode, ratings_per_item=2)
+    rater = make_rater()
+    a = engine.assignment_next(study=study, rater=rater, rng=random.Random(5))
+    if connection.vendor != "postgresql":
+        assert not Assignment.item.is_cached(a)  # SQLite: the view reads it
+        return
+    with django_assert_num_queries(0):
+        item = a.item
+        shown = (item.question.text, item.response_a.text, getattr(item.response_b, "text", ""))
+    fresh = Item.objects.select_related("question", "response_a", "response_b").get(pk=a.item_id)
+    assert field_values(item) == field_values(fresh)
+    assert (item.n_reserved, item.n_ratings) == (1, 0)
+    for name in ("question", "response_a"):
+        assert field_values(getattr(item, name)) == field_values(getattr(fresh, name))
+    assert shown[2] == (fresh.response_b.text if fresh.response_b else "")

@@ -17,15 +17,17 @@ from .conftest import crowd_enter, make_study
 
 PG = connection.vendor == "postgresql"
 
-# The joined read of the exposure, the rater's submitted count (the session is not read: the
-# signed rater cookie vouches for the worker and for nobody being logged in, and no draft waits).
-PAGE = 2
-# The exposure (light read; the rater comes from the signed cookie, the session is not read);
-# savepoint; rater lock; exposure lock (with the rater's latest seq and count); the rating with
-# the item's counters and the exposure's status (one statement on PostgreSQL, three on SQLite);
-# address cap; pick and new exposure (one statement on PostgreSQL; SQLite: read, update,
-# insert); savepoint release; the next item's joined read.
-SUBMIT_PAIRWISE = 9 if PG else 13
+# The joined read of the exposure with the rater's submitted count (the session is not read:
+# the signed rater cookie vouches for the worker and for nobody being logged in, and no draft
+# waits).
+PAGE = 1
+# Savepoint; the exposure's read, which also takes the rater's lock (the rater comes from the
+# signed cookie, the session is not read); exposure lock (with the rater's latest seq and
+# count); the rating with the item's counters and the exposure's status (one statement on
+# PostgreSQL, three on SQLite); address cap; pick and new exposure, which returns the next item
+# to show (one statement on PostgreSQL; SQLite: read, update, insert, and the next item's
+# joined read after the transaction); savepoint release.
+SUBMIT_PAIRWISE = 7 if PG else 12
 # Star answers also read the item's question (which criteria apply) and write their scores; the
 # criteria of a built-in rubric come from memory.
 SUBMIT_STAR = SUBMIT_PAIRWISE + 2
@@ -66,9 +68,13 @@ def test_a_page_and_a_submit_and_next_run_a_fixed_number_of_statements(
         with django_assert_num_queries(PAGE):
             page = client.get(url)
         assert page.status_code == 200
-        with django_assert_num_queries(submit):
+        with django_assert_num_queries(submit) as done:
             response = client.post(url, _answer(page.content), headers={"HX-Request": "true"})
         assert response.status_code == 200, response.content[:300]
+        # The first statement of the submit's transaction reads the exposure and locks the rater.
+        first = done.captured_queries[1]["sql"]
+        assert "annotation_assignment" in first and "public_id" in first
+        assert ("FOR UPDATE OF r" in first) == PG
         pid = re.search(rb'data-assignment="([0-9a-f-]{36})"', response.content).group(1)
         assert Assignment.objects.filter(status=Assignment.Status.SUBMITTED).count() >= 1
         url = f"/a/{pid.decode()}/"
