@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -106,15 +106,15 @@ def _reserve_uniform(
 ) -> Reserved | None:
     if engine_sql.uses_row_locks():
         statement = _pick_sql(_PICK_UNIFORM, exposure is not None)
-        with connection.cursor() as cursor:
-            for level in range(study.ratings_per_item):
-                pivot = rng.randrange(SHUFFLE_MAX)
-                for lo, hi in ((pivot, SHUFFLE_MAX + 1), (0, pivot)):
-                    where = {"study": study.pk, "level": level, "lo": lo, "hi": hi}
-                    cursor.execute(statement, {**where, "rater": rater.pk, **(exposure or {})})
-                    row = cursor.fetchone()
-                    if row is not None:
-                        return _reserved(row, exposure)
+        cursor = engine_sql.cursor()
+        for level in range(study.ratings_per_item):
+            pivot = rng.randrange(SHUFFLE_MAX)
+            for lo, hi in ((pivot, SHUFFLE_MAX + 1), (0, pivot)):
+                where = {"study": study.pk, "level": level, "lo": lo, "hi": hi}
+                cursor.execute(statement, {**where, "rater": rater.pk, **(exposure or {})})
+                row = cursor.fetchone()
+                if row is not None:
+                    return _reserved(row, exposure)
         return None
     # Elsewhere (SQLite: one writer at a time) the same pick through the ORM.
     base = _unseen(study, rater)

@@ -23,6 +23,8 @@ from typing import Any
 from django.db import connection, models
 from django.db.models.expressions import Col
 
+from annotation import engine_sql
+
 
 @dataclass(frozen=True)
 class Part:
@@ -132,9 +134,9 @@ class JoinedRead:
             f.get_db_prep_value(v, connection)
             for f, v in zip(self.where_fields, params, strict=True)
         ]
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, values)
-            row = cursor.fetchone()
+        cursor = engine_sql.cursor()
+        cursor.execute(self.sql, values)
+        row = cursor.fetchone()
         if row is None:
             return None
         root = self.instances(row)
