@@ -10,8 +10,8 @@ connection), lets --annotators crowd workers enter, then drives the WSGI handler
 page's JavaScript does (htmx: records it and answers with the next item's fragment).
 
 It prints, per request kind: the app process's CPU ms (time.process_time, so other processes on
-the machine do not count), the database backend's CPU ms (/proc of the connection's backend),
-and the SQL statements per request. --profile FILE writes a cProfile of the POSTs
+the machine do not count), the database backend's CPU ms (/proc/<pid>/schedstat of the
+connection's backend), and the SQL statements per request. --profile FILE writes a cProfile of the POSTs
 (of the GETs with --profile-kind GET).
 
 Usage: .venv/bin/python benchmarks/serve_cpu.py [--annotators 50] [--rounds 20] [--profile F]
@@ -45,15 +45,22 @@ def _configure(db_url: str) -> None:
     call_command("collectstatic", interactive=False, verbosity=0)
 
 
+_BACKEND: dict[str, object] = {}
+
+
 def _backend_cpu() -> float:
-    """CPU seconds of this process's PostgreSQL backend (same machine)."""
+    """CPU seconds of this process's PostgreSQL backend (same machine), from its schedstat
+    (nanoseconds; /proc/<pid>/stat counts in clock ticks of 10 ms). The backend's pid is asked
+    once per connection: a statement per reading would add its own backend CPU to every
+    request's figure."""
     from django.db import connection
 
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_backend_pid()")
-        pid = cur.fetchone()[0]
-    parts = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+    connection.ensure_connection()
+    if _BACKEND.get("conn") is not connection.connection:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_backend_pid()")
+            _BACKEND.update(conn=connection.connection, pid=cur.fetchone()[0])
+    return int(Path(f"/proc/{_BACKEND['pid']}/schedstat").read_text().split()[0]) / 1e9
 
 
 _PID = re.compile(rb'data-assignment="([0-9a-f-]{36})"')
