@@ -359,3 +359,18 @@ def test_raw_downloads_are_owner_only_and_check_the_format(
     bad = reverse("organize:study_download", args=[study.pk, "passwords", "csv"])
     assert client.get(bad).status_code == 404
     assert Rater.objects.count() >= 1
+
+
+def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
+    organizer_client,
+):
+    """Not one "--rubric KEY" line per rating: the rubric is a setting of the whole import, so the
+    page says once, in the words of its own form, what to choose."""
+    ratings = [
+        {"type": "rating", "question_id": "q1", "llm": llm, "rater": "r", "scores": {"c": 1}}
+        for llm in ("model-x", "model-y")
+    ]
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    assert html.count("star ratings need a rubric") == 1
+    assert "“Rubric” in the import form" in html
+    assert not Dataset.objects.filter(name="my-data").exists()
