@@ -194,21 +194,33 @@ def _rank_agreement(report: StudyReport) -> list[str]:
         a, b = f"{source}/human", f"{source}/judge"
         hit = df[(df["ranking_a"].astype(str) == a) & (df["ranking_b"].astype(str) == b)]
         if len(hit):
-            r = hit.iloc[0]
-            lines.append(
-                _(
-                    "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b "
-                    "%(tau)s over %(n)s models."
-                )
-                % {
-                    "source": _(SOURCE_NAMES[source]),
-                    "rho": formatting.number(r["spearman_rho"]),
-                    "tau": formatting.number(r["kendall_tau_b"]),
-                    "n": formatting.number(r["n_models"], "count"),
-                }
-            )
+            lines.append(_correlation_line(hit.iloc[0], source))
             break
     return lines
+
+
+def _correlation_line(r: pd.Series, source: str) -> str:
+    values = {
+        "source": _(SOURCE_NAMES[source]),
+        "rho": formatting.number(r["spearman_rho"]),
+        "tau": formatting.number(r["kendall_tau_b"]),
+        "n": formatting.number(r["n_models"], "count"),
+    }
+    if not values["rho"]:  # undefined (rankings.rank_correlation): say why, not a blank
+        return (
+            _(
+                "Human and judge rankings (%(source)s): no rank correlation over %(n)s models; "
+                "it needs at least three models and neither ranking tying every model."
+            )
+            % values
+        )
+    return (
+        _(
+            "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b %(tau)s "
+            "over %(n)s models."
+        )
+        % values
+    )
 
 
 def _majority_agreement(report: StudyReport) -> list[str]:

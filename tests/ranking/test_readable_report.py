@@ -221,3 +221,23 @@ def test_star_intervals_show_when_the_statistics_give_them(star_study):  # noqa:
     assert (
         board.rows[0][3] == f"{formatting.number(mean - 0.25)} – {formatting.number(mean + 0.25)}"
     )
+
+
+def test_an_undefined_rank_correlation_is_said_not_left_blank(pair_study):  # noqa: F811
+    """Humans who rate every model alike give no rank correlation (NaN): the headline says so
+    instead of "Spearman ρ , Kendall τ-b over 4 models"."""
+    report = report_build(study=pair_study.study)
+    report.tables["ranking_agreement"] = pd.DataFrame()
+    nan = float("nan")
+    report.tables["correlations"] = pd.DataFrame(
+        {
+            "ranking_a": ["points/human"],
+            "ranking_b": ["points/judge"],
+            "spearman_rho": [nan],
+            "kendall_tau_b": [nan],
+            "n_models": [4],
+        }
+    )
+    lines = report_summary(report).agreement
+    assert any("no rank correlation over 4 models" in line for line in lines)
+    assert not any("ρ ," in line or "τ-b  " in line for line in lines)
