@@ -149,6 +149,12 @@ def _pair_board(report: StudyReport, kind: str) -> Board | None:
     return Board(kind, _(KIND_LABELS[kind]), columns, rows, note)
 
 
+def _ranking_name(code: object) -> str:
+    """``ranking_agreement``'s ranking code ("star_mean", "points") in the page's words."""
+    key = {"star_mean": "star"}.get(str(code), str(code))
+    return _(SOURCE_NAMES[key]) if key in SOURCE_NAMES else str(code)
+
+
 def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
     """Spearman between the human and each judge's ranking with its question-bootstrap interval,
     from the ``ranking_agreement`` table when the statistics provide it."""
@@ -170,7 +176,7 @@ def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
         )
         % {
             "judge": r["judge"],
-            "ranking": r["ranking"],
+            "ranking": _ranking_name(r["ranking"]),
             "rho": formatting.number(r["spearman_rho"]),
             "lo": formatting.number(r["spearman_ci_low"]),
             "hi": formatting.number(r["spearman_ci_high"]),

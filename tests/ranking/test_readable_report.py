@@ -199,10 +199,10 @@ def test_the_headline_prefers_rank_agreement_with_intervals(pair_study):  # noqa
         }
     )
     lines = report_summary(report).agreement
-    assert "Human ranking vs judge gpt-4 (points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
+    assert "Human ranking vs judge gpt-4 (Points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
     # The row of all judges pooled (named "judge" in the table) is not "judge judge".
     pooled = (
-        "Human ranking vs all judges together (points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
+        "Human ranking vs all judges together (Points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
     )
     assert pooled in lines
     assert not any("judge judge" in line for line in lines)
@@ -241,3 +241,20 @@ def test_an_undefined_rank_correlation_is_said_not_left_blank(pair_study):  # no
     lines = report_summary(report).agreement
     assert any("no rank correlation over 4 models" in line for line in lines)
     assert not any("ρ ," in line or "τ-b  " in line for line in lines)
+
+
+def test_the_rank_agreement_headline_names_the_ranking_in_words(star_study):  # noqa: F811
+    """Not the table's code "star_mean" but the page's "mean stars"."""
+    report = report_build(study=star_study.study)
+    report.tables["ranking_agreement"] = pd.DataFrame(
+        {
+            "judge": ["judge"],
+            "ranking": ["star_mean"],
+            "spearman_rho": [0.5],
+            "spearman_ci_low": [0.1],
+            "spearman_ci_high": [0.9],
+        }
+    )
+    lines = report_summary(report).agreement
+    assert any("all judges together (mean stars): Spearman ρ 0.5" in line for line in lines)
+    assert not any("star_mean" in line for line in lines)
