@@ -374,3 +374,12 @@ def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
     assert html.count("star ratings need a rubric") == 1
     assert "“Rubric” in the import form" in html
     assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_the_download_links_say_which_csv_keeps_formula_like_text(organizer_client, organizer):
+    """The plain CSV keeps an answer such as `=HYPERLINK(...)` exactly (docs/decisions/data.md);
+    the page says so where the organizer picks the file, and points to the spreadsheet-safe ones."""
+    study = make_study(owner=organizer)
+    html = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert html.count("a text may start with = + - @") == 2  # ratings and responses CSV
+    assert html.count("starts with an apostrophe") == 2  # both CSVs for Excel
