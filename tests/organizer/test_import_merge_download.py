@@ -383,3 +383,13 @@ def test_the_download_links_say_which_csv_keeps_formula_like_text(organizer_clie
     html = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
     assert html.count("a text may start with = + - @") == 2  # ratings and responses CSV
     assert html.count("starts with an apostrophe") == 2  # both CSVs for Excel
+
+
+def test_the_import_pages_format_list_follows_the_pages_language(organizer_client):
+    """The formats' help is the import command's English text; the page shows it translated."""
+    url = reverse("organize:import")
+    english = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Your own data as CSV with a &#x27;type&#x27; column" in english
+    chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "Your own data" not in chinese and "LLMEval-2 questions and answers" not in chinese
+    assert "“dataset”" in chinese and "--dataset" not in chinese
