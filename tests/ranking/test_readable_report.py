@@ -258,3 +258,17 @@ def test_the_rank_agreement_headline_names_the_ranking_in_words(star_study):  # 
     lines = report_summary(report).agreement
     assert any("all judges together (mean stars): Spearman ρ 0.5" in line for line in lines)
     assert not any("star_mean" in line for line in lines)
+
+
+def test_the_agreement_headline_names_a_judge_by_its_name_beside_the_pseudonym(star_study):  # noqa: F811
+    """Tables name raters by pseudonym; the headline adds a judge's own name (a model the
+    organizer named, not a person), so "Judge b3pu7ZPiXINKykU5" is not all the page says."""
+    judge = star_study.raters["judge"]
+    judge.name = "GPT-4 <judge>"
+    judge.save(update_fields=["name"])
+    report = report_build(study=star_study.study)
+    report.tables["judge_agreement"] = pd.DataFrame(
+        {"group_by": ["judge"], "group": [judge.pseudonym], "agreement": [0.5], "n_pairs": [4]}
+    )
+    lines = report_summary(report).agreement
+    assert lines[0].startswith(f"Judge GPT-4 <judge> ({judge.pseudonym}) agrees")
