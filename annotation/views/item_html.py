@@ -76,7 +76,8 @@ def _progress(c: dict) -> str:
         # The template's line break before its {% else %} belongs to this branch.
         text = t["done_quota"] % {"done": _e(p.done), "quota": _e(p.quota)} + "\n      "
     else:
-        text = t["done_remaining"] % {"done": _e(p.done), "remaining": _e(p.remaining)}
+        line = t["done_remaining_one"] if p.remaining == 1 else t["done_remaining"]
+        text = line % {"done": _e(p.done), "remaining": _e(p.remaining)}
     return (
         '\n  <div class="progress-row">'
         f'\n    <div class="progress" role="progressbar" aria-label="{_e(t["progress"])}"'

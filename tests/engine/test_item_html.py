@@ -131,3 +131,15 @@ def test_an_empty_answer_says_so_on_the_page_and_in_the_fragment(db, organizer, 
         template, by_hand = _both(a, rater)
     assert by_hand == template and "The model gave an empty answer" not in by_hand
     assert by_hand.count('<p class="empty-answer">') == sides
+
+
+def test_the_last_rating_still_needed_is_said_in_the_singular(db, organizer):
+    """One item, N = 1: "1 rating still needed", on the page and in the fragment alike."""
+    study = make_study(owner=organizer, admit_public=True, n_questions=1, n_llms=1)
+    study.ratings_per_item = 1
+    study.save(update_fields=["ratings_per_item"])
+    rater = make_rater("public")
+    a = _served(study, rater)
+    template, by_hand = _both(a, rater)
+    assert by_hand == template
+    assert "Done 0 · 1 rating still needed in this study" in by_hand
