@@ -393,3 +393,15 @@ def test_the_import_pages_format_list_follows_the_pages_language(organizer_clien
     chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "Your own data" not in chinese and "LLMEval-2 questions and answers" not in chinese
     assert "“dataset”" in chinese and "--dataset" not in chinese
+
+
+def test_pseudonyms_never_start_like_a_spreadsheet_formula(monkeypatch):
+    """A pseudonym (and a study's public id) is never escaped by the CSV for Excel, so it reads
+    the same there as in the report: the generator skips tokens that start with "-" or "_"."""
+    import secrets
+
+    from annotation.models import _public_id
+
+    tokens = iter(["-AAAAAAAAAAAAAAA", "_BBBBBBBBBBBBBBB", "CCCCCCCCCCCCCCCC"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(tokens))
+    assert _public_id() == "CCCCCCCCCCCCCCCC"
