@@ -215,7 +215,7 @@ def test_merging_moves_the_datasets_answers_after_confirmation(organizer_client,
     assert "Merge GPT4.0 into GPT4" in listing.content.decode()
     url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
     confirm = organizer_client.get(url, {"source": gpt40.pk, "target": gpt4.pk})
-    assert "1 answers of dataset dups move from GPT4.0 to GPT4" in confirm.content.decode()
+    assert "1 answer of dataset dups moves from GPT4.0 to GPT4" in confirm.content.decode()
     assert Response.objects.filter(llm=gpt40).count() == 2  # nothing moved yet
     organizer_client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
     assert Response.objects.filter(question__dataset=dataset, llm=gpt4).count() == 3
