@@ -131,8 +131,12 @@ def judge_bias(
     out.loc[out["group_by"] == "pool", "length_coef"] = np.nan
     pos = position.copy()
     if len(pos):
+        # position_bias names its rows (rater_kind, human), (pool, ...), (rater_id, judge);
+        # this table's are (humans, all), (pool, ...), (judge, ...).
+        humans = (pos["group_by"] == "rater_kind") & (pos["group"] == "human")
+        pos.loc[humans, ["group_by", "group"]] = ["humans", "all"]
         pos["group_by"] = pos["group_by"].replace({"rater_id": "judge"})
-        pos = pos[pos["group_by"].isin(["judge", "pool"])][
+        pos = pos[pos["group_by"].isin(["judge", "pool", "humans"])][
             ["group_by", "group", "n_both_orders", "position_consistency"]
         ]
         out = out.merge(pos, on=["group_by", "group"], how="left")
