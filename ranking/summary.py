@@ -193,6 +193,7 @@ def _rank_agreement(report: StudyReport) -> list[str]:
     for source in ("bt", "points", "star", "total"):
         a, b = f"{source}/human", f"{source}/judge"
         hit = df[(df["ranking_a"].astype(str) == a) & (df["ranking_b"].astype(str) == b)]
+        hit = hit[hit["spearman_rho"].notna()]  # undefined (< 3 models): no sentence of blanks
         if len(hit):
             r = hit.iloc[0]
             lines.append(
