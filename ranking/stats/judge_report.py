@@ -102,7 +102,9 @@ def judge_costs(runs: pd.DataFrame | None) -> pd.DataFrame:
     # Seconds per call only over runs with a known start and finish.
     runs = runs.assign(timed_calls=runs["n_calls"].where(runs["seconds"].notna(), 0))
     g = runs.groupby("rater_id", sort=True)
-    t = g[["n_calls", "n_parsed", "n_parse_failed", "cost", "seconds", "timed_calls"]].sum()
+    t = g[["n_calls", "n_parsed", "n_parse_failed", "timed_calls"]].sum()
+    # Imported judge outputs have no price or time (NaN): their sum stays NaN, not 0.
+    t[["cost", "seconds"]] = g[["cost", "seconds"]].sum(min_count=1)
     with np.errstate(all="ignore"):
         out = pd.DataFrame(
             {
