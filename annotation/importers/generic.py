@@ -211,8 +211,11 @@ class _State:
     def star_rubric(self, r: _Record) -> dict[str, tuple[int, int]]:
         from annotation.models import Rubric
 
-        if not self.rubric:
-            raise r.refuse("star ratings need --rubric KEY")
+        if not self.rubric:  # a file-wide setting: said once per file, not on every line
+            raise ImportRefused(
+                f"{r.path.name}: star ratings need a rubric (“Rubric” in the import form, "
+                "“rubric” in the API, --rubric KEY on the command line), e.g. llmeval2"
+            )
         if not self.ranges:
             rubric = Rubric.objects.filter(key=self.rubric, mode="star").first()
             if rubric is None:
