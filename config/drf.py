@@ -5,7 +5,8 @@ in our code, never bad input. Validators and serializers refuse bad values first
 the net under them:
 
 - ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
-  RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400.
+  RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400,
+  and so is a lone surrogate ("\\ud800"), which no text column stores and no answer can echo.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling.
@@ -51,12 +52,19 @@ class Pages(LimitOffsetPagination):
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
+        from annotation.inputs import has_lone_surrogate
+
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except (RecursionError, ValueError) as exc:
             raise ParseError(
                 "JSON parse error: the body is nested too deeply or holds a number too large."
             ) from exc
+        # "\ud800" is valid JSON but no text: a lookup, a save or an error message that echoes
+        # it would fail to encode it.
+        if has_lone_surrogate(data):
+            raise ParseError("JSON parse error: a \\u escape names a lone surrogate.")
+        return data
 
 
 def validation_payload(exc: DjangoValidationError) -> dict:
