@@ -26,9 +26,8 @@ def study(organizer):
 
 
 @pytest.fixture
-def api(client, organizer):
-    client.force_login(organizer)
-    return client
+def api(organizer_client):
+    return organizer_client
 
 
 def _counts() -> tuple[int, ...]:
