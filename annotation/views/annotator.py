@@ -329,7 +329,9 @@ def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     if _throttled(rater):
         return _too_many()
     if request.method == "GET":
-        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED) or (
+            a.status == Assignment.Status.SUBMITTED and engine.is_repeated(a)
+        ):
             return redirect("annotate:next", study_pid=a.study.public_id)
         _renew_lease(a, rater)
         draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
