@@ -28,13 +28,14 @@ logger = logging.getLogger(__name__)
 
 
 class ClientIpThrottleMixin:
-    """For DRF throttle classes: key on annotation.net.client_ip (TRUSTED_PROXIES-aware), the
-    address every per-address rule uses, instead of DRF's own reading of X-Forwarded-For."""
+    """For DRF throttle classes: key on annotation.net.limit_key (TRUSTED_PROXIES-aware; an IPv6
+    client by its /64), the key every per-address rule uses, instead of DRF's own reading of
+    X-Forwarded-For."""
 
     def get_ident(self, request):
-        from annotation.net import client_ip
+        from annotation.net import limit_key
 
-        return client_ip(request)
+        return limit_key(request)
 
 
 class Pages(LimitOffsetPagination):

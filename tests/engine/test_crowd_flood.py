@@ -67,6 +67,31 @@ def test_new_worker_ids_per_address_are_capped_with_a_429_that_writes_nothing(
     assert other.post(_url(study), {"consent": "yes"}).status_code == 302
 
 
+def test_new_worker_ids_from_one_ipv6_64_share_one_budget(db, organizer, settings):
+    # One host holds a whole /64 and may send from any address in it.
+    settings.ANNOTATION_CROWD_ARRIVALS_PER_HOUR = 2
+    cache.clear()
+    study = make_study(owner=organizer, admit_crowd=True, n_questions=8)
+    statuses = []
+    for i in range(3):
+        client = Client(REMOTE_ADDR=f"2001:db8:77:1::{i + 1:x}")
+        client.get(_url(study), {"PROLIFIC_PID": f"v6-{i}"})
+        statuses.append(client.post(_url(study), {"consent": "yes"}).status_code)
+    assert statuses == [302, 302, 429]
+    assert Rater.objects.filter(external_id__startswith="v6-").count() == 2
+
+
+def test_open_items_from_one_ipv6_64_share_one_cap(db, organizer, settings):
+    settings.ANNOTATION_OPEN_PER_ADDRESS = 1
+    study = make_study(owner=organizer, admit_crowd=True, n_questions=8)
+    statuses = []
+    for i in range(2):
+        client = Client(REMOTE_ADDR=f"2001:db8:77:2::{i + 1:x}")
+        client.get(_url(study), {"PROLIFIC_PID": f"v6-open-{i}"})
+        statuses.append(client.post(_url(study), {"consent": "yes"}).status_code)
+    assert statuses == [302, 429]
+
+
 def test_a_forged_pending_cookie_is_ignored(db, organizer):
     study = make_study(owner=organizer, admit_crowd=True)
     client = Client()
