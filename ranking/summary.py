@@ -212,6 +212,7 @@ def _rank_agreement(report: StudyReport, labels: dict[str, str]) -> list[str]:
     for source in ("bt", "points", "star", "total"):
         a, b = f"{source}/human", f"{source}/judge"
         hit = df[(df["ranking_a"].astype(str) == a) & (df["ranking_b"].astype(str) == b)]
+        hit = hit[hit["spearman_rho"].notna()]  # undefined (< 3 models): no sentence of blanks
         if len(hit):
             lines.append(_correlation_line(hit.iloc[0], source))
             break
