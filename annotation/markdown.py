@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 
 import nh3
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
@@ -96,6 +97,16 @@ def render_markdown(text: str | None) -> SafeString:
         html = _render(text)
         _rendered.put(key, html)
     return mark_safe(html)  # noqa: S308 - sanitised by _render
+
+
+def render_answer(text: str | None, empty_label: str) -> SafeString:
+    """An LLM answer as render_markdown shows it; an answer that shows nothing (empty, or only
+    white space) says so in `empty_label` (plain text, escaped), so that an annotator can tell an
+    empty answer from a page that failed to load and rate it as what it is."""
+    html = render_markdown(text)
+    if html.strip():
+        return html
+    return format_html('<p class="empty-answer">{}</p>', empty_label)
 
 
 def _render(text: str) -> str:

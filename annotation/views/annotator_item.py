@@ -62,6 +62,7 @@ def _item_labels() -> dict[str, str]:
         "reference": _("Reference answer"),
         "which": _("Which answer is better?"),
         "answer": _("Answer"),
+        "empty_answer": _("(The model gave an empty answer.)"),
         "fine": _("Fine-grained rating"),
         "per_criterion": _("Rate the answer on each criterion below."),
         "save_change": _("Save change"),

@@ -53,12 +53,15 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     The criteria of one rating are correlated, so treating criteria as independent would make the
     interval too narrow; the rating's own average over its criteria carries that correlation.
     """
-    o = m.groupby("model", observed=True).agg(mean=("mean", "mean"), n=("n", "sum")).reset_index()
+    o = m.groupby("model", observed=True).agg(mean=("mean", "mean")).reset_index()
     per_rating = g.groupby(["model", "rating_id"], observed=True)["score"].mean()
     spread = per_rating.groupby(level="model", observed=True).agg(["std", "size"])
     sd = o["model"].map(spread["std"]).astype(float)
     k = o["model"].map(spread["size"]).astype(float)
     o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
+    # The ratings, each counted once (what the interval is over and what the report's "Ratings"
+    # column says), not the scores of all criteria added up.
+    o["n"] = k.astype("int64")
     o["criterion"] = OVERALL
     return o
 

@@ -33,8 +33,11 @@ def test_an_undefined_rank_correlation_gives_no_sentence_with_blanks(pair_study)
     assert lines == [
         "Human and judge rankings (Points): Spearman ρ 0.5, Kendall τ-b 0.4 over 3 models."
     ]
+    # Only an undefined one: the sentence says why, with no blank figures.
     report.tables["correlations"] = report.tables["correlations"].iloc[:1]
-    assert not [line for line in report_summary(report).agreement if "rankings" in line]
+    lines = [line for line in report_summary(report).agreement if "rankings" in line]
+    assert len(lines) == 1 and "no rank correlation over 2 models" in lines[0]
+    assert "ρ ," not in lines[0] and "τ-b " not in lines[0]
 
 
 def _pairwise_jsonl(path, unparsed: int, parsed: int) -> None:

@@ -89,7 +89,8 @@ def _run(request: HttpRequest, staged: dict, *, dry_run: bool):
 
 
 def _render(request: HttpRequest, form, *, status: int = 200, **context) -> HttpResponse:
-    formats = [{"name": f.name, "help": option_names(f.help)} for f in FORMATS.values()]
+    # The help is the command's (gettext_noop in annotation.importers), shown in the page's language.
+    formats = [{"name": f.name, "help": option_names(_(f.help))} for f in FORMATS.values()]
     context.update(form=form, formats=formats)
     return render(request, "annotation/organizer/import.html", context, status=status)
 
