@@ -68,7 +68,7 @@ def test_import_preview_then_a_study_from_the_datasets_own_choices(page, login, 
     preview.get_by_role("button", name="Import").click()
     # Straight to a new study on the imported dataset, its task types and LLMs listed.
     expect(page).to_have_url(re.compile(r"/organize/studies/new/\?dataset=\d+"))
-    expect(page.get_by_role("checkbox", name=re.compile(r"^数学 \(1 questions\)"))).to_be_visible()
+    expect(page.get_by_role("checkbox", name=re.compile(r"^数学 \(1 question\)"))).to_be_visible()
     duplicates = page.locator("[data-duplicates]")
     expect(duplicates).to_contain_text("GPT4")
     expect(duplicates).to_contain_text("GPT-4.0")
