@@ -208,14 +208,16 @@ def _rank_agreement(report: StudyReport, labels: dict[str, str]) -> list[str]:
     need = {"ranking_a", "ranking_b", "spearman_rho", "kendall_tau_b", "n_models"}
     if df.empty or not need <= set(df.columns):
         return []
-    lines = []
+    undefined: list[str] = []
     for source in ("bt", "points", "star", "total"):
         a, b = f"{source}/human", f"{source}/judge"
         hit = df[(df["ranking_a"].astype(str) == a) & (df["ranking_b"].astype(str) == b)]
-        if len(hit):
-            lines.append(_correlation_line(hit.iloc[0], source))
-            break
-    return lines
+        defined = hit[hit["spearman_rho"].notna()]
+        if len(defined):
+            return [_correlation_line(defined.iloc[0], source)]
+        if len(hit) and not undefined:  # undefined (< 3 models): said why, never blanks
+            undefined.append(_correlation_line(hit.iloc[0], source))
+    return undefined
 
 
 def _correlation_line(r: pd.Series, source: str) -> str:

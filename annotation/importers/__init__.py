@@ -182,6 +182,9 @@ def dataset_preview(**options: Any) -> dict[str, Any]:
     }
 
 
+MAX_FILE_NAME_BYTES = 200
+
+
 def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     """Write uploaded files into a temporary folder for the importers (API and admin). The file
     name is kept (formats read the subject or the model from it), never a client's path; folder
@@ -191,9 +194,13 @@ def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     out = []
     for f in files:
         name = Path(f.name).name
-        if not name or name.startswith("."):
+        if not name or name.startswith(".") or "\x00" in name:
             raise ImportRefused(f"unusable file name {f.name!r}")
+        if len(name.encode()) > MAX_FILE_NAME_BYTES:  # the file system's limit is 255 bytes
+            raise ImportRefused(f"the file name {name[:40]!r}... is too long; shorten it")
         target = base / name
+        if target in out:  # a second file of the same name would replace the first
+            raise ImportRefused(f"two files are named {name!r}; rename one")
         with open(target, "wb") as fh:
             for chunk in f.chunks():
                 fh.write(chunk)

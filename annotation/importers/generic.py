@@ -26,7 +26,7 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
-from annotation.importers.reading import read_jsonl, unreadable
+from annotation.importers.reading import iso_time, read_jsonl, unreadable
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
@@ -121,11 +121,10 @@ class _Record:
         value = self.text(key)
         if not value:
             return None
-        try:
-            when = dt.datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}") from None
-        return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+        when = iso_time(value)
+        if when is None:
+            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}")
+        return when
 
     def active_ms(self) -> int | None:
         value = self.rec.get("active_ms")
@@ -387,12 +386,9 @@ class _FastPairwise:
         when = row[self.when].strip() if self.when >= 0 else ""
         submitted = None
         if when:
-            try:
-                submitted = dt.datetime.fromisoformat(when)
-            except ValueError:
+            submitted = iso_time(when)
+            if submitted is None:
                 return False
-            if submitted.tzinfo is None:
-                submitted = submitted.replace(tzinfo=dt.UTC)
         self.add(
             specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
                              choice=choice, submitted_at=submitted,

@@ -36,7 +36,7 @@ from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
 from annotation.joined import JoinedRead, Part
 from annotation.models import Assignment, Item, Question, Rater, Response, Study
-from annotation.net import client_ip
+from annotation.net import limit_key
 from annotation.views.annotator_item import item_context
 from annotation.views.item_html import item_fragment
 from config.redis_cache import hit
@@ -116,7 +116,7 @@ def _address_busy(request, study: Study) -> HttpResponse:
 
 
 def client_tag(request: HttpRequest) -> str:
-    return leases.client_tag(client_ip(request))
+    return leases.client_tag(limit_key(request))
 
 
 def pending_cookie(study: Study) -> str:
@@ -329,7 +329,9 @@ def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     if _throttled(rater):
         return _too_many()
     if request.method == "GET":
-        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+        if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED) or (
+            a.status == Assignment.Status.SUBMITTED and engine.is_repeated(a)
+        ):
             return redirect("annotate:next", study_pid=a.study.public_id)
         _renew_lease(a, rater)
         draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused
