@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from annotation import inputs
 from annotation.models import LLM, Criterion, Item, PairChoice, Question, Response, Rubric, Study
 
 # Reserved model names of attention checks' answers: never a real model, and the item builder
@@ -130,7 +130,7 @@ def records_parse(text: str, *, fmt: str) -> list[dict[str, Any]]:
         raise ValidationError(_("The file contains a NUL byte."))
     if fmt == "json":
         try:
-            data = json.loads(text)
+            data = inputs.json_loads(text)
         except ValueError as e:
             raise ValidationError(_("Not valid JSON: %(e)s") % {"e": str(e)[:200]}) from e
         if isinstance(data, dict):

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation import engine_sql, leases
@@ -52,6 +52,7 @@ from annotation.engine_submit import (
     canonical_choice,
     criteria_for,
     display_choice,
+    is_repeated,
     submit,
 )
 from annotation.models import Assignment, Item, Rater, Rating, Rubric, Study
@@ -88,6 +89,7 @@ __all__ = [
     "check_admission",
     "criteria_for",
     "display_choice",
+    "is_repeated",
     "rater_progress",
     "rater_submitted_count",
     "study_progress",
@@ -354,13 +356,14 @@ def assignment_previous(
     *, study: Study, rater: Rater, before: Assignment | None = None
 ) -> Assignment | None:
     """The rater's submitted assignment just before `before` (or their latest), among their
-    RECENT_EDITS latest submissions."""
+    RECENT_EDITS latest submissions; a repeated one is passed over (is_repeated)."""
     recent = list(
         Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED)
+        .annotate(repeated=Exists(Assignment.objects.filter(repeat_of=OuterRef("pk"))))
         .order_by("-seq")
-        .values_list("pk", "seq")[:RECENT_EDITS]
+        .values_list("pk", "seq", "repeated")[:RECENT_EDITS]
     )
-    for pk, seq in recent:
-        if before is None or seq < before.seq:
+    for pk, seq, repeated in recent:
+        if not repeated and (before is None or seq < before.seq):
             return Assignment.objects.get(pk=pk)
     return None

@@ -275,6 +275,13 @@ def _rating_create(
     return rating
 
 
+def is_repeated(assignment: Assignment) -> bool:
+    """Whether a hidden repeat of this exposure has been served. Its rater then neither sees nor
+    changes it (its page, Previous, an edit): its answer beside the repeat would give the repeat
+    away, and an edit after the repeat would make the two agree by hand."""
+    return Assignment.objects.filter(repeat_of_id=assignment.pk).exists()
+
+
 def _edit(
     a: Assignment,
     *,
@@ -286,6 +293,8 @@ def _edit(
     """A second submit of a submitted assignment changes its one rating; counters stay put."""
     if not _is_recent(a):
         raise ValidationError(_("This rating is too old to change."))
+    if is_repeated(a):
+        raise ValidationError(_("This rating can no longer be changed."))
     rating = Rating.objects.get(assignment=a)
     rating.choice = canonical
     rating.updated_at = now

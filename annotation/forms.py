@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop, ngettext
 
 from annotation import limits
 from annotation.catalogue import Choice, dataset_llms, dataset_task_types, duplicate_groups
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 MAX_DIGITS = 20
+
+# Django 6.1's label for a menu's blank choice is not in its own zh_Hans catalogue yet. Kept in
+# ours (LOCALE_PATHS are read first), so the study, judge-run and comparison menus are not
+# English on a Chinese page.
+DJANGO_BLANK_CHOICE = gettext_noop("- Select an option -")
 
 
 NAMED_NUMBER_ERRORS = {
@@ -185,10 +191,10 @@ class StudyForm(forms.Form):
         )
         self.llm_choices = dataset_llms(self.chosen_dataset) if self.chosen_dataset else []
         _field(self, "task_types", forms.ChoiceField).choices = [
-            (c.value, _choice_label(c, _("questions"))) for c in self.task_type_choices
+            (c.value, _choice_label(c, _questions)) for c in self.task_type_choices
         ]
         _field(self, "llms", forms.ChoiceField).choices = [
-            (c.value, _choice_label(c, _("answers"))) for c in self.llm_choices
+            (c.value, _choice_label(c, _answers)) for c in self.llm_choices
         ]
         if self.chosen_dataset:
             _field(self, "baseline_llm", forms.ModelChoiceField).queryset = LLM.objects.filter(
@@ -255,8 +261,16 @@ class StudyForm(forms.Form):
         return initial
 
 
-def _choice_label(choice: Choice, unit: StrOrPromise) -> str:
-    label = f"{choice.value} ({choice.count} {unit})"
+def _questions(n: int) -> str:
+    return ngettext("%(n)s question", "%(n)s questions", n) % {"n": n}
+
+
+def _answers(n: int) -> str:
+    return ngettext("%(n)s answer", "%(n)s answers", n) % {"n": n}
+
+
+def _choice_label(choice: Choice, counted: Callable[[int], str]) -> str:
+    label = f"{choice.value} ({counted(choice.count)})"
     if choice.duplicate_of:
         label += " ⚠ " + str(_("near-duplicate of %(names)s")) % {
             "names": ", ".join(choice.duplicate_of)

@@ -9,11 +9,15 @@ failing with a 500.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 _ASCII_INT = re.compile(r"[0-9]{1,9}")
 _PUBLIC_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 MAX_EXTERNAL_ID = 200
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff); a valid pair decodes to one character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def small_int(raw: object) -> int | None:
@@ -41,3 +45,26 @@ def external_id(raw: str, *, required: bool = False) -> str:
     if not value.isprintable():
         raise ValueError("control characters")
     return value
+
+
+def json_loads(text: str) -> Any:
+    """json.loads for text from outside. Raises ValueError (like bad JSON) also for what
+    json.loads lets through but nothing after it can handle: nesting deeper than Python's stack
+    ("[[[[...": RecursionError) and a lone surrogate ("\\ud800", half of a UTF-16 pair), which
+    no database text stores and no answer that echoes it can encode."""
+    try:
+        data = json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    if _SURROGATE_ESCAPE.search(text) and has_lone_surrogate(data):
+        raise ValueError("a \\u escape names a lone surrogate (half of a UTF-16 pair)")
+    return data
+
+
+def has_lone_surrogate(data: Any) -> bool:
+    """Whether parsed JSON holds a lone surrogate anywhere (keys included), in one dump."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

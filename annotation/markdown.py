@@ -19,16 +19,24 @@ import threading
 from collections import OrderedDict
 
 import nh3
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
 from annotation.markdown_cjk import cjk_friendly
 
-_md = (
-    MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
-    .enable(["table", "strikethrough"])
-    .use(cjk_friendly)
-)
+
+def _parser(*, breaks: bool) -> MarkdownIt:
+    options = {"html": False, "linkify": False, "typographer": False, "breaks": breaks}
+    return MarkdownIt("commonmark", options).enable(["table", "strikethrough"]).use(cjk_friendly)
+
+
+# Questions, answers and instructions keep every line break as written (`breaks`): a model's
+# poem, its "天外世界：…\n地外世界：…" definitions or a list without Markdown markers are lines,
+# and CommonMark would run them into one paragraph (docs/decisions/annotator-screens.md).
+_md = _parser(breaks=True)
+# Hard-wrapped Markdown documents (docs/import-formats.md on the import page) are not.
+_md_document = _parser(breaks=False)
 
 ALLOWED_TAGS = {
     "p", "br", "hr", "em", "strong", "del", "s", "code", "pre", "blockquote",
@@ -98,9 +106,24 @@ def render_markdown(text: str | None) -> SafeString:
     return mark_safe(html)  # noqa: S308 - sanitised by _render
 
 
-def _render(text: str) -> str:
+def render_answer(text: str | None, empty_label: str) -> SafeString:
+    """An LLM answer as render_markdown shows it; an answer that shows nothing (empty, or only
+    white space) says so in `empty_label` (plain text, escaped), so that an annotator can tell an
+    empty answer from a page that failed to load and rate it as what it is."""
+    html = render_markdown(text)
+    if html.strip():
+        return html
+    return format_html('<p class="empty-answer">{}</p>', empty_label)
+
+
+def render_document(text: str) -> SafeString:
+    """A Markdown document of the project's own (hard-wrapped lines are one paragraph)."""
+    return mark_safe(_render(text, _md_document))  # noqa: S308 - sanitised by _render
+
+
+def _render(text: str, parser: MarkdownIt = _md) -> str:
     """Markdown without raw HTML, then nh3's allow-list: the only way text becomes HTML."""
-    html = _md.render(text)
+    html = parser.render(text)
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,

@@ -12,8 +12,9 @@ where it would stop it. Runs with no CJK neighbour keep the exact CommonMark res
 Python plugin on the registry (mdit-py-cjk-friendly) needs markdown-it-py < 4 and patches the
 parser class for every user, so this module applies the same rule to our parser only: it wraps
 the emphasis and strikethrough rules and gives their state a CJK-aware `scanDelims`. Code spans
-and blocks are untouched (those rules never call it); runs of three or more markers are too. It also drops the soft line break between
-two CJK characters, which a browser would otherwise show as a stray space.
+and blocks are untouched (those rules never call it); runs of three or more markers are too. Where soft line breaks are not kept
+(`breaks` off: the rendered docs), it drops the one between two CJK characters, which a browser
+would otherwise show as a stray space.
 """
 
 from __future__ import annotations
@@ -82,11 +83,13 @@ def _strikethrough(state: StateInline, silent: bool) -> bool:
 
 
 def _softbreak(renderer, tokens, idx, options, env) -> str:
+    if options.breaks:  # every line break is kept: nothing for a browser to turn into a space
+        return "<br>\n"
     before = tokens[idx - 1].content[-1:] if idx > 0 else ""
     after = tokens[idx + 1].content[:1] if idx + 1 < len(tokens) else ""
     if is_cjk(before) and is_cjk(after):
         return ""
-    return "<br>\n" if options.breaks else "\n"
+    return "\n"
 
 
 def cjk_friendly(md: MarkdownIt) -> None:

@@ -1,5 +1,10 @@
 """The client's network address, one rule for every caller (rate limits, per-address caps).
 
+Per-address rules count under ``limit_key``: the IPv4 address, or the /64 network an IPv6
+address lies in. One host usually holds a whole /64 and may send from any address in it
+(privacy extensions pick a new one every day; a script can pick one per request), so counting
+per IPv6 address would give a single visitor 2^64 budgets.
+
 Behind a reverse proxy REMOTE_ADDR is the proxy's address, so every visitor would share one
 per-address budget. X-Forwarded-For carries the real address, but any client can send that header,
 so it is read only when the request reached us from an operator-listed proxy (settings
@@ -60,3 +65,15 @@ def client_ip(request: HttpRequest) -> str:
         if not _trusted(address, nets):
             break
     return str(client)
+
+
+IPV6_LIMIT_PREFIX = 64
+
+
+def limit_key(request: HttpRequest) -> str:
+    """What per-address limits count under: client_ip, widened to its /64 for IPv6."""
+    address = client_ip(request)
+    parsed = _parse(address)
+    if parsed is None or parsed.version == 4:
+        return str(parsed or address)
+    return str(ipaddress.ip_network(f"{parsed}/{IPV6_LIMIT_PREFIX}", strict=False))

@@ -5,6 +5,8 @@ The rule (docs/annotators.md, "Completion codes"):
   included, an edit counted once) -> the completion code;
 - no more work for this rater (every item they have not seen has its N ratings or is held by
   live leases of others, or the study is closed) and no open item of theirs:
+    - after skipping more items than they rated: no code (skipping through the study would
+      otherwise earn one);
     - with no quota for the pool and at least one rating: the completion code (without a quota,
       rating until nothing is left is the whole job);
     - otherwise the no-more-work code when the organizer set one (a worker who arrives after
@@ -22,7 +24,7 @@ from django.utils import timezone
 from annotation.engine import assignments_expire
 from annotation.engine_sql import sql
 from annotation.models import Assignment, Rater, Study
-from annotation.progress import rater_submitted_count
+from annotation.progress import rater_status_count, rater_submitted_count
 
 QUOTA_MET = "quota_met"
 NO_MORE_WORK = "no_more_work"
@@ -38,6 +40,7 @@ class Outcome:
     quota: int | None
     code: str = ""
     code_kind: str = ""  # "completion" or "no_more_work"
+    skipped_most: bool = False  # out of work after skipping more items than they rated
 
     @property
     def left(self) -> int | None:
@@ -92,6 +95,10 @@ def rater_outcome(*, study: Study, rater: Rater, now: datetime | None = None) ->
             and has_new_work(study=study, rater=rater)
         ):
             return Outcome(WORK_LEFT, done, quota)
+    if rater_status_count(study=study, rater=rater, status=Assignment.Status.SKIPPED) > done:
+        # Skips leave a rater with nothing new as surely as ratings do; skipping through the
+        # study is not the job, so it earns no code. A skip now and then changes nothing.
+        return Outcome(NO_MORE_WORK, done, quota, skipped_most=True)
     if quota is None and done > 0:
         code = _code(study.completion_code, "completion", crowd)
     else:

@@ -17,11 +17,16 @@ from annotation.models import Assignment, Item, Rater, Study
 
 
 def rater_submitted_count(*, study: Study, rater: Rater) -> int:
+    return rater_status_count(study=study, rater=rater, status=Assignment.Status.SUBMITTED)
+
+
+def rater_status_count(*, study: Study, rater: Rater, status: str) -> int:
+    """How many of the rater's exposures in the study have this status."""
     return int(
         sql(
             "SELECT count(*) FROM annotation_assignment WHERE rater_id = %s AND study_id = %s "
             "AND status = %s",
-            [rater.pk, study.pk, Assignment.Status.SUBMITTED],
+            [rater.pk, study.pk, status],
         )[0][0]
     )
 

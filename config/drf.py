@@ -5,7 +5,8 @@ in our code, never bad input. Validators and serializers refuse bad values first
 the net under them:
 
 - ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
-  RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400.
+  RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400,
+  and so is a lone surrogate ("\\ud800"), which no text column stores and no answer can echo.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling.
@@ -27,13 +28,14 @@ logger = logging.getLogger(__name__)
 
 
 class ClientIpThrottleMixin:
-    """For DRF throttle classes: key on annotation.net.client_ip (TRUSTED_PROXIES-aware), the
-    address every per-address rule uses, instead of DRF's own reading of X-Forwarded-For."""
+    """For DRF throttle classes: key on annotation.net.limit_key (TRUSTED_PROXIES-aware; an IPv6
+    client by its /64), the key every per-address rule uses, instead of DRF's own reading of
+    X-Forwarded-For."""
 
     def get_ident(self, request):
-        from annotation.net import client_ip
+        from annotation.net import limit_key
 
-        return client_ip(request)
+        return limit_key(request)
 
 
 class Pages(LimitOffsetPagination):
@@ -51,12 +53,19 @@ class Pages(LimitOffsetPagination):
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
+        from annotation.inputs import has_lone_surrogate
+
         try:
-            return super().parse(stream, media_type, parser_context)
+            data = super().parse(stream, media_type, parser_context)
         except (RecursionError, ValueError) as exc:
             raise ParseError(
                 "JSON parse error: the body is nested too deeply or holds a number too large."
             ) from exc
+        # "\ud800" is valid JSON but no text: a lookup, a save or an error message that echoes
+        # it would fail to encode it.
+        if has_lone_surrogate(data):
+            raise ParseError("JSON parse error: a \\u escape names a lone surrogate.")
+        return data
 
 
 def validation_payload(exc: DjangoValidationError) -> dict:

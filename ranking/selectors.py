@@ -13,9 +13,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
-from annotation.models import Assignment, Criterion, Item, Rater, Rating, Score, Study
+from annotation.models import (
+    Assignment,
+    Criterion,
+    Item,
+    ParseStatus,
+    Rater,
+    Rating,
+    Score,
+    Study,
+)
 from config.lazy import lazy_module
 from evaluation.models import JudgeCall, JudgeRun
 
@@ -358,10 +367,31 @@ def judge_run_frame(study: Study) -> pd.DataFrame:
         (rater, done, ok, failed, float(cost or 0), _seconds(start, end))
         for rater, done, ok, failed, cost, start, end in rows
     ]
+    ran = {r[0] for r in records}
+    records += [r for r in _imported_judge_counts(study) if r[0] not in ran]
     return pd.DataFrame.from_records(
         records,
         columns=["rater_id", "n_calls", "n_parsed", "n_parse_failed", "cost", "seconds"],
     )
+
+
+def _imported_judge_counts(study: Study) -> list[tuple]:
+    """Per judge without a run in the study (imported judge outputs): its ratings as calls,
+    parsed and unparsed (``Rating.parse_status``); no price or time (NaN)."""
+    rows = (
+        Rating.objects.filter(item__study=study, rater__kind=Rater.Kind.JUDGE)
+        .values("rater__pseudonym")
+        .annotate(
+            n=Count("id"),
+            unparsed=Count("id", filter=Q(parse_status=ParseStatus.UNPARSED)),
+        )
+        .order_by("rater__pseudonym")
+    )
+    nan = float("nan")
+    return [
+        (r["rater__pseudonym"], r["n"], r["n"] - r["unparsed"], r["unparsed"], nan, nan)
+        for r in rows
+    ]
 
 
 def _seconds(start, end) -> float:

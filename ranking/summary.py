@@ -10,6 +10,7 @@ import pandas as pd
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from annotation.models import Rater
 from ranking import formatting
 from ranking.services import StudyReport
 
@@ -149,7 +150,25 @@ def _pair_board(report: StudyReport, kind: str) -> Board | None:
     return Board(kind, _(KIND_LABELS[kind]), columns, rows, note)
 
 
-def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
+def _judge_labels(report: StudyReport) -> dict[str, str]:
+    """Pseudonym -> "name (pseudonym)" for the study's judges: the tables name raters by
+    pseudonym only, but a judge is a model, not a person, and the organizer chose its name."""
+    judges = (
+        Rater.objects.filter(kind=Rater.Kind.JUDGE, assignments__study=report.study)
+        .exclude(name="")
+        .values_list("pseudonym", "name")
+        .distinct()
+    )
+    return {pseudonym: f"{name} ({pseudonym})" for pseudonym, name in judges}
+
+
+def _ranking_name(code: object) -> str:
+    """``ranking_agreement``'s ranking code ("star_mean", "points") in the page's words."""
+    key = {"star_mean": "star"}.get(str(code), str(code))
+    return _(SOURCE_NAMES[key]) if key in SOURCE_NAMES else str(code)
+
+
+def _rank_agreement_with_intervals(report: StudyReport, labels: dict[str, str]) -> list[str]:
     """Spearman between the human and each judge's ranking with its question-bootstrap interval,
     from the ``ranking_agreement`` table when the statistics provide it."""
     df = report.table("ranking_agreement")
@@ -169,8 +188,8 @@ def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
             )
         )
         % {
-            "judge": r["judge"],
-            "ranking": r["ranking"],
+            "judge": labels.get(str(r["judge"]), r["judge"]),
+            "ranking": _ranking_name(r["ranking"]),
             "rho": formatting.number(r["spearman_rho"]),
             "lo": formatting.number(r["spearman_ci_low"]),
             "hi": formatting.number(r["spearman_ci_high"]),
@@ -180,38 +199,52 @@ def _rank_agreement_with_intervals(report: StudyReport) -> list[str]:
     ]
 
 
-def _rank_agreement(report: StudyReport) -> list[str]:
+def _rank_agreement(report: StudyReport, labels: dict[str, str]) -> list[str]:
     """Spearman / Kendall between the human and the judge ranking (the correlations table)."""
-    with_intervals = _rank_agreement_with_intervals(report)
+    with_intervals = _rank_agreement_with_intervals(report, labels)
     if with_intervals:
         return with_intervals
     df = report.table("correlations")
     need = {"ranking_a", "ranking_b", "spearman_rho", "kendall_tau_b", "n_models"}
     if df.empty or not need <= set(df.columns):
         return []
-    lines = []
+    undefined: list[str] = []
     for source in ("bt", "points", "star", "total"):
         a, b = f"{source}/human", f"{source}/judge"
         hit = df[(df["ranking_a"].astype(str) == a) & (df["ranking_b"].astype(str) == b)]
-        if len(hit):
-            r = hit.iloc[0]
-            lines.append(
-                _(
-                    "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b "
-                    "%(tau)s over %(n)s models."
-                )
-                % {
-                    "source": _(SOURCE_NAMES[source]),
-                    "rho": formatting.number(r["spearman_rho"]),
-                    "tau": formatting.number(r["kendall_tau_b"]),
-                    "n": formatting.number(r["n_models"], "count"),
-                }
+        defined = hit[hit["spearman_rho"].notna()]
+        if len(defined):
+            return [_correlation_line(defined.iloc[0], source)]
+        if len(hit) and not undefined:  # undefined (< 3 models): said why, never blanks
+            undefined.append(_correlation_line(hit.iloc[0], source))
+    return undefined
+
+
+def _correlation_line(r: pd.Series, source: str) -> str:
+    values = {
+        "source": _(SOURCE_NAMES[source]),
+        "rho": formatting.number(r["spearman_rho"]),
+        "tau": formatting.number(r["kendall_tau_b"]),
+        "n": formatting.number(r["n_models"], "count"),
+    }
+    if not values["rho"]:  # undefined (rankings.rank_correlation): say why, not a blank
+        return (
+            _(
+                "Human and judge rankings (%(source)s): no rank correlation over %(n)s models; "
+                "it needs at least three models and neither ranking tying every model."
             )
-            break
-    return lines
+            % values
+        )
+    return (
+        _(
+            "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b %(tau)s "
+            "over %(n)s models."
+        )
+        % values
+    )
 
 
-def _majority_agreement(report: StudyReport) -> list[str]:
+def _majority_agreement(report: StudyReport, labels: dict[str, str]) -> list[str]:
     """Each judge's agreement with the human majority next to the humans' own (leave-one-out),
     from the ``judge_agreement`` table when the statistics provide it."""
     df = report.table("judge_agreement")
@@ -232,7 +265,7 @@ def _majority_agreement(report: StudyReport) -> list[str]:
         if value is None:
             continue
         text = _("Judge %(judge)s agrees with the human majority on %(share)s of pairs") % {
-            "judge": judge,
+            "judge": labels.get(str(judge), judge),
             "share": formatting.number(value, "share"),
         }
         if human_value is not None:
@@ -255,5 +288,6 @@ def report_summary(report: StudyReport) -> Summary:
         board = _pair_board(report, kind) if pairwise else _star_board(report, kind)
         if board is not None:
             summary.boards.append(board)
-    summary.agreement = _majority_agreement(report) + _rank_agreement(report)
+    labels = _judge_labels(report)
+    summary.agreement = _majority_agreement(report, labels) + _rank_agreement(report, labels)
     return summary

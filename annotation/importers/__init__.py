@@ -10,6 +10,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmeval1, llmeval2
 from annotation.importers.base import (
     Bundle,
@@ -34,48 +36,62 @@ FORMATS: dict[str, Format] = {
     for f in [
         Format(
             "llmeval2",
-            "LLMEval-2 questions and answers: data/<Subject>_data.json (subject -> task type, "
-            "type A/B -> objective/subjective, hint -> reference).",
+            gettext_noop(
+                "LLMEval-2 questions and answers: data/<Subject>_data.json (subject -> task type, "
+                "type A/B -> objective/subjective, hint -> reference)."
+            ),
             ("dataset",),
         ),
         Format(
             "llmeval2-scores",
-            "LLMEval-2 scores: results/human-score/*.json (rater 'LLMEval-2 human panel') and "
-            "results/gpt-score/*.json (rater 'GPT-4 (LLMEval-2)'), or any such file with --rater "
-            "and --rater-kind. Adds missing questions and answers too; ratings go to a closed star "
-            "study (default 'LLMEval-2 (imported scores)').",
+            gettext_noop(
+                "LLMEval-2 scores: results/human-score/*.json (rater 'LLMEval-2 human panel') and "
+                "results/gpt-score/*.json (rater 'GPT-4 (LLMEval-2)'), or any such file with --rater "
+                "and --rater-kind. Adds missing questions and answers too; ratings go to a closed star "
+                "study (default 'LLMEval-2 (imported scores)')."
+            ),
             ("dataset", "study", "rater", "rater_kind"),
         ),
         Format(
             "llmeval1-scores",
-            "LLMEval-1 GPT-4 star scores: data/分项测评_gpt4.csv (long format). The texts were not "
-            "released: questions and answers are empty placeholders (question.meta.placeholder).",
+            gettext_noop(
+                "LLMEval-1 GPT-4 star scores: data/分项测评_gpt4.csv (long format). The texts were not "
+                "released: questions and answers are empty placeholders (question.meta.placeholder)."
+            ),
             ("dataset", "study", "rater", "rater_kind"),
         ),
         Format(
             "alignbench",
-            "AlignBench questions: data/data_v1.1_release.jsonl or data_release_v1.0.jsonl "
-            "(subcategory -> answer type; reference -> reference answer).",
+            gettext_noop(
+                "AlignBench questions: data/data_v1.1_release.jsonl or data_release_v1.0.jsonl "
+                "(subcategory -> answer type; reference -> reference answer)."
+            ),
             ("dataset",),
         ),
         Format(
             "chinese-alpaca-eval",
-            "ChineseAlpacaEval: data/chinese_alpaca_eval.jsonl, model_outputs/<model>.jsonl and "
-            "results/<model>_vs_<reference>.jsonl (judge's pairwise choices), or the folder.",
+            gettext_noop(
+                "ChineseAlpacaEval: data/chinese_alpaca_eval.jsonl, model_outputs/<model>.jsonl and "
+                "results/<model>_vs_<reference>.jsonl (judge's pairwise choices), or the folder."
+            ),
             ("dataset", "study"),
         ),
         Format(
             "jsonl",
-            "Your own data, one JSON object a line typed question/response/rating/pairwise, "
-            "with times, pools, repeats, hints, sides, active time and unparsed judge outputs "
-            "(docs/import-formats.md; export_data --what generic writes it). Needs --dataset; "
-            "star ratings need --rubric.",
+            gettext_noop(
+                "Your own data, one JSON object a line typed question/response/rating/pairwise, "
+                "with times, pools, repeats, hints, sides, active time and unparsed judge outputs "
+                "(docs/import-formats.md; export_data --what generic writes it). Needs --dataset; "
+                "star ratings need --rubric."
+            ),
             ("dataset", "study", "rubric"),
         ),
         Format(
             "csv",
-            "Your own data as CSV with a 'type' column, same fields as jsonl "
-            "(docs/import-formats.md). Needs --dataset; star ratings need --rubric.",
+            gettext_noop(
+                "Your own data as CSV with a 'type' column, same fields as jsonl "
+                "(docs/import-formats.md). Needs --dataset; star ratings need --rubric."
+            ),
             ("dataset", "study", "rubric"),
         ),
     ]
@@ -166,6 +182,9 @@ def dataset_preview(**options: Any) -> dict[str, Any]:
     }
 
 
+MAX_FILE_NAME_BYTES = 200
+
+
 def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     """Write uploaded files into a temporary folder for the importers (API and admin). The file
     name is kept (formats read the subject or the model from it), never a client's path; folder
@@ -175,9 +194,13 @@ def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     out = []
     for f in files:
         name = Path(f.name).name
-        if not name or name.startswith("."):
+        if not name or name.startswith(".") or "\x00" in name:
             raise ImportRefused(f"unusable file name {f.name!r}")
+        if len(name.encode()) > MAX_FILE_NAME_BYTES:  # the file system's limit is 255 bytes
+            raise ImportRefused(f"the file name {name[:40]!r}... is too long; shorten it")
         target = base / name
+        if target in out:  # a second file of the same name would replace the first
+            raise ImportRefused(f"two files are named {name!r}; rename one")
         with open(target, "wb") as fh:
             for chunk in f.chunks():
                 fh.write(chunk)

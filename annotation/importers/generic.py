@@ -26,7 +26,7 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
-from annotation.importers.reading import read_jsonl, unreadable
+from annotation.importers.reading import iso_time, read_jsonl, unreadable
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
@@ -121,11 +121,10 @@ class _Record:
         value = self.text(key)
         if not value:
             return None
-        try:
-            when = dt.datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}") from None
-        return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+        when = iso_time(value)
+        if when is None:
+            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}")
+        return when
 
     def active_ms(self) -> int | None:
         value = self.rec.get("active_ms")
@@ -211,8 +210,11 @@ class _State:
     def star_rubric(self, r: _Record) -> dict[str, tuple[int, int]]:
         from annotation.models import Rubric
 
-        if not self.rubric:
-            raise r.refuse("star ratings need --rubric KEY")
+        if not self.rubric:  # a file-wide setting: said once per file, not on every line
+            raise ImportRefused(
+                f"{r.path.name}: star ratings need a rubric (“Rubric” in the import form, "
+                "“rubric” in the API, --rubric KEY on the command line), e.g. llmeval2"
+            )
         if not self.ranges:
             rubric = Rubric.objects.filter(key=self.rubric, mode="star").first()
             if rubric is None:
@@ -384,12 +386,9 @@ class _FastPairwise:
         when = row[self.when].strip() if self.when >= 0 else ""
         submitted = None
         if when:
-            try:
-                submitted = dt.datetime.fromisoformat(when)
-            except ValueError:
+            submitted = iso_time(when)
+            if submitted is None:
                 return False
-            if submitted.tzinfo is None:
-                submitted = submitted.replace(tzinfo=dt.UTC)
         self.add(
             specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
                              choice=choice, submitted_at=submitted,

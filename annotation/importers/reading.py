@@ -3,6 +3,7 @@ checks that turn a file's values into text and scores."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from annotation import inputs
 from annotation.importers.bundle import ImportRefused
 from annotation.importers.results import RepairLog
 
@@ -92,6 +94,19 @@ def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -
     )
 
 
+def iso_time(text: str) -> dt.datetime | None:
+    """An ISO 8601 time (without an offset: UTC), or None when it is not one or lies outside
+    the years 1-9999 once read as UTC ('0001-01-01T00:00+14:00' is in the year 0)."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+        if when.tzinfo is None:
+            return when.replace(tzinfo=dt.UTC)
+        when.astimezone(dt.UTC)  # what the database stores; OverflowError past year 1 or 9999
+    except (ValueError, OverflowError):
+        return None
+    return when
+
+
 def check_score(
     value: Any,
     *,
@@ -117,7 +132,7 @@ def check_score(
 def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
     """Parsed JSON, or ImportRefused naming `where` (the file, or its line for JSONL)."""
     try:
-        return json.loads(text)
+        return inputs.json_loads(text)
     except json.JSONDecodeError as exc:
         if jsonl:
             hint = ""
@@ -131,8 +146,8 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
         raise ImportRefused(
             f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from exc
-    except ValueError as exc:  # e.g. a number of more than 4,300 digits
-        raise ImportRefused(f"{where}: {exc}") from exc
+    except ValueError as exc:  # a number of more than 4,300 digits, nesting, a lone surrogate
+        raise ImportRefused(f"{where}: not valid JSON: {exc}") from exc
 
 
 def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:

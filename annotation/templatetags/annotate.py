@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotation.markdown import render_markdown
+from annotation.markdown import render_answer, render_markdown
 from annotation.markdown_cjk import text_lang as guess_lang
 
 register = template.Library()
@@ -12,6 +12,12 @@ register = template.Library()
 def markdown_filter(text: str | None):
     """Untrusted text as safe HTML: Markdown without raw HTML, sanitised."""
     return render_markdown(text)
+
+
+@register.filter(name="answer")
+def answer_filter(text: str | None, empty_label: str):
+    """An LLM answer as safe HTML, or `empty_label` when it shows nothing."""
+    return render_answer(text, empty_label)
 
 
 @register.filter

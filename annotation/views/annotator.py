@@ -35,7 +35,7 @@ from annotation import exposure_reads as reads
 from annotation.drafts import draft_pop, draft_refuse
 from annotation.htmx import HtmxHttpRequest, leave
 from annotation.models import Assignment, Item, Rater, Study
-from annotation.net import client_ip
+from annotation.net import limit_key
 from annotation.views.annotator_item import item_context
 from annotation.views.item_html import item_fragment
 from config.redis_cache import hit
@@ -115,7 +115,7 @@ def _address_busy(request, study: Study) -> HttpResponse:
 
 
 def client_tag(request: HttpRequest) -> str:
-    return leases.client_tag(client_ip(request))
+    return leases.client_tag(limit_key(request))
 
 
 def pending_cookie(study: Study) -> str:
@@ -317,7 +317,9 @@ def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
     if _throttled(rater):
         return _too_many()
-    if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED):
+    if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED) or (
+        a.status == Assignment.Status.SUBMITTED and engine.is_repeated(a)
+    ):
         return redirect("annotate:next", study_pid=a.study.public_id)
     _renew_lease(a, rater)
     draft = draft_pop(request, assignment_pid=a.public_id)  # a rating refused while paused

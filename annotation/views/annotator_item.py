@@ -10,6 +10,7 @@ from django.conf import settings
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from annotation import engine, inputs
 from annotation.models import Assignment, Rater, Rubric
@@ -43,6 +44,15 @@ def item_urls(assignment_pid: UUID) -> dict[str, str]:
 _LABELS: dict[str, tuple[dict[str, str], list[tuple[str, str]]]] = {}
 
 
+def _remaining(n: int) -> str:
+    """The progress line in the plural form for n (the template's {% blocktranslate count %})."""
+    return ngettext(
+        "Done %(done)s · %(remaining)s rating still needed in this study",
+        "Done %(done)s · %(remaining)s ratings still needed in this study",
+        n,
+    )
+
+
 def _item_labels() -> dict[str, str]:
     return {
         "msg_error": _("That did not work; your answers are still here. Please try again."),
@@ -53,7 +63,8 @@ def _item_labels() -> dict[str, str]:
         "progress": _("Your progress"),
         # The progress line's two forms ({% blocktranslate %} in the full page's template).
         "done_quota": _("Done %(done)s / %(quota)s"),
-        "done_remaining": _("Done %(done)s · %(remaining)s ratings still needed in this study"),
+        "done_remaining": _remaining(2),
+        "done_remaining_one": _remaining(1),
         "guidelines": _("Guidelines"),
         "editing": _("You are changing a rating you already gave."),
         "question": _("Question"),
@@ -62,6 +73,7 @@ def _item_labels() -> dict[str, str]:
         "reference": _("Reference answer"),
         "which": _("Which answer is better?"),
         "answer": _("Answer"),
+        "empty_answer": _("(The model gave an empty answer.)"),
         "fine": _("Fine-grained rating"),
         "per_criterion": _("Rate the answer on each criterion below."),
         "save_change": _("Save change"),

@@ -29,7 +29,7 @@ from annotation import inputs, outcome, rater_cookie
 from annotation.forms import JoinForm
 from annotation.htmx import HtmxHttpRequest
 from annotation.models import Rater, Study
-from annotation.net import client_ip
+from annotation.net import limit_key
 from annotation.views.annotator import (
     PUBLIC_SIGNUPS_PER_HOUR,
     SESSION_MTURK,
@@ -118,7 +118,7 @@ def _new_arrival_refused(request: HttpRequest) -> bool:
     cap = int(getattr(settings, "ANNOTATION_CROWD_ARRIVALS_PER_HOUR", 200))
     if cap <= 0:
         return False
-    key = f"annot-crowd-new:{client_ip(request)}:{int(time.time() // 3600)}"
+    key = f"annot-crowd-new:{limit_key(request)}:{int(time.time() // 3600)}"
     return hit(key, 3700) > cap
 
 
@@ -256,7 +256,7 @@ def public_join(request: HttpRequest, study_pid: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         if form.cleaned_data.get("website"):
             raise Http404
-        key = f"annot-join:{client_ip(request)}:{int(time.time() // 3600)}"
+        key = f"annot-join:{limit_key(request)}:{int(time.time() // 3600)}"
         if hit(key, 3700) > PUBLIC_SIGNUPS_PER_HOUR:
             return _too_many()
         rater = Rater.objects.create(

@@ -17,7 +17,7 @@ from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from django.utils.safestring import SafeData
 
-from annotation.markdown import render_markdown
+from annotation.markdown import render_answer, render_markdown
 from annotation.markdown_cjk import text_lang
 
 _SWAP = 'hx-target="#annotate" hx-swap="outerHTML show:window:top"'
@@ -76,7 +76,8 @@ def _progress(c: dict) -> str:
         # The template's line break before its {% else %} belongs to this branch.
         text = t["done_quota"] % {"done": _e(p.done), "quota": _e(p.quota)} + "\n      "
     else:
-        text = t["done_remaining"] % {"done": _e(p.done), "remaining": _e(p.remaining)}
+        line = t["done_remaining_one"] if p.remaining == 1 else t["done_remaining"]
+        text = line % {"done": _e(p.done), "remaining": _e(p.remaining)}
     return (
         '\n  <div class="progress-row">'
         f'\n    <div class="progress" role="progressbar" aria-label="{_e(t["progress"])}"'
@@ -121,11 +122,12 @@ def _notes(request: HttpRequest, c: dict) -> str:
     return "".join(out)
 
 
-def _answer(side: str, label: str, text: str) -> str:
+def _answer(side: str, label: str, text: str, empty: str) -> str:
     return (
         f'<section class="card answer-card"><h2 class="label" id="answer-{side}-label">{label}'
         f'</h2><div class="answer md" data-answer="{side}" lang="{_lang(text)}" tabindex="0"'
-        f' role="region" aria-labelledby="answer-{side}-label">{_md(text)}</div></section>'
+        f' role="region" aria-labelledby="answer-{side}-label">{render_answer(text, empty)}'
+        "</div></section>"
     )
 
 
@@ -143,8 +145,8 @@ def _pairwise(c: dict) -> str:
     t, answers, choice = c["t"], c["answers"], c["choice"]
     out = [
         '\n  <div class="side-by-side answers">',
-        f"\n    {_answer('left', _e(t['left']), answers['left'])}",
-        f"\n    {_answer('right', _e(t['right']), answers['right'])}",
+        f"\n    {_answer('left', _e(t['left']), answers['left'], t['empty_answer'])}",
+        f"\n    {_answer('right', _e(t['right']), answers['right'], t['empty_answer'])}",
         f"\n  </div>\n  {_reference(c)}",
         '\n  <fieldset class="choices card">',
         f"\n    <legend>{_e(t['which'])}</legend>\n    ",
@@ -164,7 +166,7 @@ def _star(c: dict) -> str:
     t = c["t"]
     out = [
         '\n  <div class="star-layout">\n    <div class="left-col">',
-        f"\n      {_answer('single', _e(t['answer']), c['answers']['single'])}",
+        f"\n      {_answer('single', _e(t['answer']), c['answers']['single'], t['empty_answer'])}",
         f"\n      {_reference(c)}",
         '\n    </div>\n    <div class="card criteria">',
         f'\n      <h2 class="label">{_e(t["fine"])}</h2>',

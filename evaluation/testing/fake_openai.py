@@ -218,7 +218,14 @@ class FakeOpenAI(RateLimits):
         while self.paused:
             await asyncio.sleep(0.01)
 
+    async def _hold_until(self, deadline: float) -> None:
+        """Hold until `deadline` (the event loop's clock): the configured latency counted from
+        the request's arrival, so the server's own work on the request (reading, parsing,
+        preparing the answer) happens inside it rather than after it."""
+        await self._hold(deadline - asyncio.get_running_loop().time())
+
     async def _chat(self, request):
+        arrived = asyncio.get_running_loop().time()
         body = await request.read()
         try:
             req = json.loads(body)
@@ -248,7 +255,7 @@ class FakeOpenAI(RateLimits):
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await self._answer(req, messages, markers, attempt, entry)
+            return await self._answer(req, messages, markers, attempt, entry, arrived)
         except asyncio.CancelledError:
             entry["aborted"] = True
             entry["status"] = entry["status"] or "aborted"
@@ -269,7 +276,7 @@ class FakeOpenAI(RateLimits):
             {"retry-after": value},
         )
 
-    async def _answer(self, req, messages, markers, attempt, entry):
+    async def _answer(self, req, messages, markers, attempt, entry, arrived):
         json_mode = (req.get("response_format") or {}).get("type") == "json_object"
         if json_mode and not self.json_supported:
             entry["status"] = 400
@@ -294,20 +301,31 @@ class FakeOpenAI(RateLimits):
         if "hang" in markers and attempt <= int(float(markers["hang"] or 1)):
             entry["status"] = "hang"
             await self._hold(120.0)
-        await self._hold(self.latency)
-        if "429" in markers and attempt <= int(float(markers["429"] or 1)):
+            arrived = asyncio.get_running_loop().time()
+        too_many = "429" in markers and attempt <= int(float(markers["429"] or 1))
+        fails = "fail" in markers or (
+            "500" in markers and attempt <= int(float(markers["500"] or 1))
+        )
+        # The answer is made before the wait, as a real server's latency includes its work.
+        answer = (
+            None if too_many or fails else self._prepared(req, messages, markers, attempt, entry)
+        )
+        await self._hold_until(arrived + self.latency)
+        if too_many:
             entry["status"] = 429
             return self._too_many(markers)
-        if "fail" in markers or ("500" in markers and attempt <= int(float(markers["500"] or 1))):
+        if answer is None:
             entry["status"] = 500
             return self._json(500, {"error": {"message": "The server had an error"}})
-        return self._completion(req, messages, markers, attempt, entry, limit_headers)
+        return self._completion(answer, entry, limit_headers)
 
-    def _completion(self, req, messages, markers, attempt, entry, limit_headers):
+    @staticmethod
+    def _prepared(req, messages, markers, attempt, entry) -> tuple[dict, int, int]:
+        return completion(req, messages, markers, f"chatcmpl-{entry['body_hash'][:12]}-{attempt}")
+
+    def _completion(self, answer: tuple[dict, int, int], entry, limit_headers):
         """The 200 answer: a chat completion, clean or as the markers ask."""
-        data, tokens_in, tokens_out = completion(
-            req, messages, markers, f"chatcmpl-{entry['body_hash'][:12]}-{attempt}"
-        )
+        data, tokens_in, tokens_out = answer
         entry.update(
             status=200, paid=True, tokens_in=tokens_in, tokens_out=tokens_out, done_t=time.time()
         )

@@ -370,8 +370,8 @@ def krippendorff_alpha(units: np.ndarray, values: np.ndarray, level: str = "nomi
     counts = counts[counts.sum(axis=1) >= 2]
     if len(counts) == 0:
         return float("nan")
-    if len(cats) < 2:
-        return 1.0
+    if len(cats) < 2:  # no variation: D_e = 0, alpha = 0/0 (as alpha_batch and Fleiss)
+        return float("nan")
     uniq, freq = patterns(counts)
     return float(alpha_batch(uniq, cats, freq[None].astype(float), level)[0])
 

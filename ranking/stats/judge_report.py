@@ -102,7 +102,9 @@ def judge_costs(runs: pd.DataFrame | None) -> pd.DataFrame:
     # Seconds per call only over runs with a known start and finish.
     runs = runs.assign(timed_calls=runs["n_calls"].where(runs["seconds"].notna(), 0))
     g = runs.groupby("rater_id", sort=True)
-    t = g[["n_calls", "n_parsed", "n_parse_failed", "cost", "seconds", "timed_calls"]].sum()
+    t = g[["n_calls", "n_parsed", "n_parse_failed", "timed_calls"]].sum()
+    # Imported judge outputs have no price or time (NaN): their sum stays NaN, not 0.
+    t[["cost", "seconds"]] = g[["cost", "seconds"]].sum(min_count=1)
     with np.errstate(all="ignore"):
         out = pd.DataFrame(
             {
@@ -131,8 +133,12 @@ def judge_bias(
     out.loc[out["group_by"] == "pool", "length_coef"] = np.nan
     pos = position.copy()
     if len(pos):
+        # position_bias names its rows (rater_kind, human), (pool, ...), (rater_id, judge);
+        # this table's are (humans, all), (pool, ...), (judge, ...).
+        humans = (pos["group_by"] == "rater_kind") & (pos["group"] == "human")
+        pos.loc[humans, ["group_by", "group"]] = ["humans", "all"]
         pos["group_by"] = pos["group_by"].replace({"rater_id": "judge"})
-        pos = pos[pos["group_by"].isin(["judge", "pool"])][
+        pos = pos[pos["group_by"].isin(["judge", "pool", "humans"])][
             ["group_by", "group", "n_both_orders", "position_consistency"]
         ]
         out = out.merge(pos, on=["group_by", "group"], how="left")

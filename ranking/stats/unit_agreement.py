@@ -120,7 +120,7 @@ def _unit_figures(
     uniq, freq = patterns(counts)
     weights = freq[None].astype(float)
     cats = np.asarray(cats, dtype=float)
-    alpha = 1.0 if k < 2 else float(alpha_batch(uniq, cats, weights, level)[0])
+    alpha = float(alpha_batch(uniq, cats, weights, level)[0])  # NaN when one value (D_e = 0)
     return alpha, float(fleiss_batch(uniq, weights)[0]), len(counts)
 
 

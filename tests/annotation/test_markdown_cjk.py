@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from markdown_it import MarkdownIt
 
-from annotation.markdown import render_markdown
+from annotation.markdown import render_document, render_markdown
 from annotation.markdown_cjk import text_lang
 
 SHARED = Path(settings.BASE_DIR).parent / "shared" / "data"
@@ -70,9 +70,19 @@ def test_latin_emphasis_and_code_keep_commonmark_behaviour():
     assert render_markdown("~~删除：~~后") == "<p><s>删除：</s>后</p>\n"
 
 
-def test_soft_line_break_between_chinese_characters_adds_no_space():
-    assert render_markdown("第一行\n第二行") == "<p>第一行第二行</p>\n"
-    assert render_markdown("first\nsecond") == "<p>first\nsecond</p>\n"
+def test_a_line_break_in_an_answer_stays_a_line_break():
+    """A poem's lines, or definitions one a line without Markdown markers, are not run into one
+    paragraph ("第一行第二行"): every line break of a question or answer is kept."""
+    assert render_markdown("第一行\n第二行") == "<p>第一行<br>\n第二行</p>\n"
+    assert render_markdown("first\nsecond") == "<p>first<br>\nsecond</p>\n"
+    assert (
+        render_markdown("- 林俊杰\n- 陈奕迅") == "<ul>\n<li>林俊杰</li>\n<li>陈奕迅</li>\n</ul>\n"
+    )
+
+
+def test_soft_line_break_between_chinese_characters_adds_no_space_in_a_document():
+    assert render_document("第一行\n第二行") == "<p>第一行第二行</p>\n"
+    assert render_document("first\nsecond") == "<p>first\nsecond</p>\n"
 
 
 def test_raw_html_inside_chinese_emphasis_stays_inert():

@@ -162,6 +162,16 @@ def test_llmeval1_gpt4_column_reproduces_table_6(llmeval1):
     assert_table6_gpt4(_gpt4_star(llmeval1))
 
 
+def test_llmeval1_gpt4_self_consistency_is_what_the_twice_scored_dialogs_give(llmeval1):
+    # 51 dialogs were scored twice (docs/import-formats.md, defect 6): 255 (dialog, metric) units
+    # with two scores each, 33 of them different. Consistency = (222 x 2 + 33 x 1) / 510.
+    c = llmeval1["consistency_by_rater"]
+    assert len(c) == 1
+    row = c.iloc[0]
+    assert (row["n_items_repeated"], row["n_repeated"], row["n_consistent"]) == (51, 510, 477)
+    assert row["consistency"] == pytest.approx(477 / 510)
+
+
 def _published(name: str) -> pd.Series:
     """A column of the published per-model tables (results/*.csv), keyed as the data names the
     models (the tables say Chat-Baichuan-7B for the data's Baichuan-7B-Align)."""

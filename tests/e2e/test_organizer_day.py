@@ -68,7 +68,7 @@ def test_import_preview_then_a_study_from_the_datasets_own_choices(page, login, 
     preview.get_by_role("button", name="Import").click()
     # Straight to a new study on the imported dataset, its task types and LLMs listed.
     expect(page).to_have_url(re.compile(r"/organize/studies/new/\?dataset=\d+"))
-    expect(page.get_by_role("checkbox", name=re.compile(r"^数学 \(1 questions\)"))).to_be_visible()
+    expect(page.get_by_role("checkbox", name=re.compile(r"^数学 \(1 question\)"))).to_be_visible()
     duplicates = page.locator("[data-duplicates]")
     expect(duplicates).to_contain_text("GPT4")
     expect(duplicates).to_contain_text("GPT-4.0")
@@ -77,9 +77,9 @@ def test_import_preview_then_a_study_from_the_datasets_own_choices(page, login, 
     # Merge the near-duplicates after a confirmation page.
     duplicates.get_by_role("link", name="Review and merge them").click()
     page.get_by_role("link", name="Merge GPT-4.0 into GPT4…").click()
-    expect(page.locator("#merge-confirm")).to_contain_text("1 answers of dataset my-data move")
+    expect(page.locator("#merge-confirm")).to_contain_text("1 answer of dataset my-data moves")
     page.get_by_role("button", name="Merge").click()
-    expect(page.locator(".messages")).to_contain_text("1 answers moved from GPT-4.0 to GPT4")
+    expect(page.locator(".messages")).to_contain_text("1 answer moved from GPT-4.0 to GPT4")
     assert Response.objects.filter(llm__name="GPT4").count() == 2
     assert not LLM.objects.filter(name="GPT-4.0").exists()
 

@@ -5,6 +5,7 @@ that cannot be forged."""
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.sessions.models import Session
 from django.core.cache import cache
 from django.test import Client
@@ -65,6 +66,27 @@ def test_new_worker_ids_per_address_are_capped_with_a_429_that_writes_nothing(
     other = Client(REMOTE_ADDR="192.0.2.44")
     other.get(_url(study), {"PROLIFIC_PID": "someone-else"})
     assert other.post(_url(study), {"consent": "yes"}).status_code == 302
+
+
+def _consent_from(study, address: str, pid: str) -> int:
+    client = Client(REMOTE_ADDR=address)
+    client.get(_url(study), {"PROLIFIC_PID": pid})
+    return client.post(_url(study), {"consent": "yes"}).status_code
+
+
+@pytest.mark.parametrize(
+    "cap", ["ANNOTATION_CROWD_ARRIVALS_PER_HOUR", "ANNOTATION_OPEN_PER_ADDRESS"]
+)
+def test_workers_from_one_ipv6_64_share_one_address_budget(db, organizer, settings, cap):
+    # One host holds a whole /64 and may send from any address in it.
+    setattr(settings, cap, 2)
+    cache.clear()
+    study = make_study(owner=organizer, admit_crowd=True, n_questions=8)
+    codes = [_consent_from(study, f"2001:db8:77:1::{i + 1:x}", f"v6-{i}") for i in range(3)]
+    assert codes == [302, 302, 429]
+    assert Rater.objects.filter(external_id__startswith="v6-").count() == (
+        2 if cap == "ANNOTATION_CROWD_ARRIVALS_PER_HOUR" else 3
+    )
 
 
 def test_a_forged_pending_cookie_is_ignored(db, organizer):

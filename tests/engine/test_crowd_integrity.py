@@ -96,6 +96,39 @@ def test_two_ratings_earn_the_code_the_ending_calls_for(db, organizer, design, k
     assert other.encode() not in page.content
 
 
+def skip_from(client: Client, location: str) -> str:
+    """Skip the item at `location`; where the answer sends the worker."""
+    response = client.post(reverse("annotate:skip", args=[pid_of(location)]))
+    assert response.status_code == 302, response.content[:300]
+    return response["Location"]
+
+
+@pytest.mark.parametrize("quota", [None, 5], ids=["no-quota", "quota"])
+def test_skipping_through_the_study_earns_no_code(db, organizer, quota):
+    study = make_study(
+        owner=organizer, admit_crowd=True, n_questions=4, n_llms=1, quota_crowd=quota,
+        completion_code="PAID-S", no_more_work_code="NMW-S",
+    )  # fmt: skip
+    client, location = worker(study, "w-skipper")
+    location = rate_from(client, location)  # one rating, then skip every other item
+    while location != done_url(study):
+        location = skip_from(client, location)
+    page = client.get(location)
+    assert b"PAID-S" not in page.content and b"NMW-S" not in page.content
+    assert b"data-skipped-most" in page.content
+
+
+def test_a_skip_now_and_then_still_earns_the_code(db, organizer):
+    study = make_study(
+        owner=organizer, admit_crowd=True, n_questions=4, n_llms=1, completion_code="PAID-T"
+    )
+    client, location = worker(study, "w-honest")
+    location = skip_from(client, location)
+    while location != done_url(study):
+        location = rate_from(client, location)
+    assert b'data-code-kind="completion">PAID-T<' in client.get(location).content
+
+
 def test_without_a_no_more_work_code_a_short_worker_gets_no_code_and_is_told_why(db, organizer):
     study = make_study(
         owner=organizer, admit_crowd=True, quota_crowd=5, n_questions=1, n_llms=1,

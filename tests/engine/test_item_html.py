@@ -114,3 +114,32 @@ def test_the_star_fragment_is_the_templates_in_each_language(db, organizer, lang
         assert plain_by_hand == plain
     assert by_hand.count(" checked>") == 1  # the valid posted star; "x" is not a score
     assert ("本项目还需" if language == "zh-hans" else "ratings still needed") in by_hand
+
+
+@pytest.mark.parametrize("mode", ["star", "pairwise"])
+def test_an_empty_answer_says_so_on_the_page_and_in_the_fragment(db, organizer, mode):
+    """An empty answer (kept by every importer) is not an empty box that looks like a page that
+    failed to load: both renderings say the model gave an empty answer, in the active language."""
+    study = make_study(owner=organizer, mode=mode, admit_public=True, text=" \n", n_llms=2)
+    rater = make_rater("public")
+    a = _served(study, rater)
+    template, by_hand = _both(a, rater)
+    assert by_hand == template
+    sides = 2 if mode == "pairwise" else 1
+    assert by_hand.count('<p class="empty-answer">(The model gave an empty answer.)</p>') == sides
+    with translation.override("zh-hans"):
+        template, by_hand = _both(a, rater)
+    assert by_hand == template and "The model gave an empty answer" not in by_hand
+    assert by_hand.count('<p class="empty-answer">') == sides
+
+
+def test_the_last_rating_still_needed_is_said_in_the_singular(db, organizer):
+    """One item, N = 1: "1 rating still needed", on the page and in the fragment alike."""
+    study = make_study(owner=organizer, admit_public=True, n_questions=1, n_llms=1)
+    study.ratings_per_item = 1
+    study.save(update_fields=["ratings_per_item"])
+    rater = make_rater("public")
+    a = _served(study, rater)
+    template, by_hand = _both(a, rater)
+    assert by_hand == template
+    assert "Done 0 · 1 rating still needed in this study" in by_hand

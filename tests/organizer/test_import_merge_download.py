@@ -215,7 +215,7 @@ def test_merging_moves_the_datasets_answers_after_confirmation(organizer_client,
     assert "Merge GPT4.0 into GPT4" in listing.content.decode()
     url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
     confirm = organizer_client.get(url, {"source": gpt40.pk, "target": gpt4.pk})
-    assert "1 answers of dataset dups move from GPT4.0 to GPT4" in confirm.content.decode()
+    assert "1 answer of dataset dups moves from GPT4.0 to GPT4" in confirm.content.decode()
     assert Response.objects.filter(llm=gpt40).count() == 2  # nothing moved yet
     organizer_client.post(url, {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"})
     assert Response.objects.filter(question__dataset=dataset, llm=gpt4).count() == 3
@@ -359,3 +359,49 @@ def test_raw_downloads_are_owner_only_and_check_the_format(
     bad = reverse("organize:study_download", args=[study.pk, "passwords", "csv"])
     assert client.get(bad).status_code == 404
     assert Rater.objects.count() >= 1
+
+
+def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
+    organizer_client,
+):
+    """Not one "--rubric KEY" line per rating: the rubric is a setting of the whole import, so the
+    page says once, in the words of its own form, what to choose."""
+    ratings = [
+        {"type": "rating", "question_id": "q1", "llm": llm, "rater": "r", "scores": {"c": 1}}
+        for llm in ("model-x", "model-y")
+    ]
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    assert html.count("star ratings need a rubric") == 1
+    assert "“Rubric” in the import form" in html
+    assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_the_download_links_say_which_csv_keeps_formula_like_text(organizer_client, organizer):
+    """The plain CSV keeps an answer such as `=HYPERLINK(...)` exactly (docs/decisions/data.md);
+    the page says so where the organizer picks the file, and points to the spreadsheet-safe ones."""
+    study = make_study(owner=organizer)
+    html = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert html.count("a text may start with = + - @") == 2  # ratings and responses CSV
+    assert html.count("starts with an apostrophe") == 2  # both CSVs for Excel
+
+
+def test_the_import_pages_format_list_follows_the_pages_language(organizer_client):
+    """The formats' help is the import command's English text; the page shows it translated."""
+    url = reverse("organize:import")
+    english = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Your own data as CSV with a &#x27;type&#x27; column" in english
+    chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "Your own data" not in chinese and "LLMEval-2 questions and answers" not in chinese
+    assert "“dataset”" in chinese and "--dataset" not in chinese
+
+
+def test_pseudonyms_never_start_like_a_spreadsheet_formula(monkeypatch):
+    """A pseudonym (and a study's public id) is never escaped by the CSV for Excel, so it reads
+    the same there as in the report: the generator skips tokens that start with "-" or "_"."""
+    import secrets
+
+    from annotation.models import _public_id
+
+    tokens = iter(["-AAAAAAAAAAAAAAA", "_BBBBBBBBBBBBBBB", "CCCCCCCCCCCCCCCC"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(tokens))
+    assert _public_id() == "CCCCCCCCCCCCCCCC"

@@ -55,6 +55,7 @@ def test_the_new_study_page_lists_the_datasets_task_types_and_llms(organizer_cli
     html = html.content.decode()
     assert 'value="Math"' in html and "Math (2 questions)" in html
     assert 'value="Law"' in html and "claude (2 answers)" in html
+    assert "Law (1 question)" in html and "GPT4 (1 answer)" in html  # not "1 questions"
     # GPT4 and GPT4.0 are flagged as one model under two names, with a way to merge them.
     assert "data-duplicates" in html
     assert reverse("organize:dataset_llms", args=[dataset.pk]) in html
@@ -264,3 +265,19 @@ def test_questions_no_criterion_applies_to_are_named_after_saving_and_on_the_stu
     Study.objects.filter(pk=study.pk).update(rubric=Rubric.objects.get(key="llmeval2"))
     page = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
     assert "have no criterion" not in page
+
+
+def test_the_new_study_menus_blank_choice_is_chinese_on_a_chinese_page(organizer_client, db):
+    """Django 6.1's "- Select an option -" has no zh_Hans translation of Django's own: the
+    project's catalogue carries it, so no menu of the form is English on a Chinese page."""
+    url = reverse("organize:study_new")
+    english = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "- Select an option -" in english  # the dataset and rubric menus have a blank choice
+    chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "- Select an option -" not in chinese and "请选择" in chinese
+
+
+def test_the_study_page_says_one_rating_per_item_in_the_singular(organizer_client, organizer):
+    study = make_study(owner=organizer, ratings_per_item=1)
+    html = organizer_client.get(reverse("organize:study", args=[study.pk])).content.decode()
+    assert "1 rating per item" in html and "1 ratings per item" not in html

@@ -7,7 +7,7 @@ import os
 import pytest
 from django.test import RequestFactory
 
-from annotation.net import client_ip
+from annotation.net import client_ip, limit_key
 from config import settings as config_settings
 from tests.settings_probe import probe_settings
 
@@ -166,3 +166,14 @@ def test_drf_throttles_do_not_believe_a_forged_forwarded_for(settings):
     assert Throttle().get_ident(request) == "203.0.113.9"
     settings.TRUSTED_PROXIES = ["203.0.113.0/24"]
     assert Throttle().get_ident(request) == "1.2.3.4"
+
+
+def test_limits_count_an_ipv6_client_by_its_64_and_ipv4_by_its_address(settings):
+    settings.TRUSTED_PROXIES = []
+    one = limit_key(_request("2001:db8:1:2::1"))
+    assert one == limit_key(_request("2001:db8:1:2:ffff:ffff:ffff:fffe")) == "2001:db8:1:2::/64"
+    assert limit_key(_request("2001:db8:1:3::1")) != one
+    assert limit_key(_request("::ffff:198.51.100.7")) == "198.51.100.7"
+    assert limit_key(_request("198.51.100.7")) != limit_key(_request("198.51.100.8"))
+    settings.TRUSTED_PROXIES = ["::1"]
+    assert limit_key(_request("::1", "2001:db8:9:9::5")) == "2001:db8:9:9::/64"

@@ -431,3 +431,29 @@ def test_report_filters_refuse_a_threshold_in_other_scripts_on_page_and_api(api,
     assert "is not a number written with the digits 0-9" in page.content.decode()
     assert api.get(f"/api/studies/{study.pk}/report/", {"min_accuracy": value}).status_code == 400
     assert api.get(f"/studies/{study.pk}/report/", {"min_accuracy": "0.5"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("names", "why"),
+    [
+        (["é" * 200 + ".jsonl"], "too long"),  # 400 bytes: past the file system's 255
+        (["a.jsonl", "a.jsonl"], "two files are named"),  # the second replaced the first
+    ],
+    ids=["long-name", "same-name-twice"],
+)
+def test_upload_file_names_the_server_cannot_keep_apart_are_refused(api, names, why):
+    def uploads():
+        return [
+            SimpleUploadedFile(
+                name, f'{{"type":"question","question_id":"Q{i}","text":"t"}}\n'.encode()
+            )
+            for i, name in enumerate(names)
+        ]
+
+    before = _counts()
+    data = {"format": "jsonl", "dataset": "named", "files": uploads()}
+    response = api.post("/api/imports/", data)
+    assert response.status_code == 400 and why in response.content.decode()
+    page = api.post("/organize/import/", {**data, "files": uploads()})
+    assert page.status_code == 400 and why in page.content.decode()
+    assert _counts() == before

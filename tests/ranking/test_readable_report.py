@@ -199,10 +199,10 @@ def test_the_headline_prefers_rank_agreement_with_intervals(pair_study):  # noqa
         }
     )
     lines = report_summary(report).agreement
-    assert "Human ranking vs judge gpt-4 (points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
+    assert "Human ranking vs judge gpt-4 (Points): Spearman ρ 0.8 (95% interval 0.4 to 1)." in lines
     # The row of all judges pooled (named "judge" in the table) is not "judge judge".
     pooled = (
-        "Human ranking vs all judges together (points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
+        "Human ranking vs all judges together (Points): Spearman ρ 0.7 (95% interval 0.3 to 0.9)."
     )
     assert pooled in lines
     assert not any("judge judge" in line for line in lines)
@@ -221,3 +221,54 @@ def test_star_intervals_show_when_the_statistics_give_them(star_study):  # noqa:
     assert (
         board.rows[0][3] == f"{formatting.number(mean - 0.25)} – {formatting.number(mean + 0.25)}"
     )
+
+
+def test_an_undefined_rank_correlation_is_said_not_left_blank(pair_study):  # noqa: F811
+    """Humans who rate every model alike give no rank correlation (NaN): the headline says so
+    instead of "Spearman ρ , Kendall τ-b over 4 models"."""
+    report = report_build(study=pair_study.study)
+    report.tables["ranking_agreement"] = pd.DataFrame()
+    nan = float("nan")
+    report.tables["correlations"] = pd.DataFrame(
+        {
+            "ranking_a": ["points/human"],
+            "ranking_b": ["points/judge"],
+            "spearman_rho": [nan],
+            "kendall_tau_b": [nan],
+            "n_models": [4],
+        }
+    )
+    lines = report_summary(report).agreement
+    assert any("no rank correlation over 4 models" in line for line in lines)
+    assert not any("ρ ," in line or "τ-b  " in line for line in lines)
+
+
+def test_the_rank_agreement_headline_names_the_ranking_in_words(star_study):  # noqa: F811
+    """Not the table's code "star_mean" but the page's "mean stars"."""
+    report = report_build(study=star_study.study)
+    report.tables["ranking_agreement"] = pd.DataFrame(
+        {
+            "judge": ["judge"],
+            "ranking": ["star_mean"],
+            "spearman_rho": [0.5],
+            "spearman_ci_low": [0.1],
+            "spearman_ci_high": [0.9],
+        }
+    )
+    lines = report_summary(report).agreement
+    assert any("all judges together (mean stars): Spearman ρ 0.5" in line for line in lines)
+    assert not any("star_mean" in line for line in lines)
+
+
+def test_the_agreement_headline_names_a_judge_by_its_name_beside_the_pseudonym(star_study):  # noqa: F811
+    """Tables name raters by pseudonym; the headline adds a judge's own name (a model the
+    organizer named, not a person), so "Judge b3pu7ZPiXINKykU5" is not all the page says."""
+    judge = star_study.raters["judge"]
+    judge.name = "GPT-4 <judge>"
+    judge.save(update_fields=["name"])
+    report = report_build(study=star_study.study)
+    report.tables["judge_agreement"] = pd.DataFrame(
+        {"group_by": ["judge"], "group": [judge.pseudonym], "agreement": [0.5], "n_pairs": [4]}
+    )
+    lines = report_summary(report).agreement
+    assert lines[0].startswith(f"Judge GPT-4 <judge> ({judge.pseudonym}) agrees")

@@ -1,7 +1,7 @@
 """Judge-vs-human figures on the released LLMEval-2 data (skipped when ../shared/data is absent).
 
 LLMEval-2 has one human panel score and one GPT-4 score per answer. The paper's accuracy gives
-both the same 0.7174: with two raters the figure is symmetric, so it cannot say which of the two
+both the same 0.7166 (0.7174 with the zeros raised to 1): with two raters the figure is symmetric, so it cannot say which of the two
 is off. The humans-only variant scores the judge against the panel and leaves the panel unscored.
 """
 

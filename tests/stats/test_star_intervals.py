@@ -38,3 +38,11 @@ def test_the_overall_interval_comes_from_each_ratings_average_over_its_criteria(
 def test_one_rating_has_no_interval():
     row = star_means(star_frame([(1, 1, "m", "acc", 2)])).iloc[0]
     assert row["mean"] == 2 and math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+
+
+def test_the_overall_n_counts_ratings_not_criterion_scores():
+    """Two ratings of two criteria each: 2 ratings (the interval's n and the report's "Ratings"
+    column), not 4 scores."""
+    table = _two_ratings_two_criteria()
+    assert table.loc["overall"]["n"] == 2
+    assert table.loc["acc"]["n"] == 2 and table.loc["flu"]["n"] == 2

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.forms import DataImportForm
 from annotation.importers import FORMATS, ImportRefused, ImportResult, dataset_import, save_uploads
-from annotation.markdown import render_markdown
+from annotation.markdown import render_document
 from annotation.permissions import organizer_required
 from annotation.templatetags.organizer import option_names
 from ranking.warm import reports_warm
@@ -89,7 +89,8 @@ def _run(request: HttpRequest, staged: dict, *, dry_run: bool):
 
 
 def _render(request: HttpRequest, form, *, status: int = 200, **context) -> HttpResponse:
-    formats = [{"name": f.name, "help": option_names(f.help)} for f in FORMATS.values()]
+    # The help is the command's (gettext_noop in annotation.importers), shown in the page's language.
+    formats = [{"name": f.name, "help": option_names(_(f.help))} for f in FORMATS.values()]
     context.update(form=form, formats=formats)
     return render(request, "annotation/organizer/import.html", context, status=status)
 
@@ -164,5 +165,5 @@ def import_formats(request: HttpRequest) -> HttpResponse:
     path = Path(settings.BASE_DIR) / "docs" / "import-formats.md"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     return render(
-        request, "annotation/organizer/import_formats.html", {"doc": render_markdown(text)}
+        request, "annotation/organizer/import_formats.html", {"doc": render_document(text)}
     )

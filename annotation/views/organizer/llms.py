@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotation.catalogue import can_edit_dataset, dataset_llms, duplicate_groups, llm_merge
@@ -62,7 +63,11 @@ def dataset_llm_merge(request: HttpRequest, dataset_id: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                _("%(n)d answers moved from %(source)s to %(target)s.")
+                ngettext(
+                    "%(n)d answer moved from %(source)s to %(target)s.",
+                    "%(n)d answers moved from %(source)s to %(target)s.",
+                    moved,
+                )
                 % {"n": moved, "source": source.name, "target": target.name},
             )
         return redirect("organize:dataset_llms", dataset_id=dataset.pk)
