@@ -101,7 +101,8 @@ def iso_time(text: str) -> dt.datetime | None:
         when = dt.datetime.fromisoformat(text.strip())
         if when.tzinfo is None:
             return when.replace(tzinfo=dt.UTC)
-        when.astimezone(dt.UTC)  # what the database stores; OverflowError past year 1 or 9999
+        if when.year in (1, 9999):  # only there can the offset carry it out of range
+            when.astimezone(dt.UTC)  # what the database stores; OverflowError past 1 or 9999
     except (ValueError, OverflowError):
         return None
     return when
