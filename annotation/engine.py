@@ -206,19 +206,24 @@ def _resume(
     *, study: Study, now: datetime, pk: int, status: str, item_id: int, holds_place: bool
 ) -> Assignment | None:
     """The open item is never lost: a live lease is resumed and renewed, a lapsed one taken back
-    while its item still has room (e.g. after a long detour through Previous)."""
-    if status == Assignment.Status.SERVED or (
-        status == Assignment.Status.EXPIRED
-        and leases.retake(
-            study=study, assignment_id=pk, item_id=item_id, is_repeat=not holds_place, now=now
-        )
+    while its item still has room (e.g. after a long detour through Previous). One held for
+    ANNOTATION_MAX_HOLD is let go instead (leases.release), and the rater gets another item."""
+    if status not in (Assignment.Status.SERVED, Assignment.Status.EXPIRED):
+        return None
+    resumed = Assignment.objects.get(pk=pk)
+    if leases.held_too_long(resumed.served_at, now):
+        if status == Assignment.Status.SERVED:
+            leases.release(assignment=resumed, holds_place=holds_place, now=now)
+        return None
+    if status == Assignment.Status.EXPIRED and not leases.retake(
+        study=study, assignment_id=pk, item_id=item_id, is_repeat=not holds_place, now=now
     ):
-        resumed = Assignment.objects.get(pk=pk)
-        if resumed.status == Assignment.Status.SERVED:
-            resumed.expires_at = leases.now_plus(study, now)
-            resumed.save(update_fields=["expires_at"])
-        return resumed
-    return None
+        return None
+    resumed.status, resumed.expired_at = Assignment.Status.SERVED, None
+    resumed.expires_at = leases.now_plus(study, now)
+    if status == Assignment.Status.SERVED:
+        resumed.save(update_fields=["expires_at"])
+    return resumed
 
 
 class SubmitResult(tuple[Rating, Assignment | None]):

@@ -212,6 +212,10 @@ LOGOUT_REDIRECT_URL = "home"
 # cannot lock a study with made-up worker ids; see annotation/leases.py). 0 turns the cap off,
 # e.g. for a load test whose clients all come from one address.
 ANNOTATION_OPEN_PER_ADDRESS = envint("ANNOTATION_OPEN_PER_ADDRESS", 4)
+# Longest any annotator may hold one item, in seconds from when it was served (renewals after it
+# are refused, so a script that keeps renewing cannot block a study; see annotation/leases.py).
+# Generous: a real annotator never gets near it. 0 turns the cap off.
+ANNOTATION_MAX_HOLD = envint("ANNOTATION_MAX_HOLD", 3600, minimum=0)
 # New crowd worker ids (raters) one client address may bring per hour: a stranger replaying an
 # entry link with made-up ids cannot fill the database with raters. 0 turns the cap off.
 ANNOTATION_CROWD_ARRIVALS_PER_HOUR = envint("ANNOTATION_CROWD_ARRIVALS_PER_HOUR", 200)

@@ -21,13 +21,14 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_str
 from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation import engine, inputs, leases, rater_cookie
@@ -402,14 +403,33 @@ def assignment_skip(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
 @require_POST
 def assignment_lease(request: HttpRequest, assignment_pid) -> HttpResponse:
     """The item page's heartbeat: the annotator is still there, keep their lease. 204 when it
-    was renewed, 409 when the item is no longer theirs to hold (submitted, skipped, given away)."""
+    was renewed, 409 when the item is no longer theirs to hold (submitted, skipped, given away);
+    409 with {"next": url} once it was held for ANNOTATION_MAX_HOLD: the page goes there, and
+    the note saying why waits in the session's messages."""
     a, rater = _own_assignment(request, assignment_pid, for_display=False)
     if _throttled(rater):
         return _too_many()
     if a.status != Assignment.Status.SERVED or a.study.status != Study.Status.LIVE:
         return HttpResponse(status=409)
-    leases.renew(study=a.study, rater=rater, now=timezone.now())
+    now = timezone.now()
+    if leases.held_too_long(a.served_at, now):
+        return _held_too_long(request, a.study)
+    leases.renew(study=a.study, rater=rater, now=now)
     return HttpResponse(status=204)
+
+
+def _held_too_long(request: HttpRequest, study: Study) -> JsonResponse:
+    cap = leases.max_hold()
+    minutes = int(cap.total_seconds() // 60) if cap else 0
+    note = ngettext(
+        "This item was open for more than %(minutes)d minute, so it went back to the pool for "
+        "other annotators. Here is your next item.",
+        "This item was open for more than %(minutes)d minutes, so it went back to the pool for "
+        "other annotators. Here is your next item.",
+        minutes,
+    ) % {"minutes": minutes}
+    messages.info(request, note)
+    return JsonResponse({"next": reverse("annotate:next", args=[study.public_id])}, status=409)
 
 
 @require_GET

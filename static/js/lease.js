@@ -25,6 +25,13 @@
       method: "POST",
       credentials: "same-origin",
       headers: { "X-CSRFToken": token ? token.value : "" },
+    }).then(function (response) {
+      // Held for the study's maximum (ANNOTATION_MAX_HOLD): the item went back to the pool; the
+      // next page says so and shows the annotator's next item.
+      if (response.status !== 409) return;
+      return response.json().then(function (body) {
+        if (body && body.next) window.location.assign(body.next);
+      }, function () { /* a plain 409: the item is no longer held, nothing to do */ });
     }).catch(function () { /* the next beat or the submit renews it */ });
   }
   setInterval(beat, 5000);
