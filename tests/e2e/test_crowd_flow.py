@@ -4,6 +4,7 @@ items with the guidelines one click away, and a completion code only once the wo
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from playwright.sync_api import expect
@@ -59,3 +60,26 @@ def test_crowd_worker_reads_consents_rates_and_leaves_with_the_code(page, organi
     rater = Rater.objects.get(external_id="6a7b8c")
     assert Rating.objects.filter(rater=rater).count() == 2
     assert study.public_id in rater.meta["consent"]
+
+
+def test_an_item_held_past_the_maximum_sends_the_worker_on_with_a_note(page, organizer):
+    """lease.js follows the heartbeat's refusal (ANNOTATION_MAX_HOLD) to the next item, where
+    the note says why. The browser's clock is moved forward, the item's serving time back."""
+    study = make_study(owner=organizer, admit_onsite=False, admit_crowd=True, n_questions=2)
+    page.clock.install()
+    page.goto(f"/s/{study.public_id}/crowd/?PROLIFIC_PID=held1&STUDY_ID=st&SESSION_ID=se")
+    page.locator("#crowd-start").get_by_role("checkbox").check()
+    page.locator("#crowd-start").get_by_role("button", name="I agree, start").click()
+    expect(page).to_have_url(re.compile(r"/a/[0-9a-f-]{36}/$"))
+    first = page.url
+    held = Assignment.objects.get(rater__external_id="held1")
+    Assignment.objects.filter(pk=held.pk).update(served_at=held.served_at - timedelta(minutes=61))
+    page.mouse.move(10, 10)
+    page.clock.fast_forward("01:05")  # the heartbeat is due
+    expect(page.locator("body")).to_contain_text("went back to the pool for other annotators")
+    assert page.url != first
+    held.refresh_from_db()
+    assert held.status == "expired"
+    assert (
+        Assignment.objects.get(rater__external_id="held1", status="served").item_id != held.item_id
+    )
