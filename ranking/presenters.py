@@ -84,6 +84,8 @@ CODE_LABELS: dict[str, dict[str, Any]] = {
         "alpha_interval": _("Krippendorff α (interval)"),
     },
     "criterion": {"overall": _("overall"), "pairwise": _("pairwise choice")},
+    # ranking_agreement: which ranking the human and the judge orders come from.
+    "ranking": {"star_mean": SOURCE_LABELS["star"], "points": SOURCE_LABELS["points"]},
     "truth": _CHOICES,
     "predicted": _CHOICES,
 }

@@ -54,6 +54,9 @@ def test_the_english_page_words_the_groups_and_the_rankings(organizer_client, pa
     matrix = response.context["correlation_matrix"]
     assert "Points / human" in matrix.columns and "points/human" not in matrix.columns
     assert "Points / human" in {row[0] for row in matrix.rows}
+    # ranking_agreement: the ranking and the pooled judges in words.
+    assert "<td>Points</td>" in html and "<td>points</td>" not in html
+    assert "<td>all judges</td>" in html
 
 
 def test_the_downloads_keep_the_codes(organizer_client, star_study):  # noqa: F811
