@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ranking import formatting
@@ -38,6 +39,71 @@ SOURCE_LABELS = {
 }
 # Rater kinds as the leaderboard column titles name them ("Elo / human").
 KIND_LABELS = {"human": _("human"), "judge": _("judge"), "all": _("all")}
+
+# Codes in the report's tables (rater kinds, pools, modes...) in the page's words, per column.
+# Only the page shows these: the downloads and the API keep the codes as data. A value not
+# listed (a pseudonym, a model, a criterion) is shown as it is.
+_POOLS = {
+    "onsite": _("onsite"),
+    "crowd": _("crowd"),
+    "public": _("public"),
+    "judge": _("LLM judge"),
+}
+_RATER_KINDS = {"human": _("human"), "judge": _("LLM judge"), "all": _("all raters")}
+_HUMANS = {"humans": _("all humans")}  # every human rater pooled, beside each judge's row
+_CHOICES = {"tie": _("tie"), "both_bad": _("both bad")}
+CODE_LABELS: dict[str, dict[str, Any]] = {
+    "rater_kind": _RATER_KINDS,
+    "kind_a": _RATER_KINDS,
+    "kind_b": _RATER_KINDS,
+    "pool": {**_POOLS, "all": _("all raters")},
+    "raters": {**_POOLS, "all": _("all raters"), **_HUMANS},
+    "mode": {"star": _("stars"), "pairwise": _("pairwise")},
+    "group_by": {
+        **_HUMANS,
+        "judge": _("LLM judge"),
+        "pool": _("pool"),
+        "rater_kind": _("rater kind"),
+        "rater_id": _("rater"),
+    },
+    # group names a pool, a rater kind, a judge (pseudonym) or "all" of the humans.
+    "group": {**_POOLS, **_RATER_KINDS, **_HUMANS, "all": _("all")},
+    "judge": {"judge": _("all judges")},  # ranking_agreement: the judges pooled
+    "dimension": {"criterion": _("criterion"), "task_type": _("task type")},
+    "metric": {"score": _("score"), "accuracy": _("accuracy")},
+    "level": {"nominal": _("nominal"), "ordinal": _("ordinal"), "interval": _("interval")},
+    "variant": {
+        "paper": _("paper"),
+        "leave_one_out": _("leave one out"),
+        "humans_only": _("humans only"),
+    },
+    "statistic": {
+        "fleiss_kappa": _("Fleiss κ"),
+        "alpha_nominal": _("Krippendorff α (nominal)"),
+        "alpha_ordinal": _("Krippendorff α (ordinal)"),
+        "alpha_interval": _("Krippendorff α (interval)"),
+    },
+    "criterion": {"overall": _("overall"), "pairwise": _("pairwise choice")},
+    # ranking_agreement: which ranking the human and the judge orders come from.
+    "ranking": {"star_mean": SOURCE_LABELS["star"], "points": SOURCE_LABELS["points"]},
+    "truth": _CHOICES,
+    "predicted": _CHOICES,
+}
+# Rankings named "source/kind" (the correlations): "Elo / human", as the leaderboard titles.
+RANKING_LABELS = {
+    f"{source}/{kind}": format_lazy("{} / {}", SOURCE_LABELS[source], KIND_LABELS[kind])
+    for source in SOURCE_LABELS
+    for kind in KIND_LABELS
+}
+CODE_LABELS["ranking_a"] = CODE_LABELS["ranking_b"] = RANKING_LABELS
+
+
+def label(column: str, value: Any) -> Any:
+    """A code of ``column`` in the page's words; any other value unchanged."""
+    words = CODE_LABELS.get(column)
+    if words is not None and isinstance(value, str) and value in words:
+        return str(words[value])
+    return value
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -92,8 +158,13 @@ def table(df: pd.DataFrame | None, name: str = "", *, limit: int | None = ROW_LI
     shown = df if limit is None else df.head(limit)
     records = jsonable(shown)
     kinds = [formatting.kind_of(str(c), name) for c in df.columns]
+    names = [str(c) for c in df.columns]
     rows = [
-        [formatting.number(v, k) for v, k in zip(r.values(), kinds, strict=True)] for r in records
+        [
+            formatting.number(label(c, v), k)
+            for v, c, k in zip(r.values(), names, kinds, strict=True)
+        ]
+        for r in records
     ]
     numeric = [
         pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
@@ -162,13 +233,15 @@ def side_by_side(report: StudyReport) -> Table:
 
 
 def star_by_criterion(report: StudyReport, kind: str) -> Table:
-    """Mean stars per model (rows) and criterion (columns) for one rater kind."""
+    """Mean stars per model (rows) and criterion (columns) for one rater kind, named by the
+    kind in the page's words (the page titles the table with it)."""
+    name = str(KIND_LABELS.get(kind, kind))
     df = report.table("leaderboard_star")
     if df.empty or not {"rater_kind", "model", "criterion", "mean"} <= set(df.columns):
-        return Table(f"star / {kind}", [], [], 0)
+        return Table(name, [], [], 0)
     df = df[df["rater_kind"].astype(str) == kind]
     if df.empty:
-        return Table(f"star / {kind}", [], [], 0)
+        return Table(name, [], [], 0)
     wide = df.pivot_table(index="model", columns="criterion", values="mean", observed=True)
     wide.index = wide.index.astype(str)
     wide.columns = [str(c) for c in wide.columns]
@@ -181,7 +254,7 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
         for m, r in zip(wide.index, wide.to_numpy(), strict=True)
     ]
     headers = [str(_("Model")), *(formatting.header(c) for c in cols)]
-    return Table(f"star / {kind}", headers, rows, len(rows))
+    return Table(name, headers, rows, len(rows))
 
 
 def correlation_matrix(report: StudyReport) -> Table:
@@ -197,8 +270,11 @@ def correlation_matrix(report: StudyReport) -> Table:
         a, b = str(r.ranking_a), str(r.ranking_b)
         cell[(a, b)] = formatting.number(r.spearman_rho)
         cell[(b, a)] = formatting.number(r.kendall_tau_b)
-    rows = [[a, *("—" if a == b else cell.get((a, b), "") for b in names)] for a in names]
-    return Table("correlations", ["", *names], rows, len(rows))
+    rows = [
+        [label("ranking_a", a), *("—" if a == b else cell.get((a, b), "") for b in names)]
+        for a in names
+    ]
+    return Table("correlations", ["", *(label("ranking_a", b) for b in names)], rows, len(rows))
 
 
 def dict_table(d: dict | None, name: str) -> Table:
@@ -210,7 +286,10 @@ def dict_table(d: dict | None, name: str) -> Table:
         if isinstance(v, dict):
             keys += [k for k in v if k not in keys]
     rows = [
-        [str(k), *(formatting.number(v.get(c), formatting.kind_of(c, name)) for c in keys)]
+        [
+            label("rater_kind", str(k)),
+            *(formatting.number(v.get(c), formatting.kind_of(c, name)) for c in keys),
+        ]
         for k, v in d.items()
         if isinstance(v, dict)
     ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
 from annotation.models import Rater
 from ranking import formatting
@@ -227,18 +227,25 @@ def _correlation_line(r: pd.Series, source: str) -> str:
         "tau": formatting.number(r["kendall_tau_b"]),
         "n": formatting.number(r["n_models"], "count"),
     }
+    count = int(r["n_models"]) if pd.notna(r["n_models"]) else 0
     if not values["rho"]:  # undefined (rankings.rank_correlation): say why, not a blank
         return (
-            _(
+            ngettext(
+                "Human and judge rankings (%(source)s): no rank correlation over %(n)s model; "
+                "it needs at least three models and neither ranking tying every model.",
                 "Human and judge rankings (%(source)s): no rank correlation over %(n)s models; "
-                "it needs at least three models and neither ranking tying every model."
+                "it needs at least three models and neither ranking tying every model.",
+                count,
             )
             % values
         )
     return (
-        _(
+        ngettext(
             "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b %(tau)s "
-            "over %(n)s models."
+            "over %(n)s model.",
+            "Human and judge rankings (%(source)s): Spearman ρ %(rho)s, Kendall τ-b %(tau)s "
+            "over %(n)s models.",
+            count,
         )
         % values
     )

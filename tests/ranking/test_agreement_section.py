@@ -109,7 +109,8 @@ def test_the_report_page_shows_the_section_and_escapes_names(organizer_client, s
     assert response.status_code == 200
     assert 'id="judge-agreement"' in html
     assert "&lt;b&gt;judge&lt;/b&gt;" in html and "<b>judge</b>" not in html
-    assert "leave_one_out" in html and "humans_only" in html
+    # The accuracy variants in words (the downloads keep leave_one_out, humans_only).
+    assert "<td>leave one out</td>" in html and "<td>humans only</td>" in html
 
 
 def test_the_tie_rule_links_keep_the_other_filters(organizer_client, pair_study):

@@ -1,0 +1,116 @@
+"""The report page in words: the codes in its tables (rater kinds, pools, modes, groups) are shown
+as translated words while the downloads keep them as data; counts agree in number ("1 rater");
+the cost caption holds for imported judges too."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pandas as pd
+import pytest
+from django.urls import reverse
+
+from ranking import presenters, summary
+from tests.ranking.conftest import pair_study, star_study  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def _page(client, study, language: str, query: str = ""):
+    client.cookies["django_language"] = language
+    response = client.get(reverse("ranking:report", args=[study.pk]) + query)
+    assert response.status_code == 200
+    return response
+
+
+def _column(table: presenters.Table, header: str) -> set[str]:
+    i = table.columns.index(header)
+    return {row[i] for row in table.rows}
+
+
+def test_the_chinese_page_shows_pools_rater_kinds_and_modes_in_words(
+    organizer_client,
+    star_study,  # noqa: F811
+):
+    response = _page(organizer_client, star_study.study, "zh-hans")
+    diagnostics = response.context["tables"]["annotator_diagnostics"]
+    assert _column(diagnostics, "来源") == {"现场", "众包", "公众", "LLM 评审"}
+    assert _column(diagnostics, "评分者类型") == {"人工", "LLM 评审"}
+    accuracy = response.context["tables"]["accuracy_by_pool"]
+    assert "众包" in _column(accuracy, "来源") and _column(accuracy, "方式") == {"星级"}
+    html = response.content.decode()
+    assert "<td>众包</td>" in html and "<td>crowd</td>" not in html
+    assert "<td>onsite</td>" not in html and "<td>star</td>" not in html
+
+
+def test_the_english_page_words_the_groups_and_the_rankings(organizer_client, pair_study):  # noqa: F811
+    response = _page(organizer_client, pair_study.study, "en")
+    html = response.content.decode()
+    # judge_agreement: every human pooled, beside each judge and each pool.
+    assert "<td>all humans</td>" in html and "<td>humans</td>" not in html
+    assert "<td>crowd</td>" in html and "<td>pairwise</td>" in html
+    matrix = response.context["correlation_matrix"]
+    assert "Points / human" in matrix.columns and "points/human" not in matrix.columns
+    assert "Points / human" in {row[0] for row in matrix.rows}
+    # ranking_agreement: the ranking and the pooled judges in words.
+    assert "<td>Points</td>" in html and "<td>points</td>" not in html
+    assert "<td>all judges</td>" in html
+
+
+def test_the_downloads_keep_the_codes(organizer_client, star_study):  # noqa: F811
+    _page(organizer_client, star_study.study, "zh-hans")
+    url = reverse("ranking:report-download", args=[star_study.study.pk, "json"])
+    doc = json.loads(organizer_client.get(url).content)
+    rows = doc["tables"]["annotator_diagnostics"]
+    assert {r["pool"] for r in rows} == {"onsite", "crowd", "public", "judge"}
+    assert {r["rater_kind"] for r in rows} == {"human", "judge"}
+    url = reverse("ranking:report-download", args=[star_study.study.pk, "csv"])
+    files = zipfile.ZipFile(io.BytesIO(organizer_client.get(url).content))
+    name = next(n for n in files.namelist() if "annotator_diagnostics" in n)
+    frame = pd.read_csv(io.BytesIO(files.read(name)))
+    assert set(frame["pool"]) == {"onsite", "crowd", "public", "judge"}
+
+
+def test_a_code_the_mapping_does_not_know_is_shown_as_it_is():
+    df = pd.DataFrame({"pool": ["crowd", "night-shift"], "group": ["Zx81-pseudonym", "humans"]})
+    table = presenters.table(df, "annotator_diagnostics")
+    assert table.rows == [["crowd", "Zx81-pseudonym"], ["night-shift", "all humans"]]
+
+
+@pytest.mark.parametrize(
+    ("language", "one", "many"),
+    [("en", "1 rater<", "4 raters<"), ("zh-hans", "1 位评分者<", "4 位评分者<")],
+)
+def test_the_summary_counts_one_rater_in_the_singular(
+    organizer_client,
+    star_study,  # noqa: F811
+    language,
+    one,
+    many,
+):
+    everyone = _page(organizer_client, star_study.study, language).content.decode()
+    assert many in everyone
+    crowd = _page(organizer_client, star_study.study, language, "?pool=crowd").content.decode()
+    assert one in crowd and "1 raters" not in crowd
+
+
+def test_the_rank_correlation_line_counts_one_model_in_the_singular():
+    row = pd.Series({"spearman_rho": float("nan"), "kendall_tau_b": float("nan"), "n_models": 1})
+    line = summary._correlation_line(row, "bt")
+    assert "over 1 model;" in line and "1 models" not in line
+
+
+@pytest.mark.parametrize(
+    ("language", "caption"),
+    [("en", "imported judges have none"), ("zh-hans", "导入的评审没有运行")],
+)
+def test_the_cost_caption_holds_for_imported_judges(
+    organizer_client,
+    pair_study,  # noqa: F811
+    language,
+    caption,
+):
+    html = _page(organizer_client, pair_study.study, language).content.decode()
+    assert caption in html
