@@ -96,10 +96,12 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
     finally:
         os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
         try:
-            demo.wait(timeout=60)  # a loaded machine stops the server, worker and judge slowly
+            # communicate, not wait: the demo's processes keep writing to the pipe as they stop
+            # (request logs, the worker, tracebacks); unread, a full pipe blocks them for good.
+            demo.communicate(timeout=60)  # a loaded machine stops them slowly
         except subprocess.TimeoutExpired:  # never leave a demo running after the test
             os.killpg(demo.pid, signal.SIGKILL)
-            demo.wait()
+            demo.communicate()
             raise
     for pid, what in ((fake_pid, "the judge test server"), (worker_pid, "the task worker")):
         _assert_stopped(pid, what)
