@@ -3,6 +3,7 @@ test server, and bin/demo starts that server with a key set and stops it with th
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -11,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,17 +96,12 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
         worker_pid = int(re.search(r"task worker for judge runs \(pid (\d+)", text).group(1))
         assert _a_queued_run_is_finished_by_the_demos_worker(env, tmp_path / "demo.sqlite3")
     finally:
-        os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-        try:
-            # communicate, not wait: the demo's processes keep writing to the pipe as they stop
-            # (request logs, the worker, tracebacks); unread, a full pipe blocks them for good.
-            demo.communicate(timeout=60)  # a loaded machine stops them slowly
-        except subprocess.TimeoutExpired:  # never leave a demo running after the test
-            os.killpg(demo.pid, signal.SIGKILL)
-            demo.communicate()
-            raise
+        _stop(demo)
     for pid, what in ((fake_pid, "the judge test server"), (worker_pid, "the task worker")):
         _assert_stopped(pid, what)
+    # Whatever else of the demo's group is still stopping (runserver's reloader child).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(demo.pid, signal.SIGKILL)
 
 
 def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
@@ -153,6 +150,21 @@ def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
     assert len(calls) == 2 and len(set(calls)) == 2 and {c[2] for c in calls} == {"ok"}
     assert jobs == [("SUCCESSFUL", '"done"')]
     return True
+
+
+def _stop(demo: subprocess.Popen) -> None:
+    """Ctrl-C to the demo's process group, then wait for bin/demo itself to end. Its output is
+    drained meanwhile on a thread: the processes keep writing as they stop (request logs, the
+    worker, tracebacks), and unread, a full pipe would block them. Not ``communicate``: it waits
+    for the pipe's end of file, which any process that holds the pipe can hold back."""
+    os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+    threading.Thread(target=demo.stdout.read, daemon=True).start()
+    try:
+        demo.wait(timeout=60)  # a loaded machine stops them slowly
+    except subprocess.TimeoutExpired:  # never leave a demo running after the test
+        os.killpg(demo.pid, signal.SIGKILL)
+        demo.wait()
+        raise
 
 
 def _assert_stopped(pid: int, what: str) -> None:
