@@ -7,6 +7,9 @@ the net under them:
 - ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
   RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400,
   and so is a lone surrogate ("\\ud800"), which no text column stores and no answer can echo.
+- ``SafeTokenAuthentication``: DRF encodes the Authorization header as Latin-1 before it splits
+  it, so a header with other characters ("Token ١٢", which a test client or an ASGI adapter can
+  pass through) raised UnicodeEncodeError: now refused like any malformed header.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling.
@@ -19,7 +22,8 @@ import logging
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from rest_framework import status
-from rest_framework.exceptions import ParseError
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed, ParseError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
@@ -36,6 +40,18 @@ class ClientIpThrottleMixin:
         from annotation.net import limit_key
 
         return limit_key(request)
+
+
+class SafeTokenAuthentication(TokenAuthentication):
+    """DRF's token authentication; a header it cannot encode is a malformed header."""
+
+    def authenticate(self, request):
+        try:
+            return super().authenticate(request)
+        except UnicodeError as exc:
+            raise AuthenticationFailed(
+                "Invalid token header. Token string should not contain invalid characters."
+            ) from exc
 
 
 class Pages(LimitOffsetPagination):

@@ -223,7 +223,7 @@ ANNOTATION_CROWD_ARRIVALS_PER_HOUR = envint("ANNOTATION_CROWD_ARRIVALS_PER_HOUR"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "config.drf.SafeTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["annotation.permissions.IsOrganizer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -161,6 +161,16 @@ def test_token_authentication_works(client, organizer, small_dataset):
     assert r.status_code == 200
 
 
+@pytest.mark.parametrize("header", ["Token \u0661\u0662", "Token \u00e9", "Token a b", "Token"])
+def test_a_malformed_token_header_is_refused_not_a_500(header, small_dataset):
+    from django.test import Client
+
+    # A client that answers as a server would (an unhandled error is a 500 page, not a raise).
+    r = Client(raise_request_exception=False).get("/api/datasets/", HTTP_AUTHORIZATION=header)
+    # 403, as DRF answers any bad token when session authentication comes first.
+    assert r.status_code == 403 and "Invalid token header" in r.json()["detail"]
+
+
 def _upload(path):
     return SimpleUploadedFile(path.name, path.read_bytes())
 
