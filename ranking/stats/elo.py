@@ -69,9 +69,17 @@ def _play_py(r: np.ndarray, x: Any, y: Any, score: Any, k: float) -> None:
     r[y] -= d
 
 
+def _delta_py(r_x: float, r_y: float, score: float, k: float) -> float:
+    """``_play``'s step for one chain from scalars: x gains, y loses this amount. The compiled
+    loops update their rating arrays themselves: passing an array to a compiled function costs
+    two atomic reference-count updates per call, about as much as the step itself."""
+    d: float = k * (score - 1.0 / (1.0 + np.exp((r_y - r_x) * LN10_400)))
+    return d
+
+
 # The compiled kernels call the compiled step (a plain Python function would not compile).
-_play: Callable[..., None] = (
-    numba.njit(cache=True, nogil=True)(_play_py) if HAVE_NUMBA else _play_py
+_delta: Callable[[float, float, float, float], float] = (
+    numba.njit(cache=True, nogil=True, inline="always")(_delta_py) if HAVE_NUMBA else _delta_py
 )
 
 
@@ -88,10 +96,12 @@ def _elo_chains_py(
     n_chains, n_steps = order.shape
     out = np.full((n_chains, n_models), start)
     for i in range(n_chains):
-        r = out[i]
         for t in range(n_steps):
             m = order[i, t]
-            _play(r, a[m], b[m], s[m], k)
+            x, y = a[m], b[m]
+            d = _delta(out[i, x], out[i, y], s[m], k)
+            out[i, x] += d
+            out[i, y] -= d
     return out
 
 
@@ -111,7 +121,9 @@ def _elo_history_py(
     for t in range(n_steps):
         if t == record_from:
             hist[0] = r
-        _play(r, a[t], b[t], s[t], k)
+        d = _delta(r[a[t]], r[b[t]], s[t], k)
+        r[a[t]] += d
+        r[b[t]] -= d
         if t >= record_from:
             hist[t - record_from + 1] = r
     if record_from >= n_steps:
@@ -158,13 +170,17 @@ def _elo_shuffled_py(
             tmp = order[t]
             order[t] = order[j]
             order[j] = tmp
-        r = out[i, 0]
         for t in range(n_steps):
             code = order[t]
             x, y, score = (code >> shift) & low, (code >> 2) & low, (code & 3) * 0.5
-            _play(r, x, y, score, k)
+            d = _delta(out[i, 0, x], out[i, 0, y], score, k)
+            out[i, 0, x] += d
+            out[i, 0, y] -= d
             if n_groups:
-                _play(out[i, 1 + (code >> (2 * shift - 2))], x, y, score, k)
+                g = 1 + (code >> (2 * shift - 2))
+                d = _delta(out[i, g, x], out[i, g, y], score, k)
+                out[i, g, x] += d
+                out[i, g, y] -= d
     return out
 
 

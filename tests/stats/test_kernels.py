@@ -82,3 +82,28 @@ def test_kappa_kernel_intervals_match_numpys_multinomial_bootstrap():
     tol = np.array([0.015, 0.1, 0.015])
     assert (np.abs(fast[0] - ref[0]) <= tol).all()
     assert (np.abs(fast[1] - ref[1]) <= tol).all()
+
+
+def test_bt_compiled_cell_sums_equal_the_numpy_sums():
+    """Bradley-Terry's bootstrap sums each round's cell draws into W and N: the compiled loop
+    and the numpy gather / reduceat give the same matrices, bit for bit (sums of whole and half
+    counts), so the intervals do not depend on numba."""
+    from ranking.stats import bradley_terry as bt
+
+    rng = np.random.default_rng(8)
+    m = 6
+    a = rng.integers(0, m, 500)
+    b = (a + rng.integers(1, m, 500)) % m
+    code = (a * m + b) * 3 + rng.integers(0, 3, 500)
+    cells, counts = np.unique(code, return_counts=True)
+    draws = rng.multinomial(int(counts.sum()), counts / counts.sum(), size=50)
+    pair, out = np.divmod(cells, 3)
+    ca, cb = np.divmod(pair, m)
+    cs = out / 2.0
+    ab, ba = ca * m + cb, cb * m + ca
+    assert bt._add_cells is not None
+    w, n = bt._add_cells(draws, ab, ba, cs, m)
+    d = draws.astype(float)
+    np.testing.assert_array_equal(w, bt._sum_columns(d, np.r_[ab, ba], np.r_[cs, 1 - cs], m))
+    np.testing.assert_array_equal(n, bt._sum_columns(d, np.r_[ab, ba], np.ones(2 * len(cs)), m))
+    assert (n.sum(axis=(1, 2)) == 2 * counts.sum()).all()
