@@ -1,0 +1,122 @@
+"""The PPI++ section's integer-code groupings give what the pandas groupbys they replace give:
+group numbers and keys (``groupby(sort=True).ngroup()``), the outcome rows (a groupby mean per
+rating for "overall") and the item tables (groupby means and distinct counts, outer-joined),
+value for value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ranking.stats.ppi_groups import combined_key, group_numbers, int_codes, positions
+from ranking.stats.ppi_section import item_table, star_outcomes
+from ranking.stats.rankings import OVERALL
+from ranking.stats.schema import coerce_star
+from ranking.stats.synthetic import generate
+
+
+def _labels(rng: np.random.Generator, n: int, names: list[str], categorical: bool) -> pd.Series:
+    values = pd.Series(rng.choice(np.array(names, dtype=object), n))
+    values[rng.random(n) < 0.05] = None  # missing keys belong to no group
+    if categorical:  # unsorted categories and one no row uses
+        return values.astype(pd.CategoricalDtype([*reversed(names), "unused"]))
+    return values
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_group_numbers_are_the_groupby_numbers_and_keys(categorical):
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "criterion": _labels(rng, 500, ["b", "a", "overall", "c"], categorical),
+            "model": _labels(rng, 500, ["m2", "m10", "m1"], not categorical),
+        }
+    )
+    for by in (["criterion", "model"], "model"):
+        numbers, keys = group_numbers(frame, by)
+        groups = frame.groupby(by, sort=True, observed=True)
+        expected = groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)
+        np.testing.assert_array_equal(numbers, expected)
+        index = groups.size().index
+        assert keys == [k if isinstance(k, tuple) else (k,) for k in index]
+        for pos, (_, g) in zip(positions(numbers, len(keys)), groups, strict=True):
+            np.testing.assert_array_equal(pos, frame.index.get_indexer(g.index))
+
+
+def test_the_combined_key_is_one_number_per_distinct_tuple_in_lexicographic_order():
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(0, 4, 300), rng.integers(0, 5, 300)
+    b[:3] = -1  # missing
+    for big in (5, 1 << 61):  # the second renumbers the keys before it overflows
+        key = combined_key([(a, 4), (b, big)], sort=True)
+        assert (key[:3] == -1).all()
+        t = list(zip(a[3:], b[3:], strict=True))
+        k = key[3:]
+        for i in range(0, 290, 7):
+            for j in range(1, 290, 11):
+                assert (k[i] == k[j]) == (t[i] == t[j])
+                assert (k[i] < k[j]) == (t[i] < t[j])
+    codes, n = int_codes(np.array([-5, 7, -5, 3]), sort=True)
+    np.testing.assert_array_equal(codes, [0, 2, 0, 1])
+    assert n == 3
+
+
+def _old_star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
+    """The definition: first ratings with a score, plus each rating's mean over criteria."""
+    s = star[~star["is_repeat"]]
+    cols = ["rater_id", "rater_kind", "rating_id", "item_id", "model", "criterion", "score"]
+    base = s[cols].astype(dict.fromkeys(("rater_id", "rater_kind", "model", "criterion"), str))
+    base = base.dropna(subset=["score"])
+    keys = ["rater_id", "rater_kind", "rating_id", "item_id", "model"]
+    overall = base.groupby(keys, sort=False)["score"].mean().reset_index()
+    overall["criterion"] = OVERALL
+    return pd.concat([base, overall[base.columns]], ignore_index=True)
+
+
+def _old_item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
+    """The definition: groupby means and distinct human ratings, outer join, judged items."""
+    human = rows[rows["rater_kind"] == "human"]
+    h = human.groupby(keys, sort=True).agg(y=("score", "mean"), n_ratings=("rating_id", "nunique"))
+    j = rows[rows["rater_id"] == judge].groupby(keys, sort=True)["score"].mean().rename("f")
+    out = h.join(j, how="outer").reset_index()
+    out["n_ratings"] = out["n_ratings"].fillna(0).astype(np.int64)
+    return out[out["f"].notna()].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def star():
+    s = generate(n_models=4, n_questions=30, n_onsite=6, n_crowd=8, n_public=8, seed=3)
+    star = coerce_star(s.star_df)
+    rng = np.random.default_rng(5)
+    star.loc[rng.random(len(star)) < 0.03, "score"] = np.nan  # unrated criteria
+    # Odd scores (means whose rounding depends on the order of the sums) and a duplicated row
+    # (a rating counted once).
+    star["score"] += rng.integers(0, 3, len(star)) / 7
+    return pd.concat([star, star.iloc[[5, 17]]], ignore_index=True)
+
+
+def test_star_outcomes_are_the_groupby_definition(star):
+    new = star_outcomes(star)
+    old = _old_star_outcomes(star)
+    assert list(new.columns) == list(old.columns)
+    assert new["criterion"].cat.categories.is_monotonic_increasing
+    for col in old.columns:
+        np.testing.assert_array_equal(new[col].astype(old[col].dtype), old[col], err_msg=col)
+
+
+@pytest.mark.parametrize("judge", ["judge-star", "onsite-0001", "nobody"])
+def test_item_tables_are_the_groupby_definition(star, judge):
+    rows = star_outcomes(star)
+    rows = rows[rows["rating_id"] % 13 != 0]  # items the judge rated and no human did
+    if judge == "judge-star":  # a judge group whose every score is missing
+        rows = rows.copy()
+        rows.loc[
+            (rows["rater_id"] == judge) & (rows["item_id"] == rows["item_id"].min()), "score"
+        ] = np.nan
+    keys = ["item_id", "model", "criterion"]
+    new, old = item_table(rows, judge, keys), _old_item_table(rows, judge, keys)
+    assert list(new.columns) == list(old.columns)
+    assert len(new) == len(old)
+    for col in old.columns:
+        np.testing.assert_array_equal(new[col].astype(old[col].dtype), old[col], err_msg=col)
