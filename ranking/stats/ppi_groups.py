@@ -44,12 +44,15 @@ def group_numbers(frame: pd.DataFrame, by: list[str] | str) -> tuple[Codes, list
         levels.append(lev)
     valid = combined[~missing]
     size = int(np.prod([max(len(lev), 1) for lev in levels]))
-    if size <= 1 << 22:  # label columns: a count per combined code
+    out = np.full(len(frame), -1, np.int64)
+    if size <= 1 << 22:  # label columns: a count per combined code, a lookup per row
         used = np.flatnonzero(np.bincount(valid, minlength=size))
+        number = np.zeros(size, np.int64)
+        number[used] = np.arange(len(used))
+        out[~missing] = number[valid]
     else:
         used = distinct(valid)
-    out = np.full(len(frame), -1, np.int64)
-    out[~missing] = np.searchsorted(used, valid)
+        out[~missing] = np.searchsorted(used, valid)
     keys = []
     for combined_code in used:
         key, rest = [], int(combined_code)

@@ -131,6 +131,18 @@ def test_the_curve_subset_sums_equal_a_mask_per_share():
         np.testing.assert_array_equal(whole[i, 0, :, 0], (rank < k) @ np.arange(50.0))
 
 
+@pytest.mark.parametrize("n", [10, 11, 1000, 70_001])
+def test_the_curve_orders_are_the_permuted_stream(n):
+    """``random_orders`` shuffles row by row what ``Generator.permuted`` shuffles along axis 1:
+    the same orders from the same seed, and the generator left in the same state."""
+    from ranking.stats.ppi_curve import random_orders
+
+    a, b = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
+    expected = a.permuted(np.broadcast_to(np.arange(n), (20, n)), axis=1)
+    np.testing.assert_array_equal(random_orders(b, n, 20), expected)
+    assert a.integers(1 << 62) == b.integers(1 << 62)
+
+
 def test_the_default_judge_is_the_one_with_the_most_ratings(synthetic):
     star, pair = synthetic
     t = ppi_section(star, pair)["ppi"]
