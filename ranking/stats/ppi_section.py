@@ -22,6 +22,7 @@ the mean of its humans' first ratings, the judge's the mean of that judge's firs
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from typing import Any
 
@@ -172,7 +173,8 @@ def item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
     row[j.ngroup().to_numpy()] = np.flatnonzero(by_judge)
     h = pd.Series(score[human]).groupby(key[human], sort=True)
     y = h.mean()
-    n_ratings = _distinct_per_group(h.ngroup().to_numpy(), rows["rating_id"].to_numpy()[human])
+    ids = rows["rating_id"].to_numpy()[human]
+    n_ratings = _distinct_per_group(h.ngroup().to_numpy(), ids, len(y))
     f_keys, h_keys = f.index.to_numpy(), y.index.to_numpy()
     at = np.minimum(np.searchsorted(h_keys, f_keys), max(len(h_keys) - 1, 0))
     rated = h_keys[at] == f_keys if len(h_keys) else np.zeros(len(f_keys), bool)
@@ -192,21 +194,46 @@ def _take(values: pd.Series, rows: np.ndarray) -> Any:
     )
 
 
-def _distinct_per_group(groups: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The number of distinct ``ids`` in each group (``groups``: numbers 0..n-1 of the rows)."""
-    n = int(groups.max()) + 1 if len(groups) else 0
-    key = combined_key([(groups, n), int_codes(ids, sort=False)], sort=False)
-    first = ~pd.Series(key).duplicated().to_numpy()
+def _distinct_per_group(groups: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    """The number of distinct ``ids`` in each of ``n`` groups (``groups``: each row's)."""
+    first = _first_of_runs(groups, ids, n)
+    if first is None:  # any order: a hash of the (group, id) pairs
+        key = combined_key([(groups, n), int_codes(ids, sort=False)], sort=False)
+        first = ~pd.Series(key).duplicated().to_numpy()
     counts: np.ndarray = np.bincount(groups[first], minlength=n)
     return counts
+
+
+def _first_of_runs(groups: np.ndarray, ids: np.ndarray, n: int, max_run: int = 16) -> Any:
+    """Whether each row is the first of its (group, id) pair, without a hash when the ids come
+    in a few non-decreasing segments (ratings in order) whose groups do not meet: a repeated pair
+    is then two rows of one run of equal ids, at most ``max_run`` rows apart. None otherwise."""
+    down = np.flatnonzero(np.diff(ids) < 0) + 1  # where a segment starts again
+    if len(down) > 3:
+        return None
+    bounds = [0, *down.tolist(), len(ids)]
+    seen = np.zeros(n, np.int64)
+    for a, b in itertools.pairwise(bounds):
+        seen += np.bincount(groups[a:b], minlength=n) > 0
+    starts = np.flatnonzero(np.diff(ids, prepend=ids[:1] - 1, append=ids[-1:] + 1) != 0)
+    longest = int(np.diff(starts).max()) if len(ids) else 0
+    if (seen > 1).any() or longest > max_run:
+        return None
+    repeat = np.zeros(len(ids), bool)
+    for k in range(1, longest):
+        repeat[k:] |= (ids[k:] == ids[:-k]) & (groups[k:] == groups[:-k])
+    return ~repeat
 
 
 def judge_order(star_rows: pd.DataFrame, pair_rows: pd.DataFrame) -> list[str]:
     """Judges by number of ratings, most first (ties by name)."""
     counts: dict[str, int] = {}
     for rows in (star_rows, pair_rows):
-        j = rows[rows["rater_kind"] == "judge"]
-        for name, n in j.groupby("rater_id")["rating_id"].nunique().items():
+        is_judge = (rows["rater_kind"] == "judge").to_numpy(dtype=bool)
+        codes, names = sort_codes(rows["rater_id"][is_judge])
+        ids = rows["rating_id"].to_numpy()[is_judge][codes >= 0]
+        n_ratings = _distinct_per_group(codes[codes >= 0], ids, len(names))
+        for name, n in zip(names[n_ratings > 0], n_ratings[n_ratings > 0], strict=True):
             counts[str(name)] = counts.get(str(name), 0) + int(n)
     return sorted(counts, key=lambda k: (-counts[k], k))
 

@@ -120,3 +120,49 @@ def test_item_tables_are_the_groupby_definition(star, judge):
     assert len(new) == len(old)
     for col in old.columns:
         np.testing.assert_array_equal(new[col].astype(old[col].dtype), old[col], err_msg=col)
+
+
+def test_judges_are_ordered_by_distinct_ratings_as_the_groupby_counts_them(star):
+    from ranking.stats.ppi_section import judge_order, pair_outcomes
+    from ranking.stats.schema import coerce_pair
+
+    s = generate(n_models=4, n_questions=30, n_onsite=6, n_crowd=8, n_public=8, seed=3)
+    pair = coerce_pair(s.pair_df)
+    rows = [star_outcomes(star), pair_outcomes(pair)]
+    strings = [r.astype({"rater_id": str, "rater_kind": str}) for r in rows]
+    counts: dict[str, int] = {}
+    for r in strings:
+        j = r[r["rater_kind"] == "judge"]
+        for name, n in j.groupby("rater_id")["rating_id"].nunique().items():
+            counts[name] = counts.get(name, 0) + int(n)
+    expected = sorted(counts, key=lambda k: (-counts[k], k))
+    assert len(expected) == 2
+    assert judge_order(*rows) == expected
+    assert judge_order(*strings) == expected
+
+
+@pytest.mark.parametrize("case", ["sorted", "segments", "meeting", "shuffled", "long runs"])
+def test_distinct_ids_per_group_are_the_groupby_nunique(case):
+    """With or without the hash (ids in a few non-decreasing segments whose groups do not
+    meet, and runs of equal ids no longer than 16), the counts of ``nunique``."""
+    from ranking.stats.ppi_section import _distinct_per_group, _first_of_runs
+
+    rng = np.random.default_rng(len(case))
+    run = 20 if case == "long runs" else 5
+    ids = (
+        np.sort(rng.integers(0, 400, 1000))
+        if case != "long runs"
+        else np.repeat(np.arange(50), run)
+    )
+    groups = rng.integers(0, 6, len(ids))
+    if case in ("segments", "meeting"):  # a second segment of ids, on other groups or not
+        ids = np.concatenate([ids, ids[::3]])
+        more = groups[::3] if case == "meeting" else rng.integers(6, 9, len(ids) - len(groups))
+        groups = np.concatenate([groups, more])
+    if case == "shuffled":
+        order = rng.permutation(len(ids))
+        ids, groups = ids[order], groups[order]
+    expected = pd.Series(ids).groupby(groups).nunique().reindex(range(9), fill_value=0)
+    fast = _first_of_runs(groups, ids, 9) is not None
+    assert fast == (case in ("sorted", "segments"))
+    np.testing.assert_array_equal(_distinct_per_group(groups, ids, 9), expected.to_numpy())
