@@ -67,7 +67,8 @@ def positions(numbers: Codes, n_groups: int) -> list[npt.NDArray[np.intp]]:
     """Each group's row positions in row order (a stable sort of the group numbers)."""
     if n_groups == 0:
         return []
-    small = numbers.astype(np.int16) if n_groups < 2**15 else numbers
+    narrow = np.int8 if n_groups < 2**7 else np.int16 if n_groups < 2**15 else np.int64
+    small = numbers.astype(narrow)  # stable radix sort of the narrowest integers
     order = np.argsort(small, kind="stable")
     order = order[numbers[order] >= 0]
     bounds = np.cumsum(np.bincount(numbers[order], minlength=n_groups))[:-1]

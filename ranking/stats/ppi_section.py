@@ -109,9 +109,9 @@ def star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
     """One row per (rater, rating, criterion incl. overall): item, model, rater kind, score.
     The criterion is a categorical of the names, "overall" included, in sorted order."""
     keep = ~star["is_repeat"].to_numpy(dtype=bool) & star["score"].notna().to_numpy()
-    s = star.loc[keep, ["rater_id", "rater_kind", "rating_id", "item_id", "model", "criterion"]]
     score = star["score"].to_numpy(dtype=float)[keep]
-    cols = {**_who_and_what(s), "model": _labels(s["model"])}
+    cols = {k: v[keep] for k, v in _who_and_what(star).items()}
+    cols["model"] = _labels(star["model"])[keep]
     # Overall: each rating's mean over its criteria, one row per group of ``keys`` in the order
     # the groups first appear (what ``groupby(keys, sort=False).mean()`` gives).
     keys = ("rater_id", "rater_kind", "rating_id", "item_id", "model")
@@ -121,7 +121,7 @@ def star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
     first = np.empty(groups.ngroups, np.intp)  # one row of each group (all share its key)
     first[groups.ngroup().to_numpy()] = np.flatnonzero(valid)
     out = {k: _append(v, first) for k, v in cols.items()}
-    out["criterion"] = _with_overall(_labels(s["criterion"]), len(first))
+    out["criterion"] = _with_overall(_labels(star["criterion"])[keep], len(first))
     out["score"] = np.concatenate([score, groups.mean().to_numpy()])
     return pd.DataFrame(out)
 
@@ -148,16 +148,14 @@ def _with_overall(criterion: Any, n_overall: int) -> pd.Categorical:
 
 def pair_outcomes(pair: pd.DataFrame) -> pd.DataFrame:
     """One row per first pairwise rating: rater, item, models and A's score (1, 0.5, 0)."""
-    cols = ["rater_id", "rater_kind", "rating_id", "item_id", "model_a", "model_b", "choice"]
-    p = pair.loc[~pair["is_repeat"].to_numpy(dtype=bool), cols]
-    return pd.DataFrame(
-        {
-            **_who_and_what(p),
-            "model_a": _labels(p["model_a"]),
-            "model_b": _labels(p["model_b"]),
-            "score": p["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),
-        }
-    )
+    keep = ~pair["is_repeat"].to_numpy(dtype=bool)
+    cols = {
+        **_who_and_what(pair),
+        "model_a": _labels(pair["model_a"]),
+        "model_b": _labels(pair["model_b"]),
+        "score": pair["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),
+    }
+    return pd.DataFrame({k: v[keep] for k, v in cols.items()})
 
 
 def item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
@@ -304,10 +302,8 @@ def model_sides(items: pd.DataFrame) -> pd.DataFrame:
 def bt_rows(items: pd.DataFrame, judge: str) -> list[dict[str, Any]]:
     """``bt_rating`` rows: PPI++ Bradley-Terry over the models the human comparisons reach."""
     lab = items[items["y"].notna()]
-    # The distinct names first (pd.unique), not a Python loop over every comparison.
-    models = sorted(
-        set(pd.unique(lab["model_a"].to_numpy())).union(pd.unique(lab["model_b"].to_numpy()))
-    )
+    # The distinct names first, not a Python loop over every comparison.
+    models = sorted(_distinct_names(lab["model_a"]) | _distinct_names(lab["model_b"]))
     idx = {m: i for i, m in enumerate(models)}
     unl = items[items["y"].isna() & items["model_a"].isin(idx) & items["model_b"].isin(idx)]
     res = None
@@ -350,18 +346,36 @@ def bt_rows(items: pd.DataFrame, judge: str) -> list[dict[str, Any]]:
 def _per_model(items: pd.DataFrame, idx: dict[str, int], weights: pd.Series | None) -> np.ndarray:
     """Games (or the sum of ``weights``) per model, either side."""
     w = None if weights is None else weights.to_numpy(dtype=float)
-    a = items["model_a"].map(idx).to_numpy(dtype=np.int64)
-    b = items["model_b"].map(idx).to_numpy(dtype=np.int64)
+    a, b = _model_index(items["model_a"], idx), _model_index(items["model_b"], idx)
     games: np.ndarray = np.bincount(a, w, len(idx)) + np.bincount(b, w, len(idx))
     return games
 
 
 def _games(items: pd.DataFrame, idx: dict[str, int], col: str) -> ppi.Games:
     return ppi.Games(
-        items["model_a"].map(idx).to_numpy(dtype=np.int64),
-        items["model_b"].map(idx).to_numpy(dtype=np.int64),
+        _model_index(items["model_a"], idx),
+        _model_index(items["model_b"], idx),
         items[col].to_numpy(dtype=float),
     )
+
+
+def _distinct_names(values: pd.Series) -> set[Any]:
+    """The values a column holds (a categorical's used categories: no hash of a name per row)."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        codes = values.cat.codes.to_numpy()
+        used = np.flatnonzero(np.bincount(codes, minlength=len(values.cat.categories)))
+        return set(values.cat.categories[used])
+    return set(pd.unique(values.to_numpy()))
+
+
+def _model_index(values: pd.Series, idx: dict[str, int]) -> npt.NDArray[np.int64]:
+    """Each row's model number in ``idx`` (every row's model is in it)."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        table = np.array([idx.get(c, -1) for c in values.cat.categories], dtype=np.int64)
+        coded: npt.NDArray[np.int64] = table[values.cat.codes.to_numpy()]
+        return coded
+    out: npt.NDArray[np.int64] = values.map(idx).to_numpy(dtype=np.int64)
+    return out
 
 
 # --------------------------------------------------------------------------- section

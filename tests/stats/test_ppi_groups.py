@@ -166,3 +166,14 @@ def test_distinct_ids_per_group_are_the_groupby_nunique(case):
     fast = _first_of_runs(groups, ids, 9) is not None
     assert fast == (case in ("sorted", "segments"))
     np.testing.assert_array_equal(_distinct_per_group(groups, ids, 9), expected.to_numpy())
+
+
+def test_model_names_and_numbers_from_categories_are_those_of_the_strings():
+    from ranking.stats.ppi_section import _distinct_names, _model_index
+
+    names = pd.Series(["m3", "m1", "m3", "m2"])
+    coded = names.astype(pd.CategoricalDtype(["m3", "unused", "m2", "m1"]))
+    idx = {"m1": 0, "m2": 1, "m3": 2}
+    assert _distinct_names(coded) == _distinct_names(names) == {"m1", "m2", "m3"}
+    np.testing.assert_array_equal(_model_index(coded, idx), [2, 0, 2, 1])
+    np.testing.assert_array_equal(_model_index(names, idx), [2, 0, 2, 1])
