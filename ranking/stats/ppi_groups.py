@@ -98,7 +98,7 @@ def key_codes(values: pd.Series, *, sort: bool) -> tuple[Codes, int]:
 
 def combined_key(parts: list[tuple[Codes, int]], *, sort: bool) -> Codes:
     """One integer per row, equal for two rows exactly when all their codes are; ordered as the
-    codes are lexicographically when ``sort``. -1 when a code is (a missing value)."""
+    codes are lexicographically when ``sort``; -1 where a code is -1 (a missing value)."""
     n = len(parts[0][0]) if parts else 0
     key, size = np.zeros(n, np.int64), 1
     missing = np.zeros(n, bool)

@@ -32,7 +32,8 @@ import pandas as pd
 
 from . import ppi
 from .bradley_terry import ELO_SCALE
-from .ppi_curve import MIN_ITEMS, width_curve
+from .ppi_curve import MIN_ITEMS as MIN_ITEMS  # re-exported: the notes name it
+from .ppi_curve import width_curve
 from .ppi_groups import (
     combined_key,
     group_numbers,
@@ -173,13 +174,12 @@ def item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
     y = h.mean()
     ids = rows["rating_id"].to_numpy()[human]
     n_ratings = _distinct_per_group(h.ngroup().to_numpy(), ids, len(y))
-    f_keys, h_keys = f.index.to_numpy(), y.index.to_numpy()
-    at = np.minimum(np.searchsorted(h_keys, f_keys), max(len(h_keys) - 1, 0))
-    rated = h_keys[at] == f_keys if len(h_keys) else np.zeros(len(f_keys), bool)
+    at = y.index.get_indexer(f.index)  # each judged item's human group, -1 if none
+    rated, at = at >= 0, np.maximum(at, 0)
     keep = f.notna().to_numpy()
     out = {k: _take(rows[k], row[keep]) for k in keys}
-    out["y"] = np.where(rated, y.to_numpy()[at] if len(h_keys) else np.nan, np.nan)[keep]
-    out["n_ratings"] = np.where(rated, n_ratings[at] if len(h_keys) else 0, 0)[keep]
+    out["y"] = np.where(rated, y.to_numpy()[at] if len(y) else np.nan, np.nan)[keep]
+    out["n_ratings"] = np.where(rated, n_ratings[at] if len(y) else 0, 0)[keep]
     out["f"] = f.to_numpy()[keep]
     return pd.DataFrame(out)
 
