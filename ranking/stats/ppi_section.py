@@ -22,7 +22,7 @@ the mean of its humans' first ratings, the judge's the mean of that judge's firs
 
 from __future__ import annotations
 
-import warnings
+import itertools
 import zlib
 from typing import Any
 
@@ -31,15 +31,21 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import ppi
-from .arrays import distinct
 from .bradley_terry import ELO_SCALE
+from .ppi_curve import MIN_ITEMS as MIN_ITEMS  # re-exported: the notes name it
+from .ppi_curve import width_curve
+from .ppi_groups import (
+    combined_key,
+    group_numbers,
+    int_codes,
+    key_codes,
+    positions,
+    sort_codes,
+)
 from .rankings import OVERALL
 from .schema import CHOICE_SCORE_A, empty_frame, str_values
 
 PPI_KEYS: tuple[str, ...] = ("ppi", "ppi_curve")
-MIN_ITEMS = 10
-CURVE_SHARES = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-CURVE_REPEATS = 20
 
 PPI_COLS = {
     "judge": "str",
@@ -101,52 +107,131 @@ def _who_and_what(ratings: pd.DataFrame) -> dict[str, Any]:
 
 
 def star_outcomes(star: pd.DataFrame) -> pd.DataFrame:
-    """One row per (rater, rating, criterion incl. overall): item, model, rater kind, score."""
-    s = star[~star["is_repeat"]]
-    base = pd.DataFrame(
-        {
-            **_who_and_what(s),
-            "model": _labels(s["model"]),
-            "criterion": _labels(s["criterion"]),
-            "score": s["score"].to_numpy(dtype=float),
-        }
-    ).dropna(subset=["score"])
-    keys = ["rater_id", "rater_kind", "rating_id", "item_id", "model"]
-    overall = base.groupby(keys, sort=False, observed=True)["score"].mean().reset_index()
-    overall["criterion"] = OVERALL
-    return pd.concat([base, overall[base.columns]], ignore_index=True)
+    """One row per (rater, rating, criterion incl. overall): item, model, rater kind, score.
+    The criterion is a categorical of the names, "overall" included, in sorted order."""
+    keep = ~star["is_repeat"].to_numpy(dtype=bool) & star["score"].notna().to_numpy()
+    score = star["score"].to_numpy(dtype=float)[keep]
+    cols = {k: v[keep] for k, v in _who_and_what(star).items()}
+    cols["model"] = _labels(star["model"])[keep]
+    # Overall: each rating's mean over its criteria, one row per group of ``keys`` in the order
+    # the groups first appear (what ``groupby(keys, sort=False).mean()`` gives).
+    keys = ("rater_id", "rater_kind", "rating_id", "item_id", "model")
+    key = combined_key([key_codes(pd.Series(cols[k]), sort=False) for k in keys], sort=False)
+    valid = key >= 0
+    groups = pd.Series(score[valid]).groupby(key[valid], sort=False)
+    first = np.empty(groups.ngroups, np.intp)  # one row of each group (all share its key)
+    first[groups.ngroup().to_numpy()] = np.flatnonzero(valid)
+    out = {k: _append(v, first) for k, v in cols.items()}
+    out["criterion"] = _with_overall(_labels(star["criterion"])[keep], len(first))
+    out["score"] = np.concatenate([score, groups.mean().to_numpy()])
+    return pd.DataFrame(out)
+
+
+def _append(values: Any, rows: np.ndarray) -> Any:
+    """``values`` followed by ``values[rows]`` (a categorical stays one)."""
+    if isinstance(values, pd.Categorical):
+        codes = np.concatenate([values.codes, values.codes[rows]])
+        return pd.Categorical.from_codes(codes, dtype=values.dtype)
+    return np.concatenate([values, values[rows]])
+
+
+def _with_overall(criterion: Any, n_overall: int) -> pd.Categorical:
+    """The criterion column followed by ``n_overall`` times "overall", as a categorical of the
+    names in sorted order (so its codes group as the names sort)."""
+    codes, names = sort_codes(pd.Series(criterion))
+    names = np.asarray([str(c) for c in names], dtype=object)
+    cats = sorted({*names, OVERALL})
+    recode = np.searchsorted(np.asarray(cats, dtype=object), names).astype(np.int64)
+    new = np.where(codes >= 0, recode[np.maximum(codes, 0)] if len(names) else -1, -1)
+    overall = np.full(n_overall, cats.index(OVERALL))
+    return pd.Categorical.from_codes(np.concatenate([new, overall]), categories=cats)
 
 
 def pair_outcomes(pair: pd.DataFrame) -> pd.DataFrame:
     """One row per first pairwise rating: rater, item, models and A's score (1, 0.5, 0)."""
-    p = pair[~pair["is_repeat"]]
-    return pd.DataFrame(
-        {
-            **_who_and_what(p),
-            "model_a": _labels(p["model_a"]),
-            "model_b": _labels(p["model_b"]),
-            "score": p["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),
-        }
-    )
+    keep = ~pair["is_repeat"].to_numpy(dtype=bool)
+    cols = {
+        **_who_and_what(pair),
+        "model_a": _labels(pair["model_a"]),
+        "model_b": _labels(pair["model_b"]),
+        "score": pair["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float),
+    }
+    return pd.DataFrame({k: v[keep] for k, v in cols.items()})
 
 
 def item_table(rows: pd.DataFrame, judge: str, keys: list[str]) -> pd.DataFrame:
-    """Per item (and ``keys``): the human mean ``y`` with its rating count, and the judge's
-    mean ``f``. NaN where one side did not rate."""
-    human = rows[rows["rater_kind"] == "human"]
-    h = human.groupby(keys, sort=True).agg(y=("score", "mean"), n_ratings=("rating_id", "nunique"))
-    j = rows[rows["rater_id"] == judge].groupby(keys, sort=True)["score"].mean().rename("f")
-    out = h.join(j, how="outer").reset_index()
-    out["n_ratings"] = out["n_ratings"].fillna(0).astype(np.int64)
-    return out[out["f"].notna()]
+    """Per item (and ``keys``) the judge rated, in sorted key order: the human mean ``y`` with its
+    rating count (NaN and 0 where no human rated), and the judge's mean ``f``."""
+    key = combined_key([key_codes(rows[k], sort=True) for k in keys], sort=True)
+    score = rows["score"].to_numpy(dtype=float)
+    human = (rows["rater_kind"] == "human").to_numpy(dtype=bool) & (key >= 0)
+    by_judge = (rows["rater_id"] == judge).to_numpy(dtype=bool) & (key >= 0)
+    j = pd.Series(score[by_judge]).groupby(key[by_judge], sort=True)
+    f = j.mean()
+    row = np.empty(len(f), np.intp)  # one row of each judge group (all share its key)
+    row[j.ngroup().to_numpy()] = np.flatnonzero(by_judge)
+    h = pd.Series(score[human]).groupby(key[human], sort=True)
+    y = h.mean()
+    ids = rows["rating_id"].to_numpy()[human]
+    n_ratings = _distinct_per_group(h.ngroup().to_numpy(), ids, len(y))
+    at = y.index.get_indexer(f.index)  # each judged item's human group, -1 if none
+    rated, at = at >= 0, np.maximum(at, 0)
+    keep = f.notna().to_numpy()
+    out = {k: _take(rows[k], row[keep]) for k in keys}
+    out["y"] = np.where(rated, y.to_numpy()[at] if len(y) else np.nan, np.nan)[keep]
+    out["n_ratings"] = np.where(rated, n_ratings[at] if len(y) else 0, 0)[keep]
+    out["f"] = f.to_numpy()[keep]
+    return pd.DataFrame(out)
+
+
+def _take(values: pd.Series, rows: np.ndarray) -> Any:
+    return (
+        values.array.take(rows)
+        if isinstance(values.dtype, pd.CategoricalDtype)
+        else (values.to_numpy()[rows])
+    )
+
+
+def _distinct_per_group(groups: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    """The number of distinct ``ids`` in each of ``n`` groups (``groups``: each row's)."""
+    first = _first_of_runs(groups, ids, n)
+    if first is None:  # any order: a hash of the (group, id) pairs
+        key = combined_key([(groups, n), int_codes(ids, sort=False)], sort=False)
+        first = ~pd.Series(key).duplicated().to_numpy()
+    counts: np.ndarray = np.bincount(groups[first], minlength=n)
+    return counts
+
+
+def _first_of_runs(groups: np.ndarray, ids: np.ndarray, n: int, max_run: int = 16) -> Any:
+    """Whether each row is the first of its (group, id) pair, without a hash when the ids come
+    in a few non-decreasing segments (ratings in order) whose groups do not meet: a repeated pair
+    is then two rows of one run of equal ids, at most ``max_run`` rows apart. None otherwise."""
+    down = np.flatnonzero(np.diff(ids) < 0) + 1  # where a segment starts again
+    if len(down) > 3:
+        return None
+    bounds = [0, *down.tolist(), len(ids)]
+    seen = np.zeros(n, np.int64)
+    for a, b in itertools.pairwise(bounds):
+        seen += np.bincount(groups[a:b], minlength=n) > 0
+    starts = np.flatnonzero(np.diff(ids, prepend=ids[:1] - 1, append=ids[-1:] + 1) != 0)
+    longest = int(np.diff(starts).max()) if len(ids) else 0
+    if (seen > 1).any() or longest > max_run:
+        return None
+    repeat = np.zeros(len(ids), bool)
+    for k in range(1, longest):
+        repeat[k:] |= (ids[k:] == ids[:-k]) & (groups[k:] == groups[:-k])
+    return ~repeat
 
 
 def judge_order(star_rows: pd.DataFrame, pair_rows: pd.DataFrame) -> list[str]:
     """Judges by number of ratings, most first (ties by name)."""
     counts: dict[str, int] = {}
     for rows in (star_rows, pair_rows):
-        j = rows[rows["rater_kind"] == "judge"]
-        for name, n in j.groupby("rater_id")["rating_id"].nunique().items():
+        is_judge = (rows["rater_kind"] == "judge").to_numpy(dtype=bool)
+        codes, names = sort_codes(rows["rater_id"][is_judge])
+        ids = rows["rating_id"].to_numpy()[is_judge][codes >= 0]
+        n_ratings = _distinct_per_group(codes[codes >= 0], ids, len(names))
+        for name, n in zip(names[n_ratings > 0], n_ratings[n_ratings > 0], strict=True):
             counts[str(name)] = counts.get(str(name), 0) + int(n)
     return sorted(counts, key=lambda k: (-counts[k], k))
 
@@ -217,10 +302,8 @@ def model_sides(items: pd.DataFrame) -> pd.DataFrame:
 def bt_rows(items: pd.DataFrame, judge: str) -> list[dict[str, Any]]:
     """``bt_rating`` rows: PPI++ Bradley-Terry over the models the human comparisons reach."""
     lab = items[items["y"].notna()]
-    # The distinct names first (pd.unique), not a Python loop over every comparison.
-    models = sorted(
-        set(pd.unique(lab["model_a"].to_numpy())).union(pd.unique(lab["model_b"].to_numpy()))
-    )
+    # The distinct names first, not a Python loop over every comparison.
+    models = sorted(_distinct_names(lab["model_a"]) | _distinct_names(lab["model_b"]))
     idx = {m: i for i, m in enumerate(models)}
     unl = items[items["y"].isna() & items["model_a"].isin(idx) & items["model_b"].isin(idx)]
     res = None
@@ -263,46 +346,51 @@ def bt_rows(items: pd.DataFrame, judge: str) -> list[dict[str, Any]]:
 def _per_model(items: pd.DataFrame, idx: dict[str, int], weights: pd.Series | None) -> np.ndarray:
     """Games (or the sum of ``weights``) per model, either side."""
     w = None if weights is None else weights.to_numpy(dtype=float)
-    a = items["model_a"].map(idx).to_numpy(dtype=np.int64)
-    b = items["model_b"].map(idx).to_numpy(dtype=np.int64)
+    a, b = _model_index(items["model_a"], idx), _model_index(items["model_b"], idx)
     games: np.ndarray = np.bincount(a, w, len(idx)) + np.bincount(b, w, len(idx))
     return games
 
 
 def _games(items: pd.DataFrame, idx: dict[str, int], col: str) -> ppi.Games:
     return ppi.Games(
-        items["model_a"].map(idx).to_numpy(dtype=np.int64),
-        items["model_b"].map(idx).to_numpy(dtype=np.int64),
+        _model_index(items["model_a"], idx),
+        _model_index(items["model_b"], idx),
         items[col].to_numpy(dtype=float),
     )
 
 
+def _distinct_names(values: pd.Series) -> set[Any]:
+    """The values a column holds (a categorical's used categories: no hash of a name per row)."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        codes = values.cat.codes.to_numpy()
+        used = np.flatnonzero(np.bincount(codes, minlength=len(values.cat.categories)))
+        return set(values.cat.categories[used])
+    return set(pd.unique(values.to_numpy()))
+
+
+def _model_index(values: pd.Series, idx: dict[str, int]) -> npt.NDArray[np.int64]:
+    """Each row's model number in ``idx`` (every row's model is in it)."""
+    if isinstance(values.dtype, pd.CategoricalDtype) and not values.isna().any():
+        table = np.array([idx.get(c, -1) for c in values.cat.categories], dtype=np.int64)
+        coded: npt.NDArray[np.int64] = table[values.cat.codes.to_numpy()]
+        return coded
+    out: npt.NDArray[np.int64] = values.map(idx).to_numpy(dtype=np.int64)
+    return out
+
+
 # --------------------------------------------------------------------------- section
-
-
-def _group_rows(items: pd.DataFrame, by: list[str] | str) -> tuple[pd.Index, list[np.ndarray]]:
-    """The groups of ``by`` as iterating ``items.groupby(by, sort=True)`` gives them: their keys
-    in sorted order and each group's row positions in their order in ``items`` (a stable sort of
-    the group numbers; rows with a missing key belong to no group)."""
-    groups = items.groupby(by, sort=True)
-    codes = groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)  # NaN: a missing key
-    order = np.argsort(codes, kind="stable")
-    order = order[codes[order] >= 0]
-    bounds = np.cumsum(np.bincount(codes[order], minlength=groups.ngroups))[:-1]
-    return groups.size().index, np.split(order, bounds)
 
 
 def _mean_rows(
     items: pd.DataFrame, judge: str, statistic: str, by: list[str]
 ) -> list[dict[str, Any]]:
     """One ``mean_row`` per group of ``by``, in sorted key order, each over its rows' arrays."""
-    keys, positions = _group_rows(items, by)
+    numbers, keys = group_numbers(items, by)
     y = items["y"].to_numpy(dtype=float)
     f = items["f"].to_numpy(dtype=float)
     n_ratings = items["n_ratings"].to_numpy(dtype=np.int64)
     rows = []
-    for key, pos in zip(keys, positions, strict=True):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, pos in zip(keys, positions(numbers, len(keys)), strict=True):
         labels = dict(zip(by, (str(k) for k in key), strict=True))
         labels.setdefault("criterion", "")
         row = mean_row(y[pos], f[pos], n_ratings[pos], judge=judge, statistic=statistic, **labels)
@@ -377,104 +465,3 @@ def ppi_section(
             rows += [{**row, "default_judge": judge == judges[0]} for row in r]
             curve += c
     return {"ppi": _frame(rows, PPI_COLS), "ppi_curve": _frame(curve, CURVE_COLS)}
-
-
-# --------------------------------------------------------------------------- width curve
-
-# One model's labelled positions, its (Y, f) sum columns and its judge-only f~ (_curve_inputs).
-_CurveInputs = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float64]]
-
-
-def width_curve(
-    items: pd.DataFrame, judge: str, statistic: str, rng: np.random.Generator
-) -> list[dict[str, Any]]:
-    """Mean 95% interval width over the models if humans had rated only a random ``share`` of
-    the labelled items (the judge keeps rating everything): human-only against combined.
-
-    Each of ``CURVE_REPEATS`` random orders of the labelled item ids gives the humans its first
-    k items (one subset serves every model, as a real budget would; the shares are nested)."""
-    lab_ids = distinct(items.loc[items["y"].notna(), "item_id"].to_numpy())
-    if len(lab_ids) < MIN_ITEMS:
-        return []
-    ratings = items[items["y"].notna()].drop_duplicates("item_id").set_index("item_id")
-    per_item = ratings["n_ratings"].reindex(lab_ids).to_numpy(dtype=float)
-    # Each repeat: a random order of the labelled items (``order``), and each item's rank in it.
-    n = len(lab_ids)
-    order = rng.permuted(np.broadcast_to(np.arange(n), (CURVE_REPEATS, n)), axis=1)
-    ks = [max(2, round(share * n)) for share in CURVE_SHARES]
-    # The first share each item enters (the shares are nested), per repeat: the share of its
-    # position in the repeat's order, scattered to the item.
-    at_position = np.searchsorted(np.asarray(ks), np.arange(n), side="right").astype(np.int8)
-    first = np.empty(order.shape, np.int8)
-    first[np.arange(CURVE_REPEATS)[:, None], order] = at_position
-    y, f = items["y"].to_numpy(dtype=float), items["f"].to_numpy(dtype=float)
-    item_ids = items["item_id"].to_numpy()
-    models = [
-        _curve_inputs(y[pos], f[pos], item_ids[pos], lab_ids)
-        for pos in _group_rows(items, "model")[1]
-    ]
-    sums = [_share_sums(first[:, pos], cols, len(ks)) for pos, cols, _ in models]
-    # Ratings per share and repeat: whole counts, so exact in any order.
-    ratings_so_far = _share_sums(first, per_item[:, None], len(ks))[:, :, 0]
-    out = []
-    for i, (share, k) in enumerate(zip(CURVE_SHARES, ks, strict=True)):
-        w_h, w_p = _curve_widths(models, [s[i] for s in sums])
-        out.append(
-            {
-                "judge": judge,
-                "statistic": statistic,
-                "share": share,
-                "n_human_items": k,
-                "n_human_ratings": float(ratings_so_far[i].mean()),
-                "width_human": w_h,
-                "width_ppi": w_p,
-            }
-        )
-    return out
-
-
-def _share_sums(first: np.ndarray, cols: np.ndarray, n_shares: int) -> np.ndarray:
-    """(shares, repeats, columns): per random order, the sums of ``cols`` over the rows in each
-    share's subset. Each row is added once, to the first share it enters (``first``, one
-    bincount per column), and the shares, nested, are cumulative sums of those."""
-    n_rep = first.shape[0]
-    slot = (np.arange(n_rep)[:, None] * (n_shares + 1) + first).ravel()
-    per_slot = np.stack(
-        [np.bincount(slot, np.tile(c, n_rep), n_rep * (n_shares + 1)) for c in cols.T],
-        axis=-1,
-    ).reshape(n_rep, n_shares + 1, cols.shape[1])
-    return np.cumsum(per_slot[:, :n_shares], axis=1).transpose(1, 0, 2)
-
-
-def _curve_inputs(
-    y: np.ndarray, f: np.ndarray, item_ids: np.ndarray, lab_ids: np.ndarray
-) -> _CurveInputs:
-    """One model's labelled positions among ``lab_ids``, its (Y, f) columns and its f~, from its
-    rows of the item table (y, f and item id)."""
-    labelled = ~np.isnan(y)
-    y_lab, f_lab = y[labelled], f[labelled]
-    cols = np.column_stack(
-        [np.ones_like(y_lab), y_lab, f_lab, y_lab * y_lab, f_lab * f_lab, y_lab * f_lab]
-    )
-    return np.searchsorted(lab_ids, item_ids[labelled]), cols, f[~labelled]
-
-
-def _curve_widths(models: list[_CurveInputs], sums: list[np.ndarray]) -> tuple[float, float]:
-    """Mean widths (human-only, combined) over the models, from each model's (repeats,
-    columns) sums over the humans' subset (``_share_sums``)."""
-    widths_h, widths_p = [], []
-    for (_, cols, fu), subset in zip(models, sums, strict=True):
-        n, sy, sf, syy, sff, syf = subset.T
-        total = cols.sum(axis=0)
-        m = ppi.Moments(
-            n, sy, sf, syy, sff, syf,
-            n_u=total[0] - n + len(fu),
-            su=total[2] - sf + fu.sum(),
-            suu=total[4] - sff + (fu * fu).sum(),
-        )  # fmt: skip
-        r = ppi.mean_from_moments(m)
-        widths_h.append(2 * ppi.Z95 * r.human_se)
-        widths_p.append(2 * ppi.Z95 * r.se)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a model no subset reached
-        return float(np.nanmean(widths_h)), float(np.nanmean(widths_p))

@@ -107,18 +107,40 @@ def test_the_width_curve_shrinks_with_the_budget_and_the_judge_helps(synthetic):
 
 
 def test_the_curve_subset_sums_equal_a_mask_per_share():
-    """``_share_sums`` (one bincount per column, then cumulative sums over the nested shares)
-    gives each share's sums over the items ranked below its k."""
-    from ranking.stats.ppi_section import _share_sums
+    """``_share_sums`` (one bincount per repeat and column, then cumulative sums over the nested
+    shares) gives each (share, group, repeat) the sums over the group's rows whose item is ranked
+    below the share's k; a None column counts the rows."""
+    from ranking.stats.ppi_curve import _share_sums
 
     rng = np.random.default_rng(4)
     rank = np.stack([rng.permutation(50) for _ in range(7)])
-    cols = rng.normal(size=(50, 6))
+    where = rng.integers(0, 50, size=80)  # the rows' items (an item may have several rows)
+    group = rng.integers(0, 3, size=80)
+    cols = [None, *rng.normal(size=(2, 80))]
     ks = [5, 10, 25, 50]
     first = np.searchsorted(np.asarray(ks), rank, side="right")
-    sums = _share_sums(first, cols, len(ks))
+    sums = _share_sums(first, where, group, cols, 3, len(ks))
+    assert sums.shape == (len(ks), 3, 7, 3)
     for i, k in enumerate(ks):
-        np.testing.assert_allclose(sums[i], (rank < k).astype(float) @ cols, atol=1e-12)
+        for g in range(3):
+            mask = (rank[:, where] < k) & (group == g)  # (repeats, rows)
+            np.testing.assert_array_equal(sums[i, g, :, 0], mask.sum(axis=1))
+            np.testing.assert_allclose(sums[i, g, :, 1:], mask @ np.stack(cols[1:]).T, atol=1e-12)
+    whole = _share_sums(first, None, np.zeros(50, np.int64), [np.arange(50.0)], 1, len(ks))
+    for i, k in enumerate(ks):
+        np.testing.assert_array_equal(whole[i, 0, :, 0], (rank < k) @ np.arange(50.0))
+
+
+@pytest.mark.parametrize("n", [10, 11, 1000, 70_001])
+def test_the_curve_orders_are_the_permuted_stream(n):
+    """``random_orders`` shuffles row by row what ``Generator.permuted`` shuffles along axis 1:
+    the same orders from the same seed, and the generator left in the same state."""
+    from ranking.stats.ppi_curve import random_orders
+
+    a, b = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
+    expected = a.permuted(np.broadcast_to(np.arange(n), (20, n)), axis=1)
+    np.testing.assert_array_equal(random_orders(b, n, 20), expected)
+    assert a.integers(1 << 62) == b.integers(1 << 62)
 
 
 def test_the_default_judge_is_the_one_with_the_most_ratings(synthetic):
