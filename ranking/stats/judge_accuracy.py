@@ -199,7 +199,8 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
     mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
     """
-    f = j.loc[j["is_first"] & (j["mode"].astype(str) == "star"), _READ] if len(j) else j
+    # The mode compared as the column is (a categorical compares its codes): no string per row.
+    f = j.loc[j["is_first"] & (j["mode"] == "star").to_numpy(bool), _READ] if len(j) else j
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)
