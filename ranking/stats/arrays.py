@@ -45,3 +45,13 @@ def mode_criterion_groups(f: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
         (str(mode_names[k // n_c]), str(crit_names[k % n_c]), rows)
         for k, rows in key_groups(mode * n_c + crit, len(mode_names) * n_c)
     ]
+
+
+def first_ratings(j: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The first-rating judgements of ``j`` with (at least) the columns ``cols``:
+    ``j.loc[j["is_first"], cols]``, or ``j`` itself when every row is a first rating (the judge
+    section selects them once for all its tables: ``judge_report.FIRST_COLUMNS``)."""
+    if not len(j):
+        return j
+    first = j["is_first"].to_numpy(bool)
+    return j if bool(first.all()) else j.loc[first, cols]

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .arrays import distinct
+from .arrays import distinct, first_ratings
 from .schema import codes_and_names, empty_frame
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
@@ -149,7 +149,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
 
     Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
     """
-    f = j.loc[j["is_first"], _READ] if len(j) else j
+    f = first_ratings(j, _READ)
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)

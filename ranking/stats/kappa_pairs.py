@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
-from .arrays import distinct, mode_criterion_groups
+from .arrays import distinct, first_ratings, mode_criterion_groups
 from .kappa_kernel import cohen_intervals_fast
 from .schema import codes_and_names, empty_frame
 
@@ -125,7 +125,7 @@ def cohen_pairs(
     in common, per (mode, criterion)."""
     # Only the columns read, as arrays; each (mode, criterion) is a set of row positions.
     cols = ["mode", "criterion", "rater_id", "rater_kind", "item_id", "value"]
-    f = j.loc[j["is_first"], cols] if len(j) else j
+    f = first_ratings(j, cols)
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = []
     if len(f):
@@ -228,7 +228,7 @@ def chance_agreement(
     and judges), "humans", or one pool."""
     # Only the columns read, as arrays; each (mode, criterion) is a set of row positions.
     cols = ["mode", "criterion", "rater_kind", "pool", "item_id", "value"]
-    f = j.loc[j["is_first"], cols] if len(j) else j
+    f = first_ratings(j, cols)
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
     if len(f):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .arrays import mode_criterion_groups
+from .arrays import first_ratings, mode_criterion_groups
 from .schema import codes_and_names, empty_frame
 
 PAIR_LABELS = ("A", "B", "tie")
@@ -183,7 +183,7 @@ def majority_agreement(j: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(agreement table, confusion table) over first ratings; see the module docstring."""
     # Only the columns used, coded once for all groups.
     cols = ["mode", "criterion", "value", "rater_kind", "item_id", "rater_id", "pool"]
-    f = j.loc[j["is_first"], cols] if len(j) else j
+    f = first_ratings(j, cols)
     rows: list[tuple[Any, ...]] = []
     conf: list[tuple[Any, ...]] = []
     # The label compared on the column as it is (a categorical compares its codes): no string

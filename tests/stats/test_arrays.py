@@ -55,3 +55,15 @@ def test_mode_criterion_groups_are_the_sorted_groupby():
     got_keys = key_groups(np.array([2, 0, 2]), 3)
     assert [k for k, _ in got_keys] == [0, 2]
     np.testing.assert_array_equal(got_keys[1][1], [0, 2])
+
+
+def test_first_ratings_selects_once():
+    from ranking.stats.arrays import first_ratings
+
+    j = pd.DataFrame({"is_first": [True, False, True], "a": [1, 2, 3], "b": [4, 5, 6]})
+    f = first_ratings(j, ["a", "is_first"])
+    assert list(f.columns) == ["a", "is_first"]
+    assert f["a"].tolist() == [1, 3]
+    # Already the first ratings: the frame itself, not another copy.
+    assert first_ratings(f, ["a"]) is f
+    assert first_ratings(j.iloc[:0], ["a"]).empty
