@@ -81,7 +81,7 @@ def other_counts(
     h = np.bincount(inv[human] * n_labels + code[human], minlength=len(u) * n_labels).reshape(
         len(u), n_labels
     )
-    others: np.ndarray = h[inv].copy()
+    others: np.ndarray = h[inv]  # a new array (fancy indexing copies)
     others[np.flatnonzero(human), code[human]] -= 1
     return others
 
