@@ -13,9 +13,45 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .schema import codes_and_names
+
 
 def distinct(values: npt.ArrayLike) -> np.ndarray:
     """The sorted distinct values of a 1-D array: ``np.unique(values)``, element for element
     (a NaN, if any, once and last)."""
     out: np.ndarray = np.sort(pd.unique(np.asarray(values).ravel()))
     return out
+
+
+def key_groups(key: npt.ArrayLike, n_keys: int) -> list[tuple[int, np.ndarray]]:
+    """(key, its row positions in ascending order) for every key in 0..n_keys-1 that occurs, in
+    key order: the groups a sorted groupby over the key lists, with each group's rows in their
+    order. One comparison of the column per key, so for a handful of keys (no sort, no frame)."""
+    key = np.asarray(key)
+    if not len(key):
+        return []
+    present = np.flatnonzero(np.bincount(key, minlength=n_keys))
+    return [(int(k), np.flatnonzero(key == k)) for k in present]
+
+
+def mode_criterion_groups(f: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
+    """(mode, criterion, row positions) of the judgements ``f`` per (mode, criterion), in name
+    order: what ``f.groupby(["mode", "criterion"], sort=True, observed=True)`` lists for the
+    coerced frames (categories in sorted order), as row positions instead of frame copies."""
+    mode, mode_names = codes_and_names(f["mode"])
+    crit, crit_names = codes_and_names(f["criterion"])
+    n_c = len(crit_names)
+    return [
+        (str(mode_names[k // n_c]), str(crit_names[k % n_c]), rows)
+        for k, rows in key_groups(mode * n_c + crit, len(mode_names) * n_c)
+    ]
+
+
+def first_ratings(j: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The first-rating judgements of ``j`` with (at least) the columns ``cols``:
+    ``j.loc[j["is_first"], cols]``, or ``j`` itself when every row is a first rating (the judge
+    section selects them once for all its tables: ``judge_report.FIRST_COLUMNS``)."""
+    if not len(j):
+        return j
+    first = j["is_first"].to_numpy(bool)
+    return j if bool(first.all()) else j.loc[first, cols]

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .arrays import distinct
+from .arrays import distinct, first_ratings
 from .schema import codes_and_names, empty_frame
 
 VARIANTS = ("paper", "leave_one_out", "humans_only")
@@ -56,11 +56,13 @@ _READ = ["mode", "rater_id", "rater_kind", "pool", "item_id", "criterion", "scor
 
 def unit_codes(f: pd.DataFrame) -> np.ndarray:
     """One integer per (mode, item, criterion) of the judgements (hashing one int64 key is much
-    cheaper than grouping by three columns)."""
-    crit = pd.factorize(f["criterion"])[0].astype(np.int64)
-    mode = pd.factorize(f["mode"])[0].astype(np.int64)
+    cheaper than grouping by three columns; mode and criterion by their category codes)."""
+    if not len(f):
+        return np.zeros(0, dtype=np.int64)
+    mode, mode_names = codes_and_names(f["mode"])
+    crit, crit_names = codes_and_names(f["criterion"])
     item = pd.factorize(f["item_id"])[0].astype(np.int64)
-    key = (item * (int(crit.max()) + 1) + crit) * (int(mode.max()) + 1) + mode if len(f) else item
+    key = (item * len(crit_names) + crit) * len(mode_names) + mode
     codes: npt.NDArray[np.int64] = pd.factorize(key)[0]
     return codes
 
@@ -149,7 +151,7 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
 
     Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
     """
-    f = j.loc[j["is_first"], _READ] if len(j) else j
+    f = first_ratings(j, _READ)
     if f.empty:
         return empty_frame(VARIANT_COLS)
     x = f["score"].to_numpy(float)
@@ -159,11 +161,12 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
     human = (f["rater_kind"] == "human").to_numpy(bool)
     coded = _groups(f, human)
     unit = unit_codes(f)
+    modes = distinct(mode)
     rows = []
     for variant in VARIANTS:
         s, q, n, usable = _reference(x, unit, human, variant, min_others)
         acc = within_sigma(x, s, q, n, ddof) & usable
-        for mi in distinct(mode):
+        for mi in modes:
             m, in_mode = str(mode_names[mi]), usable & (mode == mi)
             for group_by, codes, names in coded:
                 sel = in_mode & (codes >= 0)
@@ -199,7 +202,8 @@ def star_vs_human_mean(j: pd.DataFrame) -> pd.DataFrame:
     """Per criterion: MAE, Pearson and Spearman of each judge's stars against the item's human
     mean, and of each human's stars against the other humans' mean (pooled per pool and overall).
     """
-    f = j.loc[j["is_first"] & (j["mode"].astype(str) == "star"), _READ] if len(j) else j
+    # The mode compared as the column is (a categorical compares its codes): no string per row.
+    f = j.loc[j["is_first"] & (j["mode"] == "star").to_numpy(bool), _READ] if len(j) else j
     if f.empty:
         return empty_frame(STAR_AGREE_COLS)
     x = f["score"].to_numpy(float)

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import parallel
+from .arrays import first_ratings
 from .judge_accuracy import accuracy_variants, star_vs_human_mean
 from .kappa_pairs import chance_agreement, cohen_pairs
 from .length_control import length_controlled, length_preference
@@ -61,6 +62,19 @@ JUDGE_KEYS: tuple[str, ...] = (
     "length_controlled",
     "judge_bias",
 )
+# Every judgement column the section's tables read: the first ratings are selected once with
+# these (``first_ratings``) and passed to every table, which then reads them as they are.
+FIRST_COLUMNS = [
+    "mode",
+    "criterion",
+    "rater_id",
+    "rater_kind",
+    "pool",
+    "item_id",
+    "score",
+    "value",
+    "is_first",
+]
 JUDGE_RUN_COLUMNS = ("rater_id", "n_calls", "n_parsed", "n_parse_failed", "cost", "seconds")
 COST_COLS = {
     "group_by": "str",
@@ -157,6 +171,7 @@ class JudgeJobs:
 
     kappa_pairs: Future[pd.DataFrame]
     tables: Future[tuple[dict[str, pd.DataFrame], tuple[float, float]]]
+    first: pd.DataFrame  # the first-rating judgements the jobs read (``first_ratings``)
 
 
 def _kappa_pairs(j: pd.DataFrame, o: ReportOptions) -> pd.DataFrame:
@@ -198,9 +213,11 @@ def start_judge_jobs(
     """Start the per-pair kappa bootstrap (a compiled kernel that releases the GIL) and
     ``judge_tables`` on the pool; ``judge_section(..., jobs=...)`` collects them. Each table draws
     from its own seeded stream, so the figures do not depend on when they run."""
+    first = first_ratings(j, FIRST_COLUMNS)
     return JudgeJobs(
-        kappa_pairs=pool.submit(_kappa_pairs, j, o),
-        tables=pool.submit(parallel.timed, judge_tables, star, pair, j, o),
+        kappa_pairs=pool.submit(_kappa_pairs, first, o),
+        tables=pool.submit(parallel.timed, judge_tables, star, pair, first, o),
+        first=first,
     )
 
 
@@ -221,6 +238,8 @@ def judge_section(
     threads; without, everything runs here, in the same order."""
     lap = laps.lap if laps is not None else (lambda name: None)
     out: dict[str, pd.DataFrame] = {}
+    # The first ratings, selected once for every table (each reads only them).
+    j = jobs.first if jobs is not None else first_ratings(j, FIRST_COLUMNS)
     out["judge_agreement"], out["judge_confusion"] = majority_agreement(j)
     lap("judge_agreement")
     if jobs is None:

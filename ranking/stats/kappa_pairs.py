@@ -15,9 +15,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
-from .arrays import distinct
+from .arrays import distinct, first_ratings, mode_criterion_groups
 from .kappa_kernel import cohen_intervals_fast
-from .schema import codes_and_names, empty_frame, str_values
+from .schema import codes_and_names, empty_frame
 
 # With fewer common items a pair's kappa interval spans most of [-1, 1] (n = 15: about
 # [-0.1, 0.5]); such pairs are listed with their kappa and no interval, which also keeps the
@@ -50,15 +50,16 @@ CHANCE_COLS = {
 
 
 def pair_tables(
-    g: pd.DataFrame, min_common: int = 1
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(rater_1 codes, rater_2 codes, joint tables P x K x K, rater names) of one (mode,
-    criterion): every two raters with at least ``min_common`` common items, ordered rater_1 <
-    rater_2."""
-    rater, names = codes_and_names(g["rater_id"])
-    value, cats = pd.factorize(g["value"], sort=True)
-    item = pd.factorize(g["item_id"])[0]
-    order = np.lexsort((rater, item))
+    rater: np.ndarray, n_r: int, values: np.ndarray, item_id: np.ndarray, min_common: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rater_1 codes, rater_2 codes, joint tables P x K x K) of one (mode, criterion)'s rows
+    (``rater``: codes below ``n_r`` in name order): every two raters with at least
+    ``min_common`` common items, ordered rater_1 < rater_2."""
+    value, cats = pd.factorize(values, sort=True)
+    item = pd.factorize(item_id)[0]
+    # By item, then rater: one stable sort of a combined key (``np.lexsort((rater, item))``'s
+    # order; the rows usually come nearly sorted by item, which a stable sort finds cheap).
+    order = np.argsort(item.astype(np.int64) * n_r + rater, kind="stable")
     item, rater, value = item[order], rater[order], value[order]
     # Every pair of judgements within an item: items are contiguous after the sort.
     starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
@@ -71,11 +72,10 @@ def pair_tables(
         j_idx.append((base[:, None] + b[None, :]).ravel())
     k = len(cats)
     if not i_idx:
-        return np.zeros(0, int), np.zeros(0, int), np.zeros((0, k, k)), np.asarray(names)
+        return np.zeros(0, int), np.zeros(0, int), np.zeros((0, k, k))
     ii, jj = np.concatenate(i_idx), np.concatenate(j_idx)
     ok = rater[ii] != rater[jj]
     ii, jj = ii[ok], jj[ok]
-    n_r = len(names)
     pid, pairs = pd.factorize(rater[ii] * n_r + rater[jj])
     # Most pairs share an item or two: drop them before their tables are counted.
     kept = np.bincount(pid, minlength=len(pairs)) >= min_common
@@ -86,7 +86,7 @@ def pair_tables(
     cells = np.bincount(
         (pid * k + value[ii]) * k + value[jj], minlength=len(pairs) * k * k
     ).reshape(len(pairs), k, k)
-    return pairs // n_r, pairs % n_r, cells, np.asarray(names)
+    return pairs // n_r, pairs % n_r, cells
 
 
 def _pair_intervals(
@@ -103,6 +103,16 @@ def _pair_intervals(
     return lo, hi
 
 
+def _kinds(rater: np.ndarray, kind: np.ndarray, kind_names: np.ndarray, n_r: int) -> np.ndarray:
+    """Each rater code's kind name, from its first row (``drop_duplicates`` of the rater
+    column; ``kind``: codes of ``kind_names``)."""
+    first = ~pd.Series(rater).duplicated().to_numpy()
+    code = np.full(n_r, len(kind_names), dtype=np.int64)  # a rater without rows: NaN
+    code[rater[first]] = kind[first]
+    out: np.ndarray = np.append(np.asarray(kind_names, dtype=object), np.nan)[code]
+    return out
+
+
 def cohen_pairs(
     j: pd.DataFrame,
     *,
@@ -113,30 +123,33 @@ def cohen_pairs(
 ) -> pd.DataFrame:
     """Cohen's kappa with a bootstrap interval for every two raters with >= ``min_common`` items
     in common, per (mode, criterion)."""
-    # Only the columns read (each group copies them).
+    # Only the columns read, as arrays; each (mode, criterion) is a set of row positions.
     cols = ["mode", "criterion", "rater_id", "rater_kind", "item_id", "value"]
-    f = j.loc[j["is_first"], cols] if len(j) else j
+    f = first_ratings(j, cols)
     rng = rng if rng is not None else np.random.default_rng(0)
     parts = []
-    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-        r1, r2, tables, names = pair_tables(g, min_common)
+    if len(f):
+        rater, names = codes_and_names(f["rater_id"])
+        kind, kind_names = codes_and_names(f["rater_kind"])
+        item_id, value = f["item_id"].to_numpy(), f["value"].to_numpy()
+    for mode, crit, at in mode_criterion_groups(f) if len(f) else []:
+        r1, r2, tables = pair_tables(rater[at], len(names), value[at], item_id[at], min_common)
         n = tables.sum(axis=(1, 2))
         keep = n >= min_common
         r1, r2, tables, n = r1[keep], r2[keep], tables[keep], n[keep]
         if not len(n):
             continue
         lo, hi = _pair_intervals(tables, n, n_boot, interval_min_items, rng)
-        d = g.drop_duplicates("rater_id")
-        kinds = pd.Series(str_values(d["rater_kind"]), index=str_values(d["rater_id"]))
+        kinds = _kinds(rater[at], kind[at], kind_names, len(names))
         parts.append(
             pd.DataFrame(
                 {
-                    "mode": str(mode),
-                    "criterion": str(crit),
+                    "mode": mode,
+                    "criterion": crit,
                     "rater_a": names[r1],
-                    "kind_a": kinds.reindex(names[r1]).to_numpy(),
+                    "kind_a": kinds[r1],
                     "rater_b": names[r2],
-                    "kind_b": kinds.reindex(names[r2]).to_numpy(),
+                    "kind_b": kinds[r2],
                     "n_items": n.astype(np.int64),
                     "kappa": iv.cohen_from_tables(tables),
                     "ci_low": lo,
@@ -147,10 +160,10 @@ def cohen_pairs(
     return pd.concat(parts, ignore_index=True) if parts else empty_frame(PAIR_COLS)
 
 
-def _coded(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _coded(item_id: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(item code, value code, the values in sorted order) of one (mode, criterion)'s rows."""
-    item = pd.factorize(g["item_id"])[0]
-    value, cats = pd.factorize(g["value"], sort=True)
+    item = pd.factorize(item_id)[0]
+    value, cats = pd.factorize(values, sort=True)
     return item, value, np.asarray(cats, dtype=float)
 
 
@@ -197,13 +210,14 @@ def _chance_rows(
     return rows
 
 
-def _subsets(g: pd.DataFrame) -> list[tuple[str, np.ndarray | None]]:
-    """("all", None), ("humans", rows) and one (pool, rows) per pool in sorted order (as a
-    groupby over the pool column lists them), the rows as boolean masks."""
-    human = (g["rater_kind"] == "human").to_numpy(bool)
-    pool, pools = pd.factorize(g["pool"], sort=True)
+def _subsets(
+    human: np.ndarray, pool: np.ndarray, pool_names: np.ndarray
+) -> list[tuple[str, np.ndarray | None]]:
+    """("all", None), ("humans", rows) and one (pool, rows) per pool of the group's rows in
+    sorted order (as a groupby over the pool column lists them), the rows as boolean masks
+    (``pool``: the group's codes of the names ``pool_names``, sorted)."""
     out: list[tuple[str, np.ndarray | None]] = [("all", None), ("humans", human)]
-    return out + [(str(name), pool == c) for c, name in enumerate(pools)]
+    return out + [(str(pool_names[c]), pool == c) for c in distinct(pool)]
 
 
 def chance_agreement(
@@ -212,16 +226,20 @@ def chance_agreement(
     """Fleiss' kappa and Krippendorff's alpha (nominal for pairwise; ordinal and interval for
     stars) with bootstrap intervals, per (mode, raters, criterion). ``raters``: "all" (humans
     and judges), "humans", or one pool."""
-    # Only the columns read (each group and subset copies them).
+    # Only the columns read, as arrays; each (mode, criterion) is a set of row positions.
     cols = ["mode", "criterion", "rater_kind", "pool", "item_id", "value"]
-    f = j.loc[j["is_first"], cols] if len(j) else j
+    f = first_ratings(j, cols)
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
-    for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
+    if len(f):
+        human = (f["rater_kind"] == "human").to_numpy(bool)
+        pool, pool_names = codes_and_names(f["pool"])
+        item_id, value = f["item_id"].to_numpy(), f["value"].to_numpy()
+    for mode, crit, at in mode_criterion_groups(f) if len(f) else []:
         # Items and values coded once per group; each subset selects rows of the codes.
-        coded = _coded(g)
-        for raters, sel in _subsets(g):
+        coded = _coded(item_id[at], value[at])
+        for raters, sel in _subsets(human[at], pool[at], pool_names):
             if sel is None or sel.any():
                 counted = _counts(coded, sel)
-                rows += _chance_rows(str(mode), raters, str(crit), counted, n_boot, rng)
+                rows += _chance_rows(mode, raters, crit, counted, n_boot, rng)
     return pd.DataFrame(rows, columns=list(CHANCE_COLS)) if rows else empty_frame(CHANCE_COLS)

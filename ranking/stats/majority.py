@@ -24,11 +24,13 @@ Rows: ``group_by`` "judge" (one row per judge), "pool" (the humans of a pool, po
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .arrays import first_ratings, mode_criterion_groups
 from .schema import codes_and_names, empty_frame
 
 PAIR_LABELS = ("A", "B", "tie")
@@ -62,9 +64,8 @@ CONFUSION_COLS = {
 }
 
 
-def label_codes(g: pd.DataFrame, mode: str) -> tuple[np.ndarray, list[str]]:
-    """Integer labels of one (mode, criterion)'s judgements and their names."""
-    values = g["value"].to_numpy(dtype=float)
+def label_codes(values: np.ndarray, mode: str) -> tuple[np.ndarray, list[str]]:
+    """Integer labels of one (mode, criterion)'s judgement values and their names."""
     if mode == "pairwise":
         return _PAIR_CODE[values.astype(np.int64)], list(PAIR_LABELS)
     cats, codes = np.unique(values, return_inverse=True)
@@ -80,7 +81,7 @@ def other_counts(
     h = np.bincount(inv[human] * n_labels + code[human], minlength=len(u) * n_labels).reshape(
         len(u), n_labels
     )
-    others: np.ndarray = h[inv].copy()
+    others: np.ndarray = h[inv]  # a new array (fancy indexing copies)
     others[np.flatnonzero(human), code[human]] -= 1
     return others
 
@@ -103,26 +104,35 @@ def macro_prf(conf: np.ndarray) -> tuple[float, float, float]:
 Coded = tuple[np.ndarray, np.ndarray]
 
 
-def _group_keys(
-    g: pd.DataFrame, human: np.ndarray, rater: Coded, pool: Coded
-) -> list[tuple[str, Coded, np.ndarray]]:
+@dataclass(frozen=True)
+class _Group:
+    """One (mode, criterion)'s first-rating judgements as arrays (rows in the frame's order)."""
+
+    value: np.ndarray
+    item: np.ndarray
+    human: np.ndarray
+    judge: np.ndarray
+    rater: Coded
+    pool: Coded
+
+
+def _group_keys(g: _Group) -> list[tuple[str, Coded, np.ndarray]]:
     """(group_by, (group code per row, name per code), row mask) for judges, human pools and all
     humans: integer codes, not a string per row."""
-    judge = (g["rater_kind"] == "judge").to_numpy(bool)
     return [
-        ("judge", rater, judge),
-        ("pool", pool, human),
-        ("humans", (np.zeros(len(g), np.int64), np.array(["all"], dtype=object)), human),
+        ("judge", g.rater, g.judge),
+        ("pool", g.pool, g.human),
+        ("humans", (np.zeros(len(g.value), np.int64), np.array(["all"], dtype=object)), g.human),
     ]
 
 
 def _rows_for(
-    mode: str, crit: str, g: pd.DataFrame, rater: Coded, pool: Coded
+    mode: str, crit: str, g: _Group
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    code, names = label_codes(g, mode)
+    code, names = label_codes(g.value, mode)
     k = len(names)
-    human = (g["rater_kind"] == "human").to_numpy(bool)
-    others = other_counts(g["item_id"].to_numpy(), code, human, k)
+    human = g.human
+    others = other_counts(g.item, code, human, k)
     n_others = others.sum(axis=1)
     top = others.max(axis=1)
     has_truth = (n_others > 0) & ((others == top[:, None]).sum(axis=1) == 1)
@@ -133,7 +143,7 @@ def _rows_for(
     pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
     agree_nt = np.where(no_tie, agree, 0)
     rows, conf_rows = [], []
-    for group_by, (lab, uniq), mask in _group_keys(g, human, rater, pool):
+    for group_by, (lab, uniq), mask in _group_keys(g):
         present = np.bincount(lab[mask], minlength=len(uniq)) > 0
         for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(present)):
             sel = mask & (lab == c)
@@ -150,7 +160,7 @@ def _rows_for(
                     crit,
                     group_by,
                     str(grp),
-                    int(np.count_nonzero(np.bincount(rater[0][sel]))),  # distinct raters
+                    int(np.count_nonzero(np.bincount(g.rater[0][sel]))),  # distinct raters
                     n_ok,
                     int((sel & ~has_truth).sum()),
                     float(np.trace(conf) / n_ok) if n_ok else np.nan,
@@ -171,20 +181,29 @@ def _rows_for(
 
 def majority_agreement(j: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(agreement table, confusion table) over first ratings; see the module docstring."""
-    # Only the columns used (each group split copies them), coded once for all groups.
+    # Only the columns used, coded once for all groups.
     cols = ["mode", "criterion", "value", "rater_kind", "item_id", "rater_id", "pool"]
-    f = j.loc[j["is_first"], cols].reset_index(drop=True) if len(j) else j
+    f = first_ratings(j, cols)
     rows: list[tuple[Any, ...]] = []
     conf: list[tuple[Any, ...]] = []
     # The label compared on the column as it is (a categorical compares its codes): no string
     # per row.
     if len(f) and bool((f["rater_kind"] == "human").any()):
         rater, pool = codes_and_names(f["rater_id"]), codes_and_names(f["pool"])
-        for (mode, crit), g in f.groupby(["mode", "criterion"], sort=True, observed=True):
-            at = g.index.to_numpy()
-            r, c = _rows_for(
-                str(mode), str(crit), g, (rater[0][at], rater[1]), (pool[0][at], pool[1])
+        value, item = f["value"].to_numpy(dtype=float), f["item_id"].to_numpy()
+        human = (f["rater_kind"] == "human").to_numpy(bool)
+        judge = (f["rater_kind"] == "judge").to_numpy(bool)
+        # Row positions per (mode, criterion), not a frame split per group.
+        for mode, crit, at in mode_criterion_groups(f):
+            g = _Group(
+                value[at],
+                item[at],
+                human[at],
+                judge[at],
+                (rater[0][at], rater[1]),
+                (pool[0][at], pool[1]),
             )
+            r, c = _rows_for(mode, crit, g)
             rows += r
             conf += c
     table = pd.DataFrame(rows, columns=list(MAJORITY_COLS)) if rows else empty_frame(MAJORITY_COLS)

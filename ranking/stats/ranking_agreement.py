@@ -72,6 +72,18 @@ def rank_corr_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.where(bad, np.nan, rho), np.where(bad, np.nan, tau)
 
 
+def question_codes(questions: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(questions[rows])``'s codes (questions numbered as first seen among the
+    rows: they are the bootstrap's columns) and one value per code, without copying the text
+    column: the whole column's codes are numbered again among the rows."""
+    codes, uniq = pd.factorize(questions.to_numpy())
+    if (codes < 0).any():  # a missing question: the selection's own factorisation
+        q, qs = pd.factorize(questions[rows])
+        return q, np.asarray(qs)
+    q, first = pd.factorize(codes[rows])
+    return q, np.asarray(uniq)[first]
+
+
 def _row(
     mode: str, ranking: str, judge: str, hx: np.ndarray, jx: np.ndarray, n_q: int
 ) -> tuple[Any, ...]:
@@ -122,10 +134,11 @@ def ranking_agreement(
     intervals (star means and Points)."""
     rng = rng if rng is not None else np.random.default_rng(0)
     rows: list[tuple[Any, ...]] = []
-    cols = ["model", "criterion", "score", "rater_kind", "rater_id", "question_id"]
-    star = star_df.loc[star_df["score"].notna(), cols]  # only the columns read
+    cols = ["model", "criterion", "score", "rater_kind", "rater_id"]
+    scored = star_df["score"].notna().to_numpy(bool)
+    star = star_df.loc[scored, cols]  # only the columns read
     if len(star):
-        q, qs = pd.factorize(star["question_id"])
+        q, qs = question_codes(star_df["question_id"], scored)
         models = sorted(labels(star["model"]))
         crits = sorted(labels(star["criterion"]))
         w = question_weights(len(qs), n_boot, rng)
@@ -181,9 +194,10 @@ def _pair_rows(
 ) -> list[tuple[Any, ...]]:
     # Self-matches (a == b) are dropped by match_arrays; keep the question codes aligned. Only
     # the columns read are copied (here and by each group's selection).
-    cols = ["model_a", "model_b", "choice", "rater_kind", "rater_id", "question_id"]
-    df = pair_df.loc[_differ(pair_df["model_a"], pair_df["model_b"]), cols]
-    q, qs = pd.factorize(df["question_id"])
+    cols = ["model_a", "model_b", "choice", "rater_kind", "rater_id"]
+    differ = _differ(pair_df["model_a"], pair_df["model_b"])
+    df = pair_df.loc[differ, cols]
+    q, qs = question_codes(pair_df["question_id"], differ)
     models = sorted(set(labels(df["model_a"])) | set(labels(df["model_b"])))
     w = question_weights(len(qs), n_boot, rng)
     human = (df["rater_kind"] == "human").to_numpy(bool)

@@ -13,6 +13,7 @@ them (by the first rating of the pair's first rater, then its partner).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,12 +22,6 @@ import pandas as pd
 from .arrays import distinct
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
-
-
-def _first_seen(codes: np.ndarray) -> np.ndarray:
-    """Codes renumbered in order of first appearance (``pd.factorize`` of integer codes)."""
-    first: np.ndarray = pd.factorize(codes)[0].astype(np.int64)
-    return first
 
 
 def within_item_pairs(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,25 +48,48 @@ def mean_cohen_codes(
     if len(item) == 0:
         return float("nan"), 0
     v, cats = pd.factorize(value, sort=True)
-    return _mean_cohen(item, rater, v.astype(np.int64), len(cats), min_common)
+    rater = pd.factorize(rater)[0].astype(np.int64)
+    pk = _pair_kappas(item, rater, v.astype(np.int64), len(cats), min_common)
+    return _subset_mean(pk, _ranks(rater, int(rater.max()) + 1))
 
 
-def _mean_cohen(
-    item: np.ndarray, rater: np.ndarray, v: np.ndarray, n_c: int, min_common: int
-) -> tuple[float, int]:
-    """``mean_cohen_codes`` with the values coded 0..n_c-1 in sorted order."""
-    rater = _first_seen(rater)
+@dataclass(frozen=True)
+class _PairKappas:
+    """The rater pairs (lo < hi, rater codes) of a group's rows with a kappa (>= min_common
+    common items, expected agreement below 1), each with the smallest (row of lo, row of hi)
+    and (row of hi, row of lo) key over its common items (row positions: any increasing
+    numbering of the rows)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    kappa: np.ndarray
+    key_lo_hi: np.ndarray
+    key_hi_lo: np.ndarray
+
+
+def _pair_kappas(
+    item: np.ndarray,
+    rater: np.ndarray,
+    v: np.ndarray,
+    n_c: int,
+    min_common: int,
+    pos: np.ndarray | None = None,
+) -> _PairKappas:
+    """``_PairKappas`` of rows with item codes ``item``, rater codes ``rater`` (>= 0) and value
+    codes ``v`` (0..n_c-1, in sorted order); ``pos``: the rows' positions (default 0..n-1)."""
+    pos = np.arange(len(item), dtype=np.int64) if pos is None else pos
     p, q = within_item_pairs(item)
-    # The self-merge's row for two ratings has the rater coded first on the left.
     swap = rater[p] > rater[q]
-    left, right = np.where(swap, q, p), np.where(swap, p, q)
-    ok = rater[left] != rater[right]
-    left, right = left[ok], right[ok]
-    if not len(left):
-        return float("nan"), 0
-    n_r = int(rater.max()) + 1
-    pid, n_p = _pair_numbers(rater[left] * n_r + rater[right], left * len(item) + right)
-    v1, v2 = v[left], v[right]
+    lo, hi = np.where(swap, q, p), np.where(swap, p, q)
+    ok = rater[lo] != rater[hi]
+    lo, hi = lo[ok], hi[ok]
+    n_r = int(rater.max()) + 1 if len(rater) else 1
+    pid, pairs = pd.factorize(rater[lo] * n_r + rater[hi])
+    n_p = len(pairs)
+    v1, v2 = v[lo], v[hi]
+    # The same operations as the frame formulas (``agreement.cohen_kappa`` per pair): exact
+    # integer counts, then the same float divisions; the sums over a pair do not depend on
+    # which of its raters is counted first.
     n = np.bincount(pid, minlength=n_p).astype(float)
     agree = np.bincount(pid, weights=v1 == v2, minlength=n_p)
     m1 = np.bincount(pid * n_c + v1, minlength=n_p * n_c).reshape(n_p, n_c)
@@ -79,23 +97,39 @@ def _mean_cohen(
     po = agree / n
     pe = (m1 * m2).sum(axis=1) / n**2
     keep = (n >= min_common) & (pe < 1.0)
-    if not keep.any():
+    with np.errstate(all="ignore"):
+        kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
+    number = np.cumsum(keep) - 1
+    rows = keep[pid]
+    kp, lo, hi = number[pid[rows]], pos[lo[rows]], pos[hi[rows]]
+    span = int(pos[-1]) + 1 if len(pos) else 1
+    big = np.iinfo(np.int64).max
+    key_lo_hi, key_hi_lo = np.full(len(kappa), big), np.full(len(kappa), big)
+    np.minimum.at(key_lo_hi, kp, lo * span + hi)
+    np.minimum.at(key_hi_lo, kp, hi * span + lo)
+    kept = pairs[keep]
+    return _PairKappas(kept // n_r, kept % n_r, kappa, key_lo_hi, key_hi_lo)
+
+
+def _ranks(rater: np.ndarray, n_r: int) -> np.ndarray:
+    """Per rater code: its rank by first row among ``rater`` (-1 when absent)."""
+    uniq = pd.unique(rater)
+    rank = np.full(n_r, -1, dtype=np.int64)
+    rank[uniq] = np.arange(len(uniq))
+    return rank
+
+
+def _subset_mean(pk: _PairKappas, rank: np.ndarray) -> tuple[float, int]:
+    """Mean kappa of the pairs whose raters both have a rank (first-row order in the subset),
+    and their number. The mean takes the pairs in the order the self-merge listed them: the
+    rater seen first on the left, by each pair's smallest (left row, right row)."""
+    r_lo, r_hi = rank[pk.lo], rank[pk.hi]
+    inside = (r_lo >= 0) & (r_hi >= 0)
+    if not inside.any():
         return float("nan"), 0
-    kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
-    return float(kappa.mean()), int(keep.sum())
-
-
-def _pair_numbers(pair: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, int]:
-    """(number per row, count) of the rater pairs ``pair``, numbered in the order the self-merge
-    listed them: by each pair's smallest row key ``key`` (unique per row). The sums over a pair
-    do not depend on the row order, so only the numbering needs that order: one hash of the
-    pairs and their smallest keys, not a sort of every row."""
-    codes, uniq = pd.factorize(pair)
-    smallest = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(smallest, codes, key)
-    number = np.empty(len(uniq), dtype=np.int64)
-    number[np.argsort(smallest)] = np.arange(len(uniq))
-    return number[codes], len(uniq)
+    key = np.where(r_lo < r_hi, pk.key_lo_hi, pk.key_hi_lo)[inside]
+    kappa = pk.kappa[inside][np.argsort(key)]
+    return float(kappa.mean()), len(kappa)
 
 
 def _sub_codes(codes: np.ndarray, cats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,21 +158,28 @@ def _unit_figures(
     return alpha, float(fleiss_batch(uniq, weights)[0]), len(counts)
 
 
-def _groups(f: pd.DataFrame) -> Iterator[tuple[tuple[str, str, str], np.ndarray]]:
-    """((mode, pool, criterion), row positions) per (mode, criterion) in name order, first for
-    all pools ("all"), then per pool present, in name order."""
+def _groups(
+    f: pd.DataFrame, rater: np.ndarray
+) -> Iterator[tuple[tuple[str, str, str], np.ndarray, bool]]:
+    """((mode, pool, criterion), row positions, whole) per (mode, criterion) in name order,
+    first for all pools ("all"), then per pool present, in name order. ``whole``: every rater of
+    the (mode, criterion) has all its rows in one pool (then a pool's rater pairs are the "all"
+    group's pairs of two raters of that pool, with the same common items)."""
     mode, mode_names = codes_and_names(f["mode"])
     crit, crit_names = codes_and_names(f["criterion"])
     pool, pool_names = codes_and_names(f["pool"])
     key = mode * len(crit_names) + crit
+    pool_of = np.full(int(rater.max()) + 1, -1, dtype=np.int64)
     # A handful of (mode, criterion) groups: one comparison of the key per group gives its rows
     # in ascending order, with no sort of the whole column nor of each group's rows.
     for k in np.flatnonzero(np.bincount(key, minlength=len(mode_names) * len(crit_names))):
         rows = np.flatnonzero(key == k)
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
-        yield (m, "all", c), rows
+        pool_of[rater[rows]] = pool[rows]
+        whole = bool((pool_of[rater[rows]] == pool[rows]).all())
+        yield (m, "all", c), rows, whole
         for code in distinct(pool[rows]):
-            yield (m, str(pool_names[code]), c), rows[pool[rows] == code]
+            yield (m, str(pool_names[code]), c), rows[pool[rows] == code], whole
 
 
 def agreement_rows(
@@ -150,11 +191,13 @@ def agreement_rows(
         return [], []
     item_all = pd.factorize(f["item_id"])[0].astype(np.int64)
     rater_all = codes_and_names(f["rater_id"])[0]
+    n_r = int(rater_all.max()) + 1
     value_all = f["value"].to_numpy(dtype=float)
     vcode_all, vcats_all = pd.factorize(value_all, sort=True)
     coded = not (vcode_all < 0).any()
     a_rows, k_rows = [], []
-    for (mode, pool, crit), rows in _groups(f):
+    pk: _PairKappas | None = None  # the "all" group's pairs, shared by its pools when whole
+    for (mode, pool, crit), rows, whole in _groups(f, rater_all):
         level = "ordinal" if mode == "star" else "nominal"
         item = item_all[rows]
         sizes = np.bincount(item)
@@ -169,9 +212,14 @@ def agreement_rows(
             v, cats = pd.factorize(value_all[rows], sort=True)
         alpha, fleiss, n_units = _unit_figures(item, v, np.asarray(cats), level)
         a_rows.append((mode, pool, crit, level, alpha, n_units, len(rows)))
+        if pool == "all" or not whole:
+            pk = None
+            if len(rows):
+                codes = v.astype(np.int64)
+                pk = _pair_kappas(item, rater_all[rows], codes, len(cats), min_common, rows)
         ck, n_pairs = (
-            _mean_cohen(item, rater_all[rows], v.astype(np.int64), len(cats), min_common)
-            if len(rows)
+            _subset_mean(pk, _ranks(rater_all[rows], n_r))
+            if pk is not None and len(rows)
             else (float("nan"), 0)
         )
         k_rows.append((mode, pool, crit, fleiss, n_units, ck, n_pairs))

@@ -1,8 +1,10 @@
-"""``arrays.distinct`` is ``np.unique`` (sorted distinct values), element for element."""
+"""``arrays.distinct`` is ``np.unique`` (sorted distinct values), element for element; the
+group helpers list what a sorted groupby lists."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,3 +32,38 @@ def test_distinct_keeps_small_integer_codes_and_strings() -> None:
     names = np.array(["b", "a", "b"], dtype=object)
     assert distinct(names).tolist() == ["a", "b"]
     assert len(distinct(np.zeros(0, np.int64))) == 0
+
+
+def test_mode_criterion_groups_are_the_sorted_groupby():
+    from ranking.stats.arrays import key_groups, mode_criterion_groups
+
+    f = pd.DataFrame(
+        {
+            "mode": pd.Categorical(["star", "pairwise", "star", "star", "pairwise"]),
+            "criterion": pd.Categorical(["b", "pairwise", "a", "b", "pairwise"]),
+        }
+    )
+    expected = [
+        (str(m), str(c), g.index.to_numpy())
+        for (m, c), g in f.groupby(["mode", "criterion"], sort=True, observed=True)
+    ]
+    got = mode_criterion_groups(f)
+    assert [(m, c) for m, c, _ in got] == [(m, c) for m, c, _ in expected]
+    for (_, _, rows), (_, _, want) in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(rows, want)
+    assert mode_criterion_groups(f.iloc[:0]) == []
+    got_keys = key_groups(np.array([2, 0, 2]), 3)
+    assert [k for k, _ in got_keys] == [0, 2]
+    np.testing.assert_array_equal(got_keys[1][1], [0, 2])
+
+
+def test_first_ratings_selects_once():
+    from ranking.stats.arrays import first_ratings
+
+    j = pd.DataFrame({"is_first": [True, False, True], "a": [1, 2, 3], "b": [4, 5, 6]})
+    f = first_ratings(j, ["a", "is_first"])
+    assert list(f.columns) == ["a", "is_first"]
+    assert f["a"].tolist() == [1, 3]
+    # Already the first ratings: the frame itself, not another copy.
+    assert first_ratings(f, ["a"]) is f
+    assert first_ratings(j.iloc[:0], ["a"]).empty

@@ -257,3 +257,21 @@ def test_the_compiled_pair_bootstrap_matches_numpys_multinomial():
     tol = 0.1 * (slow_hi - slow_lo) + 0.005
     assert (np.abs(fast_lo - slow_lo) <= tol).all(), (fast_lo, slow_lo)
     assert (np.abs(fast_hi - slow_hi) <= tol).all(), (fast_hi, slow_hi)
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_question_codes_are_the_selections_factorisation(missing):
+    import pandas as pd
+
+    from ranking.stats.ranking_agreement import question_codes
+
+    rng = np.random.default_rng(1)
+    values = np.array([f"q{i}" for i in rng.integers(0, 30, 400)], dtype=object)
+    if missing:
+        values[7] = None
+    questions = pd.Series(values, dtype="str")
+    rows = rng.random(400) < 0.6
+    q, qs = question_codes(questions, rows)
+    want_q, want_qs = pd.factorize(questions[rows])
+    np.testing.assert_array_equal(q, want_q)
+    assert list(qs) == list(want_qs)

@@ -88,16 +88,74 @@ def test_mean_cohen_codes_leaves_out_pairs_with_few_common_items():
     assert mean == pytest.approx((1.0 - 1.0 - 1.0) / 3)
 
 
-def test_rater_pairs_are_numbered_in_the_order_of_their_smallest_row_key():
-    from ranking.stats.unit_agreement import _pair_numbers
+def _self_merge_mean(item, rater, value, min_common):
+    """The mean kappa as the frame formula listed the pairs: the group merged with itself on the
+    item, the rater seen first on the left, pairs in the order of their first merged row."""
+    v, cats = pd.factorize(value, sort=True)
+    g = pd.DataFrame({"item": item, "rater": pd.factorize(rater)[0], "v": v})
+    m = g.merge(g, on="item")
+    m = m[m["rater_x"] < m["rater_y"]]
+    kappas = []
+    k = len(cats)
+    for _, h in m.groupby(["rater_x", "rater_y"], sort=False):
+        n = float(len(h))
+        po = float((h["v_x"] == h["v_y"]).sum()) / n
+        pe = (np.bincount(h["v_x"], minlength=k) * np.bincount(h["v_y"], minlength=k)).sum() / n**2
+        if n >= min_common and pe < 1.0:
+            kappas.append((po - pe) / (1.0 - pe))
+    return (float(np.mean(kappas)) if kappas else float("nan")), len(kappas)
 
-    rng = np.random.default_rng(5)
-    pair = rng.integers(0, 40, 5000)
-    key = rng.permutation(5000).astype(np.int64) * 7
-    number, count = _pair_numbers(pair, key)
-    # The numbering a sort of the rows by key, then a factorisation, gives.
-    order = np.argsort(key)
-    expected = np.empty(len(pair), dtype=np.int64)
-    expected[order] = pd.factorize(pair[order])[0]
-    assert count == len(np.unique(pair))
-    assert (number == expected).all()
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mean_cohen_takes_the_pairs_in_the_self_merge_order(seed):
+    rng = np.random.default_rng(seed)
+    n_items, n_raters = 300, 25
+    rows = [(i, r) for i in range(n_items) for r in rng.choice(n_raters, 4, replace=False)]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    item = np.array([i for i, _ in rows])
+    rater = np.array([f"r{r}" for _, r in rows], dtype=object)
+    value = rng.integers(0, 3, len(rows)).astype(float)
+    got = mean_cohen_codes(item, rater, value, min_common=3)
+    want = _self_merge_mean(item, rater, value, 3)
+    assert got[1] == want[1] > 20
+    assert got[0] == want[0]  # the same float: the same kappas summed in the same order
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_pool_rows_equal_each_pool_computed_alone(whole):
+    """A pool's mean kappa from the "all" group's pairs (every rater in one pool) or computed
+    anew (a rater in two pools) is the float the pool's own rows give."""
+    from ranking.stats.unit_agreement import agreement_rows
+
+    rng = np.random.default_rng(4)
+    rows = [(i, r) for i in range(200) for r in rng.choice(30, 5, replace=False)]
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    rater = np.array([r for _, r in rows])
+    pool = np.where(rater % 3 == 0, "p0", np.where(rater % 3 == 1, "p1", "p2"))
+    if not whole:
+        pool[: len(pool) // 2] = "p0"
+    f = pd.DataFrame(
+        {
+            "mode": "star",
+            "criterion": "c",
+            "pool": pool,
+            "rater_id": [f"r{r:02d}" for r in rater],
+            "item_id": [i for i, _ in rows],
+            "value": rng.integers(1, 4, len(rows)).astype(float),
+        }
+    )
+    _, k_rows = agreement_rows(f, min_common=3)
+    assert [r[1] for r in k_rows] == ["all", "p0", "p1", "p2"]
+    for row in k_rows:
+        g = f if row[1] == "all" else f[f["pool"] == row[1]]
+        g = g[g.groupby("item_id")["value"].transform("size") >= 2]
+        want = mean_cohen_codes(
+            g["item_id"].to_numpy(), g["rater_id"].to_numpy(), g["value"].to_numpy(), min_common=3
+        )
+        assert (row[5], row[6]) == want or (np.isnan(row[5]) and np.isnan(want[0]))
+        assert (
+            row[6]
+            == _self_merge_mean(
+                g["item_id"].to_numpy(), g["rater_id"].to_numpy(), g["value"].to_numpy(), 3
+            )[1]
+        )
