@@ -54,6 +54,7 @@ def fit_length_glm(
     dense n x models matrix."""
     m = n_models
     beta = np.zeros(m + 1)
+    ab = a * m + b  # the (a, b) cell of each game, the same every iteration
     for _ in range(max_iter):
         eta = beta[a] - beta[b] + beta[m] * z
         p = 1.0 / (1.0 + np.exp(-eta))
@@ -63,7 +64,7 @@ def fit_length_glm(
         grad[:m] = np.bincount(a, r, m) - np.bincount(b, r, m)
         grad[m] = (r * z).sum()
         h = np.zeros((m + 1, m + 1))
-        h[:m, :m] = -np.bincount(a * m + b, w, m * m).reshape(m, m)
+        h[:m, :m] = -np.bincount(ab, w, m * m).reshape(m, m)
         h[:m, :m] += h[:m, :m].T
         h[np.arange(m), np.arange(m)] = np.bincount(a, w, m) + np.bincount(b, w, m)
         wz = w * z
@@ -102,6 +103,19 @@ def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
     return out
 
 
+def _different(x: pd.Series, y: pd.Series) -> np.ndarray:
+    """Row by row, whether the two labels differ as strings (category codes when both columns
+    share their categories, as the coerced model columns do)."""
+    if (
+        isinstance(x.dtype, pd.CategoricalDtype)
+        and isinstance(y.dtype, pd.CategoricalDtype)
+        and x.cat.categories.equals(y.cat.categories)
+        and not (x.isna().any() or y.isna().any())
+    ):
+        return np.asarray(x.cat.codes.to_numpy() != y.cat.codes.to_numpy())
+    return np.asarray(str_values(x) != str_values(y))
+
+
 def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
     """Raw and length-controlled win rate per model, for all humans and for each judge."""
     if pair_df.empty:
@@ -112,9 +126,9 @@ def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
     for group_by, grp, mask in _groups(pair_df):
         if group_by == "pool" or not mask.any():
             continue
-        g = pair_df[mask]
+        g = pair_df.loc[mask, ["model_a", "model_b", "choice"]]  # only the columns read
         a, b, s, models = match_arrays(g)
-        ok = str_values(g["model_a"]) != str_values(g["model_b"])
+        ok = _different(g["model_a"], g["model_b"])
         z = np.tanh(d_all[mask][ok] / sd)
         m = len(models)
         if len(a) == 0 or m < 2:
