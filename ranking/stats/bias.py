@@ -11,10 +11,11 @@ import pandas as pd
 from scipy import stats
 
 from . import mwu
+from .grouped import dense_codes, group_means
 from .position import SIDES, side_codes, side_flags
 from .position import position_bias as position_bias  # the report reads it here
+from .rankings import choice_score
 from .schema import (
-    CHOICE_SCORE_A,
     codes_and_names,
     concat_aligned,
     empty_frame,
@@ -43,23 +44,25 @@ def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -
     if pair_df.empty:
         return empty_frame(_LEN_COLS)
     delta = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
-    s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    s = choice_score(pair_df["choice"])
     # Score of the longer answer: A's score when A is longer, else B's.
     longer = np.where(delta > 0, s, 1.0 - s)
     # Outcome codes win 0, draw 1, loss 2; counts per group by integer codes and bincount.
-    outcome = np.select([longer == 1.0, longer == 0.0], [0, 2], 1)
+    outcome = 1 + (longer == 0.0).astype(np.int64) - (longer == 1.0)
     absd = np.abs(delta)
     groups = {}
     for group_by in ("rater_kind", "pool"):
-        codes, uniq = pd.factorize(pair_df[group_by].to_numpy())
-        groups[group_by] = (codes, sorted(zip(uniq.tolist(), range(len(uniq)), strict=True)))
+        # The labels present, in name order (codes order the rows as the names sort).
+        codes, names = codes_and_names(pair_df[group_by])
+        present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+        groups[group_by] = (codes, [(str(names[c]), c) for c in present], len(names))
     rows = []
     for t in thresholds:
         keep = absd >= t
         for group_by in ("rater_kind", "pool"):
-            codes, order = groups[group_by]
+            codes, order, n_codes = groups[group_by]
             ok = keep & (codes >= 0)
-            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * len(order))
+            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * n_codes)
             for grp, code in order:
                 win, draw, loss = (int(x) for x in counts[3 * code : 3 * code + 3])
                 n = win + draw + loss
@@ -88,22 +91,34 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
     human panel and one judge per item (LLMEval-2) this is exactly the paper's Tables 4-5.
     ``ks`` default: 1, 2, ... up to the criterion's observed range.
     """
-    df = star_df[~star_df["is_repeat"] & star_df["score"].notna()]
-    if df.empty:
+    keep = (~star_df["is_repeat"] & star_df["score"].notna()).to_numpy(bool)
+    if not keep.any():
         return empty_frame(_GAP_COLS)
-    m = df.groupby(["criterion", "item_id", "rater_kind"])["score"].mean().unstack("rater_kind")
-    if "human" not in m.columns or "judge" not in m.columns:
+    crit, crits = codes_and_names(star_df["criterion"][keep])
+    kind, kinds = codes_and_names(star_df["rater_kind"][keep])
+    item, n_items = dense_codes(star_df["item_id"].to_numpy()[keep])
+    score = star_df["score"].to_numpy(float)[keep]
+    present = set(kinds[_present(kind, len(kinds))])
+    if "human" not in present or "judge" not in present:
         return empty_frame(_GAP_COLS)
-    m = m.dropna(subset=["human", "judge"])
-    diff = (m["human"] - m["judge"]).abs()
+    # Mean per (criterion, item, kind): the groupby mean of the three labels, on one key.
+    n_kinds = len(kinds)
+    key = (crit * n_items + item) * n_kinds + kind
+    at, mean = group_means(key, score, len(crits) * n_items * n_kinds)
+    unit, of_kind = np.divmod(at, n_kinds)
+    human, judge = of_kind == list(kinds).index("human"), of_kind == list(kinds).index("judge")
+    both, h, j = np.intersect1d(unit[human], unit[judge], assume_unique=True, return_indices=True)
+    diff = np.abs(mean[human][h] - mean[judge][j])
+    unit_crit = both // n_items
+    span_of = pd.Series(score).groupby(crit).agg(["min", "max"])
     rows = []
-    for crit, d in diff.groupby(level="criterion", sort=True):
-        crit_scores = df.loc[df["criterion"] == crit, "score"]
-        span = float(crit_scores.max() - crit_scores.min())
+    for c in _present(unit_crit, len(crits)):
+        d = diff[unit_crit == c]
+        span = float(span_of.loc[c, "max"] - span_of.loc[c, "min"])
         levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
         for k in levels:
-            hit = int((d.to_numpy() >= k - 1e-9).sum())
-            rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
+            hit = int((d >= k - 1e-9).sum())
+            rows.append((str(crits[c]), float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
     return rows_frame(rows, _GAP_COLS)
 
 

@@ -159,7 +159,7 @@ def match_arrays(
     models = [str(m) for m in models]
     a = _codes(df["model_a"], models)
     b = _codes(df["model_b"], models)
-    s = _choice_score(df["choice"])
+    s = choice_score(df["choice"])
     ok = (a >= 0) & (b >= 0) & (a != b)
     return a[ok], b[ok], s[ok], list(models)
 
@@ -169,7 +169,7 @@ def match_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every row's model codes in ``models`` (-1 when absent) and A's score, nothing dropped."""
     a = _codes(pair_df["model_a"], models)
-    return a, _codes(pair_df["model_b"], models), _choice_score(pair_df["choice"])
+    return a, _codes(pair_df["model_b"], models), choice_score(pair_df["choice"])
 
 
 def labels(values: pd.Series) -> list[str]:
@@ -195,7 +195,7 @@ def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     return coded
 
 
-def _choice_score(choice: pd.Series) -> np.ndarray:
+def choice_score(choice: pd.Series) -> np.ndarray:
     if isinstance(choice.dtype, pd.CategoricalDtype):
         lut = np.array([CHOICE_SCORE_A.get(str(c), np.nan) for c in choice.cat.categories])
         codes = choice.cat.codes.to_numpy()

@@ -1,17 +1,228 @@
-"""The position-bias and diagnostics tables as they were computed before they moved to integer
+"""The length-bias, gaps, discrimination, position-bias and diagnostics tables as they were computed before they moved to integer
 codes (pandas splits per group): the reference the faster versions are compared with, cell for
 cell (tests/stats/test_bias_reference.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ranking.stats.schema import codes_and_names, concat_aligned, empty_frame, time_ordered
+from ranking.stats.rankings import labels, match_codes, points_arrays
+from ranking.stats.schema import (
+    CHOICE_SCORE_A,
+    codes_and_names,
+    concat_aligned,
+    empty_frame,
+    rows_frame,
+    time_ordered,
+)
+
+# --------------------------------------------------------------------------- length bias
+
+_LEN_COLS = {
+    "group_by": "str",
+    "group": "str",
+    "min_delta": "int64",
+    "n": "int64",
+    "win": "int64",
+    "draw": "int64",
+    "loss": "int64",
+    "win_share": "float64",
+    "draw_share": "float64",
+    "loss_share": "float64",
+}
+
+
+def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -> pd.DataFrame:
+    """Among pairwise ratings with |len_a - len_b| >= threshold, how often the longer answer won,
+    drew (tie or both bad) or lost; per rater kind and per pool (seed Table 3)."""
+    if pair_df.empty:
+        return empty_frame(_LEN_COLS)
+    delta = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
+    s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    # Score of the longer answer: A's score when A is longer, else B's.
+    longer = np.where(delta > 0, s, 1.0 - s)
+    # Outcome codes win 0, draw 1, loss 2; counts per group by integer codes and bincount.
+    outcome = np.select([longer == 1.0, longer == 0.0], [0, 2], 1)
+    absd = np.abs(delta)
+    groups = {}
+    for group_by in ("rater_kind", "pool"):
+        codes, uniq = pd.factorize(pair_df[group_by].to_numpy())
+        groups[group_by] = (codes, sorted(zip(uniq.tolist(), range(len(uniq)), strict=True)))
+    rows = []
+    for t in thresholds:
+        keep = absd >= t
+        for group_by in ("rater_kind", "pool"):
+            codes, order = groups[group_by]
+            ok = keep & (codes >= 0)
+            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * len(order))
+            for grp, code in order:
+                win, draw, loss = (int(x) for x in counts[3 * code : 3 * code + 3])
+                n = win + draw + loss
+                rows.append(
+                    (group_by, grp, int(t), n, win, draw, loss)
+                    + ((win / n, draw / n, loss / n) if n else (np.nan,) * 3)
+                )
+    return pd.DataFrame(rows, columns=list(_LEN_COLS))
+
+
+# --------------------------------------------------------------------------- human vs judge gaps
+
+_GAP_COLS = {
+    "criterion": "str",
+    "k": "float64",
+    "n_items": "int64",
+    "n_at_least_k": "int64",
+    "share": "float64",
+}
+
+
+def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFrame:
+    """Share of items where |mean human score - mean judge score| >= k, per criterion.
+
+    Only first ratings count and only items rated by at least one human and one judge. With one
+    human panel and one judge per item (LLMEval-2) this is exactly the paper's Tables 4-5.
+    ``ks`` default: 1, 2, ... up to the criterion's observed range.
+    """
+    df = star_df[~star_df["is_repeat"] & star_df["score"].notna()]
+    if df.empty:
+        return empty_frame(_GAP_COLS)
+    m = df.groupby(["criterion", "item_id", "rater_kind"])["score"].mean().unstack("rater_kind")
+    if "human" not in m.columns or "judge" not in m.columns:
+        return empty_frame(_GAP_COLS)
+    m = m.dropna(subset=["human", "judge"])
+    diff = (m["human"] - m["judge"]).abs()
+    rows = []
+    for crit, d in diff.groupby(level="criterion", sort=True):
+        crit_scores = df.loc[df["criterion"] == crit, "score"]
+        span = float(crit_scores.max() - crit_scores.min())
+        levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
+        for k in levels:
+            hit = int((d.to_numpy() >= k - 1e-9).sum())
+            rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
+    return rows_frame(rows, _GAP_COLS)
+
+
+# --------------------------------------------------------------------------- discrimination
+
+_DISC_COLS = {
+    "mode": "str",
+    "rater_kind": "str",
+    "dimension": "str",
+    "value": "str",
+    "n_models": "int64",
+    "best_model": "str",
+    "best_score": "float64",
+    "worst_model": "str",
+    "worst_score": "float64",
+    "spread": "float64",
+}
+
+
+def _coded(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes (-1 when missing) and their names, numbered in a sorted groupby's order."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(dtype=np.int64), values.cat.categories
+    codes, names = pd.factorize(values, sort=True)
+    return codes.astype(np.int64), pd.Index(names)
+
+
+def _disc_present(codes: np.ndarray, n: int) -> np.ndarray:
+    """The codes used, ascending (a count per code: no sort)."""
+    return np.flatnonzero(np.bincount(codes[codes >= 0], minlength=n))
+
+
+def _spread(
+    head: tuple[str, Any, str, Any], model: np.ndarray, score: np.ndarray
+) -> list[tuple[Any, ...]]:
+    """One row (mode, kind, dimension, value, ...) of a value's model scores, none if all NaN."""
+    # argmax/argmin give the first best and worst model, as idxmax/idxmin on the rows with a
+    # score would.
+    ok = ~np.isnan(score)
+    if not ok.any():
+        return []
+    score, model = score[ok], model[ok]
+    b, w = int(np.argmax(score)), int(np.argmin(score))
+    best, worst = float(score[b]), float(score[w])
+    return [(*head[:3], str(head[3]), len(score), model[b], best, model[w], worst, best - worst)]
+
+
+def _star_spreads(sdf: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Model means per criterion and per task type, per rater kind, from integer codes.
+
+    Each (value, model) mean is pandas' grouped mean over the same rows in the same order as
+    a groupby of the labels, so the figures are the same floats; the codes are read once.
+    """
+    kind, kinds = _coded(sdf["rater_kind"])
+    model, models = _coded(sdf["model"])
+    score = sdf["score"].to_numpy(dtype=float)
+    names = np.asarray(models, dtype=object)
+    rows: list[tuple[Any, ...]] = []
+    for k in [-1, *_disc_present(kind, len(kinds))]:
+        sel = model >= 0 if k < 0 else (model >= 0) & (kind == k)
+        for dim in ("criterion", "task_type"):
+            value, values = _coded(sdf[dim])
+            keep = sel & (value >= 0)
+            key = value[keep] * len(models) + model[keep]
+            means = pd.Series(score[keep]).groupby(key, sort=True).mean()
+            v, m = np.divmod(means.index.to_numpy(), len(models))
+            mean = means.to_numpy()
+            for start, stop in _runs(v):
+                head = ("star", "all" if k < 0 else kinds[k], dim, values[v[start]])
+                rows += _spread(head, names[m[start:stop]], mean[start:stop])
+    return rows
+
+
+def _runs(v: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of equal values in a sorted array."""
+    cuts = np.flatnonzero(np.diff(v)) + 1
+    return list(zip(np.r_[0, cuts], np.r_[cuts, len(v)], strict=True))
+
+
+def _pair_spreads(pair_df: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Points score per task type, per rater kind; model codes read once for the whole frame.
+
+    Each (kind, task type) keeps its matches in row order, so the bincount sums are those of
+    ``match_arrays`` on that subset; models without a game are left out as before.
+    """
+    kind, kinds = _coded(pair_df["rater_kind"])
+    task, tasks = _coded(pair_df["task_type"])
+    models = sorted(set(labels(pair_df["model_a"])).union(labels(pair_df["model_b"])))
+    a, b, s = match_codes(pair_df, models)
+    names = np.asarray(models, dtype=object)
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    rows: list[tuple[Any, ...]] = []
+    for k in [-1, *_disc_present(kind, len(kinds))]:
+        in_kind = ok if k < 0 else ok & (kind == k)
+        # The task types in their labels' order, as a groupby of the concatenated tables was.
+        for t in sorted(_disc_present(task[in_kind], len(tasks)), key=lambda c: str(tasks[c])):
+            sel = in_kind & (task == t)
+            p = points_arrays(a[sel], b[sel], s[sel], len(models))
+            played = p["games"] > 0
+            head = ("pairwise", "all" if k < 0 else kinds[k], "task_type", tasks[t])
+            rows += _spread(head, names[played], p["score"][played])
+    return rows
+
+
+def discrimination(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
+    """Spread (best - worst model) per criterion and per task type, per rater kind.
+
+    Star: model means per criterion; per task type the model's mean over all its stars of that
+    task type (criteria pooled). Pairwise: the Points score per task type.
+    """
+    rows: list[tuple[Any, ...]] = []
+    cols = ["rater_kind", "criterion", "task_type", "model", "score"]
+    sdf = star_df.loc[star_df["score"].notna(), cols]
+    if len(sdf):
+        rows += _star_spreads(sdf)
+    if len(pair_df):
+        rows += _pair_spreads(pair_df[["rater_kind", "task_type", "model_a", "model_b", "choice"]])
+    return rows_frame(rows, _DISC_COLS)
+
 
 # --------------------------------------------------------------------------- position bias
 

@@ -1,4 +1,4 @@
-"""Position bias, annotator diagnostics and the hint effect over integer codes give the tables the
+"""Length bias, gaps, discrimination, position bias and annotator diagnostics over integer codes give the tables the
 pandas splits gave, cell for cell (dtypes included), on plain, filtered, repeated, time-less and
 empty frames."""
 
@@ -10,7 +10,8 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from ranking.stats import synthetic
-from ranking.stats.bias import annotator_diagnostics, position_bias
+from ranking.stats.bias import annotator_diagnostics, gaps, length_bias, position_bias
+from ranking.stats.discrimination import discrimination
 from ranking.stats.filters import filter_frame
 from ranking.stats.schema import coerce_pair, coerce_star
 
@@ -55,3 +56,25 @@ def test_annotator_diagnostics_is_the_split_table(case):
     assert_frame_equal(annotator_diagnostics(star, pair), want, check_exact=True)
     for s, p in ((star.iloc[:0], pair), (star, pair.iloc[:0])):
         assert_frame_equal(annotator_diagnostics(s, p), ref.annotator_diagnostics(s, p))
+
+
+@pytest.mark.parametrize("case", ["plain", "filtered", "repeats", "empty"])
+@pytest.mark.parametrize("scale", [1.0, 0.37])
+def test_length_bias_gaps_and_discrimination_are_the_split_tables(case, scale):
+    star, pair = _frames(case)
+    # Scores that are not whole numbers take the groupby path of the means.
+    star = star.assign(score=star["score"] * scale)
+    assert_frame_equal(length_bias(pair, (0, 100, 300)), ref.length_bias(pair, (0, 100, 300)))
+    assert_frame_equal(gaps(star), ref.gaps(star), check_exact=True)
+    assert_frame_equal(gaps(star, [0.5, 1]), ref.gaps(star, [0.5, 1]), check_exact=True)
+    got, want = discrimination(star, pair), ref.discrimination(star, pair)
+    assert_frame_equal(got, want, check_exact=True)
+    if case == "plain" and scale == 1.0:
+        assert len(got) > 10 and len(gaps(star)) > 0
+
+
+def test_gaps_need_both_kinds():
+    star, _ = _frames("plain")
+    humans = star[star["rater_kind"] == "human"]
+    assert_frame_equal(gaps(humans), ref.gaps(humans), check_exact=True)
+    assert gaps(humans).empty

@@ -1,0 +1,41 @@
+"""Group sums and means over integer keys that are pandas' groupby figures, float for float."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer codes 0..n-1 of the values and n: the offset from the smallest for integers in a
+    short range (item ids), else a factorisation. Equal values, equal codes."""
+    if values.dtype.kind in "iu" and len(values):
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 4 * len(values) + 1024:
+            return (values - lo).astype(np.int64), hi - lo + 1
+    codes, uniq = pd.factorize(values)
+    return codes.astype(np.int64), len(uniq)
+
+
+def whole_numbers(values: np.ndarray) -> bool:
+    """Whether every value is a whole number below 2**31 in size (no NaN): sums of up to 2**22
+    of them are exact in float64, in any order."""
+    if not len(values) or len(values) > 2**22 or not np.array_equal(values, np.floor(values)):
+        return False
+    return float(np.abs(values).max()) < 2**31
+
+
+def group_means(
+    key: np.ndarray, values: np.ndarray, n_keys: int, *, whole: bool | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(keys present ascending, mean per key): pandas' groupby mean. Whole numbers (stars) sum
+    exactly in any order, so their sums come from a bincount (the same floats, sum / count);
+    other values go through the groupby (its compensated sum). ``whole``: ``whole_numbers``
+    of a superset of the values, if known."""
+    whole = whole_numbers(values) if whole is None else whole
+    if whole and n_keys <= 4 * len(key) + 1024:
+        count = np.bincount(key, minlength=n_keys)
+        at = np.flatnonzero(count)
+        return at, np.bincount(key, values, n_keys)[at] / count[at]
+    means = pd.Series(values).groupby(key, sort=True).mean()
+    return means.index.to_numpy(), means.to_numpy()
