@@ -33,9 +33,14 @@ def group_means(
     other values go through the groupby (its compensated sum). ``whole``: ``whole_numbers``
     of a superset of the values, if known."""
     whole = whole_numbers(values) if whole is None else whole
-    if whole and n_keys <= 4 * len(key) + 1024:
+    if whole:
+        keys = None
+        if n_keys > 4 * len(key) + 1024:  # sparse keys: numbered in ascending order first
+            key, keys = pd.factorize(key, sort=True)
+            n_keys = len(keys)
         count = np.bincount(key, minlength=n_keys)
         at = np.flatnonzero(count)
-        return at, np.bincount(key, values, n_keys)[at] / count[at]
+        mean = np.bincount(key, values, n_keys)[at] / count[at]
+        return (at if keys is None else np.asarray(keys)[at]), mean
     means = pd.Series(values).groupby(key, sort=True).mean()
     return means.index.to_numpy(), means.to_numpy()

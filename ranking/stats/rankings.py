@@ -11,7 +11,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .schema import CHOICE_SCORE_A, empty_frame
+from .grouped import dense_codes, group_means
+from .schema import CHOICE_SCORE_A, codes_and_names, empty_frame
 
 OVERALL = "overall"
 
@@ -56,8 +57,14 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     interval too narrow; the rating's own average over its criteria carries that correlation.
     """
     o = m.groupby("model", observed=True).agg(mean=("mean", "mean")).reset_index()
-    per_rating = g.groupby(["model", "rating_id"], observed=True)["score"].mean()
-    spread = per_rating.groupby(level="model", observed=True).agg(["std", "size"])
+    # The mean per (model, rating) in (model, rating id) order, as the groupby of the two
+    # columns lists them (``group_means``), then their spread per model.
+    model, names = codes_and_names(g["model"])
+    rating, n_ratings = dense_codes(g["rating_id"].to_numpy())
+    key = model * n_ratings + rating
+    at, per_rating = group_means(key, g["score"].to_numpy(float), len(names) * n_ratings)
+    spread = pd.Series(per_rating).groupby(at // n_ratings).agg(["std", "size"])
+    spread.index = pd.Index(names[spread.index.to_numpy()])
     sd = o["model"].map(spread["std"]).astype(float)
     k = o["model"].map(spread["size"]).astype(float)
     o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
@@ -77,8 +84,10 @@ def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.Dat
     Repeats are counted by default: each is a genuine rating, and the published LLMEval-1 GPT-4
     table is reproduced only when every row of the released file is counted.
     """
-    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
-    df = df[df["score"].notna()]
+    keep = star_df["score"].notna() if include_repeats else ~star_df["is_repeat"]
+    keep &= star_df["score"].notna()
+    # Only the columns read: every rater kind's split copies them.
+    df = star_df.loc[keep, ["rater_kind", "model", "criterion", "rating_id", "score"]]
     if df.empty:
         return empty_frame(_STAR_COLS)
     parts = []
@@ -122,8 +131,10 @@ def total_score(
     actual = the sum of the model's stars in the subject, full = the sum of the maximum stars of the
     same (rating, criterion) rows, so with several raters per answer this is the mean over raters.
     """
-    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
-    df = df[df["score"].notna() & df["criterion"].isin(list(criterion_max))]
+    keep = star_df["score"].notna() & star_df["criterion"].isin(list(criterion_max))
+    if not include_repeats:
+        keep &= ~star_df["is_repeat"]
+    df = star_df.loc[keep, ["rater_kind", "model", "task_type", "criterion", "score"]]
     if df.empty:
         return empty_frame(_TOTAL_COLS)
     df = df.assign(full=df["criterion"].map(criterion_max).astype(float))
@@ -250,14 +261,26 @@ def points_table(
     df = pair_df if include_repeats else pair_df[~pair_df["is_repeat"]]
     if df.empty:
         return empty_frame(_POINTS_COLS)
+    if both_bad not in ("draw", "exclude"):
+        raise ValueError("both_bad must be 'draw' or 'exclude'")
+    # Model codes and scores once for all kinds (each kind's table: its rows' matches; a
+    # choice scores 0, 0.5 or 1, so the sums are the same in any order and any subset).
+    used = (df["choice"] != "both_bad").to_numpy(bool) if both_bad == "exclude" else None
+    named = df if used is None else df[used]
+    models = sorted(set(labels(named["model_a"])).union(labels(named["model_b"])))
+    a, b, s = match_codes(df, models)
+    rows = np.ones(len(df), dtype=bool) if used is None else used
+    kind, kinds = codes_and_names(df["rater_kind"])
+    match = (a >= 0) & (b >= 0) & (a != b)
     parts = []
-    for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
-        a, b, s, models = match_arrays(g, both_bad=both_bad)
-        if not models:
+    for k in [-1, *np.flatnonzero(np.bincount(kind, minlength=len(kinds)))]:
+        sel = rows if k < 0 else rows & (kind == k)
+        if not sel.any():  # no rating of the kind is left: no table
             continue
-        t = pd.DataFrame(points_arrays(a, b, s, len(models)))
+        sel = sel & match
+        t = pd.DataFrame(points_arrays(a[sel], b[sel], s[sel], len(models)))
         t.insert(0, "model", models)
-        t.insert(0, "rater_kind", kind)
+        t.insert(0, "rater_kind", "all" if k < 0 else str(kinds[k]))
         parts.append(t[t["games"] > 0])
     if not parts:
         return empty_frame(_POINTS_COLS)

@@ -1,0 +1,35 @@
+"""The Points table per rater kind, with model codes read once for all kinds, is each kind's own
+``match_arrays`` / ``points_arrays`` table (both ways of scoring both-bad, repeats or not)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+from ranking.stats import synthetic
+from ranking.stats.rankings import match_arrays, points_arrays, points_table
+from ranking.stats.schema import coerce_pair
+
+
+@pytest.mark.parametrize("both_bad", ["draw", "exclude"])
+@pytest.mark.parametrize("include_repeats", [True, False])
+def test_points_per_kind_are_each_kinds_own_table(both_bad, include_repeats):
+    pair = coerce_pair(synthetic.generate(n_models=6, n_questions=15, seed=5).pair_df)
+    table = points_table(pair, both_bad=both_bad, include_repeats=include_repeats)
+    df = pair if include_repeats else pair[~pair["is_repeat"]]
+    kinds = [("all", df), *df.groupby("rater_kind", observed=True, sort=True)]
+    assert table["rater_kind"].unique().tolist() == [k for k, _ in kinds]
+    for kind, g in kinds:
+        a, b, s, models = match_arrays(g, both_bad=both_bad)
+        want = pd.DataFrame(points_arrays(a, b, s, len(models)))
+        want.insert(0, "model", models)
+        want = want[want["games"] > 0].reset_index(drop=True)
+        got = table[table["rater_kind"] == kind].drop(columns=["rater_kind", "rank"])
+        assert_frame_equal(got.reset_index(drop=True), want, check_exact=True)
+
+
+def test_points_refuse_an_unknown_both_bad_rule():
+    pair = coerce_pair(synthetic.generate(n_models=3, n_questions=4, seed=1).pair_df)
+    with pytest.raises(ValueError):
+        points_table(pair, both_bad="loss")
