@@ -19,7 +19,7 @@ import pandas as pd
 
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .rater_facts import RaterFacts
-from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
+from .schema import CHOICE_SCORE_A, CHOICES, codes_and_names, concat_aligned, empty_frame
 from .unit_agreement import agreement_rows, mean_cohen_codes
 
 PAIRWISE_CRITERION = "pairwise"
@@ -259,14 +259,56 @@ def summarise_by_pool(by_rater: pd.DataFrame, value: str, num: str, den: str) ->
 _CRITERION_KEYS = {"mode": "str", "pool": "str", "criterion": "str"}
 
 
+def _pairs_kept(flags: pd.DataFrame, by_rater: pd.DataFrame) -> np.ndarray:
+    """Rows of ``flags`` whose (rater, mode) is a row of ``by_rater`` (one row per pair)."""
+    pairs = pd.MultiIndex.from_arrays(
+        [by_rater["rater_id"].astype(str), by_rater["mode"].astype(str)]
+    )
+    rater, raters = codes_and_names(flags["rater_id"])
+    mode, modes = codes_and_names(flags["mode"])
+    table = pd.MultiIndex.from_product([raters, modes]).isin(pairs)
+    return np.asarray(table.reshape(len(raters), len(modes))[rater, mode])
+
+
 def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.DataFrame:
     """Pooled accuracy per (mode, pool, criterion) over the raters kept in ``by_rater``."""
     if flags.empty or by_rater.empty:
         return empty_frame({**_CRITERION_KEYS, "n_judgements": "int64", "accuracy": "float64"})
-    kept = flags.merge(by_rater[["rater_id", "mode"]], on=["rater_id", "mode"])
-    g = kept.groupby(["mode", "pool", "criterion"])["accurate"].agg(["size", "mean"]).reset_index()
-    g.columns = ["mode", "pool", "criterion", "n_judgements", "accuracy"]
+    # The flags of the (rater, mode) pairs kept (one row each in ``by_rater``): a mask, not an
+    # inner merge of every flag (the sizes and means do not depend on the row order).
+    kept = flags.loc[_pairs_kept(flags, by_rater), ["mode", "pool", "criterion", "accurate"]]
+    keys = ["mode", "pool", "criterion"]
+    if all(isinstance(kept[k].dtype, pd.CategoricalDtype) for k in keys):
+        return _counted_shares(kept, keys, "accurate", ["n_judgements", "accuracy"])
+    g = kept.groupby(keys)["accurate"].agg(["size", "mean"]).reset_index()
+    g.columns = [*keys, "n_judgements", "accuracy"]
     return g
+
+
+def _counted_shares(df: pd.DataFrame, keys: list[str], flag: str, names: list[str]) -> pd.DataFrame:
+    """The groupby of the categorical ``keys`` (observed combinations, in category order) with
+    the size and mean of the boolean ``flag``, from a count per combined code: the mean of
+    flags is their integer sum over the size, the same float."""
+    codes = [df[k].cat.codes.to_numpy().astype(np.int64) for k in keys]
+    sizes = [len(df[k].cat.categories) for k in keys]
+    ok = np.logical_and.reduce([c >= 0 for c in codes])  # a missing label: no group
+    cell = np.zeros(int(ok.sum()), dtype=np.int64)
+    for c, n in zip(codes, sizes, strict=True):
+        cell = cell * n + c[ok]
+    total = int(np.prod(sizes))
+    size = np.bincount(cell, minlength=total)
+    hits = np.bincount(cell, df[flag].to_numpy(bool)[ok], minlength=total)
+    at = np.flatnonzero(size)
+    out = {}
+    for k, n in reversed(list(zip(keys, sizes, strict=True))):
+        at, code = np.divmod(at, n) if False else (at, at % n)
+        out[k] = code
+        at = at // n
+    cells = np.flatnonzero(size)
+    table = pd.DataFrame({k: pd.Categorical.from_codes(out[k], dtype=df[k].dtype) for k in keys})
+    table[names[0]] = size[cells]
+    table[names[1]] = hits[cells] / size[cells]
+    return table
 
 
 # --------------------------------------------------------------------------- consistency

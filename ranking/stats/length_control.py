@@ -158,9 +158,10 @@ def length_preference(pair_df: pd.DataFrame) -> pd.DataFrame:
     if pair_df.empty:
         return empty_frame(PREF_COLS)
     d = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
-    c = str_values(pair_df["choice"])
-    decisive = (d != 0) & ((c == "A") | (c == "B"))
-    longer_won = decisive & (((c == "A") & (d > 0)) | ((c == "B") & (d < 0)))
+    # One comparison per label (category codes for the coerced choice column).
+    a, b = (pair_df["choice"] == "A").to_numpy(bool), (pair_df["choice"] == "B").to_numpy(bool)
+    decisive = (d != 0) & (a | b)
+    longer_won = decisive & ((a & (d > 0)) | (b & (d < 0)))
     rows = []
     for group_by, grp, mask in _groups(pair_df):
         n = int((mask & decisive).sum())

@@ -1,0 +1,41 @@
+"""Pooled accuracy per (mode, pool, criterion) over the raters kept, counted per code, is the
+table the inner merge and groupby gave (dtypes included), whichever raters are kept."""
+
+from __future__ import annotations
+
+import pytest
+from pandas.testing import assert_frame_equal
+
+from ranking.stats import synthetic
+from ranking.stats.agreement import (
+    accuracy_by_criterion,
+    accuracy_by_rater,
+    accuracy_flags,
+    judgements,
+)
+from ranking.stats.filters import filter_frame
+from ranking.stats.schema import coerce_pair, coerce_star
+
+
+def _merged(flags, by_rater):
+    kept = flags.merge(by_rater[["rater_id", "mode"]], on=["rater_id", "mode"])
+    keys = ["mode", "pool", "criterion"]
+    g = kept.groupby(keys)["accurate"].agg(["size", "mean"]).reset_index()
+    g.columns = [*keys, "n_judgements", "accuracy"]
+    return g
+
+
+@pytest.mark.parametrize("min_ratings", [1, 5, 40])
+@pytest.mark.parametrize("pools", [None, ["crowd", "judge"]])
+def test_accuracy_by_criterion_is_the_merged_groupby(min_ratings, pools):
+    study = synthetic.generate(n_models=5, n_questions=20, seed=11)
+    star = filter_frame(coerce_star(study.star_df), pools=pools)
+    pair = filter_frame(coerce_pair(study.pair_df), pools=pools)
+    j = judgements(star, pair)
+    flags = accuracy_flags(j)
+    acc = accuracy_by_rater(flags, j, min_ratings=min_ratings)
+    got = accuracy_by_criterion(flags, acc)
+    assert_frame_equal(got, _merged(flags, acc), check_exact=True)
+    if min_ratings == 40:  # some raters left out: fewer judgements counted
+        everyone = accuracy_by_criterion(flags, accuracy_by_rater(flags, j, min_ratings=1))
+        assert got["n_judgements"].sum() < everyone["n_judgements"].sum()
