@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .grouped import counted_shares
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .rater_facts import RaterFacts
 from .schema import CHOICE_SCORE_A, CHOICES, codes_and_names, concat_aligned, empty_frame
@@ -279,36 +280,10 @@ def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.Dat
     kept = flags.loc[_pairs_kept(flags, by_rater), ["mode", "pool", "criterion", "accurate"]]
     keys = ["mode", "pool", "criterion"]
     if all(isinstance(kept[k].dtype, pd.CategoricalDtype) for k in keys):
-        return _counted_shares(kept, keys, "accurate", ["n_judgements", "accuracy"])
+        return counted_shares(kept, keys, "accurate", ["n_judgements", "accuracy"])
     g = kept.groupby(keys)["accurate"].agg(["size", "mean"]).reset_index()
     g.columns = [*keys, "n_judgements", "accuracy"]
     return g
-
-
-def _counted_shares(df: pd.DataFrame, keys: list[str], flag: str, names: list[str]) -> pd.DataFrame:
-    """The groupby of the categorical ``keys`` (observed combinations, in category order) with
-    the size and mean of the boolean ``flag``, from a count per combined code: the mean of
-    flags is their integer sum over the size, the same float."""
-    codes = [df[k].cat.codes.to_numpy().astype(np.int64) for k in keys]
-    sizes = [len(df[k].cat.categories) for k in keys]
-    ok = np.logical_and.reduce([c >= 0 for c in codes])  # a missing label: no group
-    cell = np.zeros(int(ok.sum()), dtype=np.int64)
-    for c, n in zip(codes, sizes, strict=True):
-        cell = cell * n + c[ok]
-    total = int(np.prod(sizes))
-    size = np.bincount(cell, minlength=total)
-    hits = np.bincount(cell, df[flag].to_numpy(bool)[ok], minlength=total)
-    at = np.flatnonzero(size)
-    out = {}
-    for k, n in reversed(list(zip(keys, sizes, strict=True))):
-        at, code = np.divmod(at, n) if False else (at, at % n)
-        out[k] = code
-        at = at // n
-    cells = np.flatnonzero(size)
-    table = pd.DataFrame({k: pd.Categorical.from_codes(out[k], dtype=df[k].dtype) for k in keys})
-    table[names[0]] = size[cells]
-    table[names[1]] = hits[cells] / size[cells]
-    return table
 
 
 # --------------------------------------------------------------------------- consistency
