@@ -87,9 +87,13 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
         return values.cat.reorder_categories(sorted(values.cat.categories))
     if categories is None and not isinstance(values.dtype, pd.CategoricalDtype):
         # Strings without missing values (the usual frames): one factorisation, whose sorted
-        # categories are the sorted names the general path below computes.
-        cat = pd.Categorical(values)
-        if (cat.codes >= 0).all() and all(isinstance(c, str) for c in cat.categories):
+        # categories are the sorted names the general path below computes. The column's own
+        # array of Python objects is factorised (what ``pd.Categorical`` does, without its
+        # missing-value pass over a string column first).
+        codes, uniq = pd.factorize(values.to_numpy(dtype=object), sort=True)
+        if (codes >= 0).all() and all(isinstance(c, str) for c in uniq):
+            # The categories' dtype as the constructor gives it: the column's (str or object).
+            cat = pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=values.dtype))
             return pd.Series(cat, index=values.index, name=values.name)
     values = values.astype(str)
     if categories is None:
