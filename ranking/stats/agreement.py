@@ -300,11 +300,26 @@ def consistency_units(j: pd.DataFrame, units: npt.NDArray[np.int64] | None = Non
     # (a few percent of the judgements), in the same order, so the table is the same. The rows
     # are found by one integer key per unit, not by hashing the four columns.
     units = unit_keys(j) if units is None else units
-    repeated = pd.Series(units).duplicated(keep=False).to_numpy()
+    repeated = _rated_again(units, j["is_first"].to_numpy(bool) if "is_first" in j else None)
     j = j.loc[repeated, [*keys, "value"]]
     counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
     g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
     return g[g["n"] >= 2].reset_index(drop=True)
+
+
+def _rated_again(units: np.ndarray, first: np.ndarray | None) -> np.ndarray:
+    """Rows of the units that have more than one row. A unit has at most one first rating, so
+    every such unit has a row that is not a first one: only the units of those rows (a few
+    percent) are looked up, and among their rows the duplicated keys are the answer (a unit
+    of one repeat alone is not)."""
+    if first is None:
+        return np.asarray(pd.Series(units).duplicated(keep=False).to_numpy())
+    out = np.zeros(len(units), dtype=bool)
+    others = units[~first]
+    if len(others):
+        rows = np.flatnonzero(pd.Series(units).isin(others).to_numpy())
+        out[rows[pd.Series(units[rows]).duplicated(keep=False).to_numpy()]] = True
+    return out
 
 
 _CONS_RATER_COLS = {

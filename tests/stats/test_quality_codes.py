@@ -11,6 +11,7 @@ from ranking.stats.agreement import (
     accuracy_by_criterion,
     accuracy_by_rater,
     accuracy_flags,
+    consistency_units,
     judgements,
 )
 from ranking.stats.filters import filter_frame
@@ -39,3 +40,16 @@ def test_accuracy_by_criterion_is_the_merged_groupby(min_ratings, pools):
     if min_ratings == 40:  # some raters left out: fewer judgements counted
         everyone = accuracy_by_criterion(flags, accuracy_by_rater(flags, j, min_ratings=1))
         assert got["n_judgements"].sum() < everyone["n_judgements"].sum()
+
+
+def test_consistency_units_find_the_units_rated_again():
+    study = synthetic.generate(n_models=5, n_questions=20, seed=11, repeat_rate=0.3)
+    j = judgements(coerce_star(study.star_df), coerce_pair(study.pair_df))
+    # Leave some units with one repeat alone (their first rating removed): not repeated.
+    units = j.groupby(["mode", "criterion", "rater_id", "item_id"], observed=True).ngroup()
+    again = units.duplicated(keep=False) & j["is_first"]
+    j = j[~(again & (units % 2 == 0))].reset_index(drop=True)
+    got = consistency_units(j)
+    want = consistency_units(j.drop(columns="is_first"))  # every key hashed: the definition
+    assert_frame_equal(got, want, check_exact=True)
+    assert len(got) > 0
