@@ -15,6 +15,7 @@ from ranking.stats.agreement import (
     judgements,
 )
 from ranking.stats.filters import filter_frame
+from ranking.stats.rater_facts import rater_counts
 from ranking.stats.schema import coerce_pair, coerce_star
 
 
@@ -53,3 +54,19 @@ def test_consistency_units_find_the_units_rated_again():
     want = consistency_units(j.drop(columns="is_first"))  # every key hashed: the definition
     assert_frame_equal(got, want, check_exact=True)
     assert len(got) > 0
+
+
+@pytest.mark.parametrize("case", ["plain", "shared_rating", "sparse_ids"])
+def test_rater_counts_are_distinct_first_ratings_per_rater_and_mode(case):
+    study = synthetic.generate(n_models=4, n_questions=12, seed=2)
+    j = judgements(coerce_star(study.star_df), coerce_pair(study.pair_df))
+    if case == "shared_rating":  # one star rating id under two raters: counted for both
+        star = j[(j["mode"] == "star") & j["is_first"]]
+        other = star[star["rater_id"] != star["rater_id"].iloc[0]].index[0]
+        j.loc[star.index[0], "rating_id"] = j.loc[other, "rating_id"]
+    if case == "sparse_ids":
+        j["rating_id"] = j["rating_id"] * 10**9
+    f = j[j["is_first"]]
+    want = f.groupby(["rater_id", "mode"], observed=True)["rating_id"].nunique()
+    got = rater_counts(j).set_index(["rater_id", "mode"])["n_ratings"]
+    assert got.to_dict() == want[want > 0].to_dict()
