@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .grouped import dense_codes, group_means
+from .grouped import dense_codes, group_means, whole_numbers
 from .schema import CHOICE_SCORE_A, codes_and_names, empty_frame
 
 OVERALL = "overall"
@@ -138,15 +138,39 @@ def total_score(
     if df.empty:
         return empty_frame(_TOTAL_COLS)
     df = df.assign(full=df["criterion"].map(criterion_max).astype(float))
+    whole = whole_numbers(df["score"].to_numpy(float)) and whole_numbers(df["full"].to_numpy())
     parts = []
     for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
-        s = g.groupby(["model", "task_type"])[["score", "full"]].sum()
+        s = _subject_sums(g, whole)
         s["pct"] = s["score"] / s["full"] * 100.0
         t = s.groupby("model")["pct"].agg(total="mean", n_subjects="size").reset_index()
         t.insert(0, "rater_kind", kind)
         parts.append(t)
     out = pd.concat(parts, ignore_index=True)
     return add_rank(out, "total", ["rater_kind"])[list(_TOTAL_COLS)]
+
+
+def _subject_sums(g: pd.DataFrame, whole: bool) -> pd.DataFrame:
+    """``g.groupby(["model", "task_type"])[["score", "full"]].sum()``; for whole numbers
+    (exact sums in any order) and categorical labels, summed per code by bincount first and
+    the groupby run on one row per (model, task type): the same table."""
+    labels_ = [g["model"], g["task_type"]]
+    coded = all(isinstance(c.dtype, pd.CategoricalDtype) for c in labels_)
+    if whole and coded and len(g) and all((c.cat.codes >= 0).all() for c in labels_):
+        model, task = (c.cat.codes.to_numpy().astype(np.int64) for c in labels_)
+        n_t = len(labels_[1].cat.categories)
+        n = len(labels_[0].cat.categories) * n_t
+        key = model * n_t + task
+        at = np.flatnonzero(np.bincount(key, minlength=n))
+        g = pd.DataFrame(
+            {
+                "model": pd.Categorical.from_codes(at // n_t, dtype=labels_[0].dtype),
+                "task_type": pd.Categorical.from_codes(at % n_t, dtype=labels_[1].dtype),
+                "score": np.bincount(key, g["score"].to_numpy(float), n)[at],
+                "full": np.bincount(key, g["full"].to_numpy(float), n)[at],
+            }
+        )
+    return g.groupby(["model", "task_type"])[["score", "full"]].sum()
 
 
 # --------------------------------------------------------------------------- points

@@ -33,3 +33,20 @@ def test_points_refuse_an_unknown_both_bad_rule():
     pair = coerce_pair(synthetic.generate(n_models=3, n_questions=4, seed=1).pair_df)
     with pytest.raises(ValueError):
         points_table(pair, both_bad="loss")
+
+
+@pytest.mark.parametrize("include_repeats", [True, False])
+def test_subject_sums_by_code_are_the_groupby_sums(include_repeats):
+    from ranking.stats.rankings import _subject_sums, infer_criterion_max, total_score
+    from ranking.stats.schema import coerce_star
+
+    star = coerce_star(synthetic.generate(n_models=6, n_questions=15, seed=5).star_df)
+    crit_max = infer_criterion_max(star)
+    df = star.assign(full=star["criterion"].map(crit_max).astype(float))
+    for kind in ("human", "judge"):
+        g = df[df["rater_kind"] == kind]
+        assert_frame_equal(_subject_sums(g, True), _subject_sums(g, False), check_exact=True)
+    # Scores that are not whole numbers: the groupby itself.
+    half = star.assign(score=star["score"] * 0.37)
+    table = total_score(half, crit_max, include_repeats=include_repeats)
+    assert len(table) > 0 and table["total"].notna().all()
