@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .arrays import distinct
-from .rankings import match_arrays
-from .schema import codes_and_names, empty_frame, str_values
+from .rankings import labels, match_codes
+from .schema import codes_and_names, empty_frame
 
 LC_COLS = {
     "group": "str",
@@ -103,17 +103,19 @@ def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
     return out
 
 
-def _different(x: pd.Series, y: pd.Series) -> np.ndarray:
-    """Row by row, whether the two labels differ as strings (category codes when both columns
-    share their categories, as the coerced model columns do)."""
-    if (
-        isinstance(x.dtype, pd.CategoricalDtype)
-        and isinstance(y.dtype, pd.CategoricalDtype)
-        and x.cat.categories.equals(y.cat.categories)
-        and not (x.isna().any() or y.isna().any())
-    ):
-        return np.asarray(x.cat.codes.to_numpy() != y.cat.codes.to_numpy())
-    return np.asarray(str_values(x) != str_values(y))
+def _group_matches(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """``match_arrays`` of a group's rows from the whole frame's codes in ``names`` (-1 when
+    missing): the group's models (the names its rows use, sorted), its matches renumbered in
+    them, and the rows kept (both models known and different)."""
+    n = len(names)
+    present = (np.bincount(a[a >= 0], minlength=n) + np.bincount(b[b >= 0], minlength=n)) > 0
+    number = np.append(np.cumsum(present) - 1, -1)  # the last entry: -1 stays missing
+    a, b = number[a], number[b]
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    models = [name for name, used in zip(names, present, strict=True) if used]
+    return a[ok], b[ok], s[ok], models, ok
 
 
 def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
@@ -122,13 +124,15 @@ def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
         return empty_frame(LC_COLS)
     d_all = (pair_df["len_a"] - pair_df["len_b"]).to_numpy(float)
     sd = float(np.std(d_all)) or 1.0
+    # Model codes and A's score read once; each group renumbers its models (``match_arrays``'
+    # sorted names of the group's rows) and keeps its matches in row order.
+    names = sorted(set(labels(pair_df["model_a"])).union(labels(pair_df["model_b"])))
+    a_all, b_all, s_all = match_codes(pair_df, names)
     parts = []
     for group_by, grp, mask in _groups(pair_df):
         if group_by == "pool" or not mask.any():
             continue
-        g = pair_df.loc[mask, ["model_a", "model_b", "choice"]]  # only the columns read
-        a, b, s, models = match_arrays(g)
-        ok = _different(g["model_a"], g["model_b"])
+        a, b, s, models, ok = _group_matches(a_all[mask], b_all[mask], s_all[mask], names)
         z = np.tanh(d_all[mask][ok] / sd)
         m = len(models)
         if len(a) == 0 or m < 2:

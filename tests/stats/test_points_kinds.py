@@ -50,3 +50,25 @@ def test_subject_sums_by_code_are_the_groupby_sums(include_repeats):
     half = star.assign(score=star["score"] * 0.37)
     table = total_score(half, crit_max, include_repeats=include_repeats)
     assert len(table) > 0 and table["total"].notna().all()
+
+
+def test_group_matches_are_match_arrays_of_the_groups_rows():
+    import numpy as np
+
+    from ranking.stats.length_control import _group_matches
+    from ranking.stats.rankings import labels, match_codes
+
+    pair = coerce_pair(synthetic.generate(n_models=6, n_questions=15, seed=5).pair_df)
+    names = sorted(set(labels(pair["model_a"])).union(labels(pair["model_b"])))
+    a_all, b_all, s_all = match_codes(pair, names)
+    rng = np.random.default_rng(0)
+    # A group that never sees model-00: its models are renumbered without it.
+    masks = [rng.random(len(pair)) < 0.2, (pair["model_a"] != "model-00").to_numpy()]
+    masks[1] = masks[1] & (pair["model_b"] != "model-00").to_numpy()
+    for mask in masks:
+        a, b, s, models, ok = _group_matches(a_all[mask], b_all[mask], s_all[mask], names)
+        want = match_arrays(pair[mask])
+        for got_part, want_part in zip((a, b, s), want[:3], strict=True):
+            assert np.array_equal(got_part, want_part)
+        assert models == want[3] and ok.sum() == len(a)
+    assert "model-00" not in models
