@@ -302,6 +302,61 @@ def _pool_shares(counts: np.ndarray, names: np.ndarray, side: int) -> pd.Series:
     return pd.Series(hits[seen] / n[seen], index=names[seen]).replace(0, np.nan)
 
 
+def _per_rater(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per rater (the groupby of the parts one under the other, as ``concat_aligned`` stacks
+    them): first kind and pool, ratings, star ratings, median seconds. With categorical labels
+    the rows are not stacked: the codes are mapped to the union's categories and counted."""
+    labels_ = ("rater_id", "rater_kind", "pool")
+    if not all(isinstance(p[c].dtype, pd.CategoricalDtype) for p in parts for c in labels_):
+        return (
+            concat_aligned(parts)
+            .groupby("rater_id")
+            .agg(
+                rater_kind=("rater_kind", "first"),
+                pool=("pool", "first"),
+                n_ratings=("rating_id", "size"),
+                n_star=("is_star", "sum"),
+                median_duration_s=("duration_s", "median"),
+            )
+        )
+    codes, dtypes = {}, {}
+    for c in labels_:
+        cats = parts[0][c].cat.categories
+        if len(parts) > 1:  # concat_aligned's union of the categories, sorted
+            cats = pd.Index(sorted({str(x) for p in parts for x in p[c].cat.categories}))
+        dtypes[c] = parts[0][c].dtype if len(parts) == 1 else pd.CategoricalDtype(cats)
+        to_union = [cats.get_indexer(p[c].cat.categories.astype(str)) for p in parts]
+        codes[c] = np.concatenate(
+            [
+                np.append(m, -1)[p[c].cat.codes.to_numpy()]
+                for m, p in zip(to_union, parts, strict=True)
+            ]
+        )
+    rater = codes["rater_id"]
+    n = len(dtypes["rater_id"].categories)
+    first = np.full(n, len(rater), dtype=np.int64)
+    np.minimum.at(first, rater, np.arange(len(rater)))
+    seen = np.flatnonzero(first < len(rater))
+    duration = np.concatenate([p["duration_s"].to_numpy(float) for p in parts])
+    star = np.concatenate([p["is_star"].to_numpy(np.int64) for p in parts])
+    index = pd.CategoricalIndex(
+        pd.Categorical.from_codes(seen, dtype=dtypes["rater_id"]), name="rater_id"
+    )
+    out = {
+        c: pd.Categorical.from_codes(codes[c][first[seen]], dtype=dtypes[c]) for c in labels_[1:]
+    }
+    median = pd.Series(duration).groupby(rater).median()
+    return pd.DataFrame(
+        {
+            **out,
+            "n_ratings": np.bincount(rater, minlength=n)[seen],
+            "n_star": np.bincount(rater, star, n)[seen].astype(np.int64),
+            "median_duration_s": median.reindex(seen).to_numpy(),
+        },
+        index=index,
+    )
+
+
 def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per rater: counts, left/right bias (binomial p), tie and both-bad shares and their ratio to
     the pool's share (overuse > 1), median seconds per rating, mean stars given."""
@@ -314,14 +369,7 @@ def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.Da
         parts.append(pair_df[cols].assign(is_star=np.zeros(len(pair_df), dtype=np.int64)))
     if not parts:
         return empty_frame(_DIAG_COLS)
-    r = concat_aligned(parts)
-    base = r.groupby("rater_id").agg(
-        rater_kind=("rater_kind", "first"),
-        pool=("pool", "first"),
-        n_ratings=("rating_id", "size"),
-        n_star=("is_star", "sum"),
-        median_duration_s=("duration_s", "median"),
-    )
+    base = _per_rater(parts)
     base["n_pairwise"] = base["n_ratings"] - base["n_star"]
     base = _pair_diagnostics(base, pair_df)
     if len(star_df):

@@ -36,6 +36,9 @@ def _frames(case: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         pair.loc[pair.index[0], "submitted_at"] = pd.NaT
     if case == "empty":
         star, pair = star.iloc[:0], pair.iloc[:0]
+    if case == "strings":  # label columns as plain strings: the stacked frame's groupby
+        labels = {c: star[c].astype(str) for c in ("rater_id", "rater_kind", "pool")}
+        star = star.assign(**labels)
     return star, pair
 
 
@@ -49,7 +52,7 @@ def test_position_bias_is_the_split_table(case):
         assert got["n_both_orders"].gt(0).any()
 
 
-@pytest.mark.parametrize("case", ["plain", "filtered", "repeats", "empty"])
+@pytest.mark.parametrize("case", ["plain", "filtered", "repeats", "empty", "strings"])
 def test_annotator_diagnostics_is_the_split_table(case):
     star, pair = _frames(case)
     want = ref.annotator_diagnostics(star, pair)
