@@ -17,9 +17,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .grouped import counted_shares
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .rater_facts import RaterFacts
-from .schema import CHOICE_SCORE_A, CHOICES, concat_aligned, empty_frame
+from .schema import CHOICE_SCORE_A, CHOICES, codes_and_names, concat_aligned, empty_frame
 from .unit_agreement import agreement_rows, mean_cohen_codes
 
 PAIRWISE_CRITERION = "pairwise"
@@ -259,13 +260,29 @@ def summarise_by_pool(by_rater: pd.DataFrame, value: str, num: str, den: str) ->
 _CRITERION_KEYS = {"mode": "str", "pool": "str", "criterion": "str"}
 
 
+def _pairs_kept(flags: pd.DataFrame, by_rater: pd.DataFrame) -> np.ndarray:
+    """Rows of ``flags`` whose (rater, mode) is a row of ``by_rater`` (one row per pair)."""
+    pairs = pd.MultiIndex.from_arrays(
+        [by_rater["rater_id"].astype(str), by_rater["mode"].astype(str)]
+    )
+    rater, raters = codes_and_names(flags["rater_id"])
+    mode, modes = codes_and_names(flags["mode"])
+    table = pd.MultiIndex.from_product([raters, modes]).isin(pairs)
+    return np.asarray(table.reshape(len(raters), len(modes))[rater, mode])
+
+
 def accuracy_by_criterion(flags: pd.DataFrame, by_rater: pd.DataFrame) -> pd.DataFrame:
     """Pooled accuracy per (mode, pool, criterion) over the raters kept in ``by_rater``."""
     if flags.empty or by_rater.empty:
         return empty_frame({**_CRITERION_KEYS, "n_judgements": "int64", "accuracy": "float64"})
-    kept = flags.merge(by_rater[["rater_id", "mode"]], on=["rater_id", "mode"])
-    g = kept.groupby(["mode", "pool", "criterion"])["accurate"].agg(["size", "mean"]).reset_index()
-    g.columns = ["mode", "pool", "criterion", "n_judgements", "accuracy"]
+    # The flags of the (rater, mode) pairs kept (one row each in ``by_rater``): a mask, not an
+    # inner merge of every flag (the sizes and means do not depend on the row order).
+    kept = flags.loc[_pairs_kept(flags, by_rater), ["mode", "pool", "criterion", "accurate"]]
+    keys = ["mode", "pool", "criterion"]
+    if all(isinstance(kept[k].dtype, pd.CategoricalDtype) for k in keys):
+        return counted_shares(kept, keys, "accurate", ["n_judgements", "accuracy"])
+    g = kept.groupby(keys)["accurate"].agg(["size", "mean"]).reset_index()
+    g.columns = [*keys, "n_judgements", "accuracy"]
     return g
 
 
@@ -283,11 +300,26 @@ def consistency_units(j: pd.DataFrame, units: npt.NDArray[np.int64] | None = Non
     # (a few percent of the judgements), in the same order, so the table is the same. The rows
     # are found by one integer key per unit, not by hashing the four columns.
     units = unit_keys(j) if units is None else units
-    repeated = pd.Series(units).duplicated(keep=False).to_numpy()
+    repeated = _rated_again(units, j["is_first"].to_numpy(bool) if "is_first" in j else None)
     j = j.loc[repeated, [*keys, "value"]]
     counts = j.groupby([*keys, "value"], sort=False).size().rename("c").reset_index()
     g = counts.groupby(keys, sort=False)["c"].agg(n="sum", n_mode="max").reset_index()
     return g[g["n"] >= 2].reset_index(drop=True)
+
+
+def _rated_again(units: np.ndarray, first: np.ndarray | None) -> np.ndarray:
+    """Rows of the units that have more than one row. A unit has at most one first rating, so
+    every such unit has a row that is not a first one: only the units of those rows (a few
+    percent) are looked up, and among their rows the duplicated keys are the answer (a unit
+    of one repeat alone is not)."""
+    if first is None:
+        return np.asarray(pd.Series(units).duplicated(keep=False).to_numpy())
+    out = np.zeros(len(units), dtype=bool)
+    others = units[~first]
+    if len(others):
+        rows = np.flatnonzero(pd.Series(units).isin(others).to_numpy())
+        out[rows[pd.Series(units[rows]).duplicated(keep=False).to_numpy()]] = True
+    return out
 
 
 _CONS_RATER_COLS = {

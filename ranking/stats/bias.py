@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import mwu
+from .grouped import dense_codes, group_means
+from .position import SIDES, side_codes, side_flags
+from .position import position_bias as position_bias  # the report reads it here
+from .rankings import choice_score
 from .schema import (
-    CHOICE_SCORE_A,
     codes_and_names,
     concat_aligned,
     empty_frame,
     rows_frame,
-    time_ordered,
 )
 
 # --------------------------------------------------------------------------- length bias
@@ -42,23 +44,25 @@ def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -
     if pair_df.empty:
         return empty_frame(_LEN_COLS)
     delta = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
-    s = pair_df["choice"].map(CHOICE_SCORE_A).to_numpy(dtype=float)
+    s = choice_score(pair_df["choice"])
     # Score of the longer answer: A's score when A is longer, else B's.
     longer = np.where(delta > 0, s, 1.0 - s)
     # Outcome codes win 0, draw 1, loss 2; counts per group by integer codes and bincount.
-    outcome = np.select([longer == 1.0, longer == 0.0], [0, 2], 1)
+    outcome = 1 + (longer == 0.0).astype(np.int64) - (longer == 1.0)
     absd = np.abs(delta)
     groups = {}
     for group_by in ("rater_kind", "pool"):
-        codes, uniq = pd.factorize(pair_df[group_by].to_numpy())
-        groups[group_by] = (codes, sorted(zip(uniq.tolist(), range(len(uniq)), strict=True)))
+        # The labels present, in name order (codes order the rows as the names sort).
+        codes, names = codes_and_names(pair_df[group_by])
+        present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+        groups[group_by] = (codes, [(str(names[c]), c) for c in present], len(names))
     rows = []
     for t in thresholds:
         keep = absd >= t
         for group_by in ("rater_kind", "pool"):
-            codes, order = groups[group_by]
+            codes, order, n_codes = groups[group_by]
             ok = keep & (codes >= 0)
-            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * len(order))
+            counts = np.bincount(codes[ok] * 3 + outcome[ok], minlength=3 * n_codes)
             for grp, code in order:
                 win, draw, loss = (int(x) for x in counts[3 * code : 3 * code + 3])
                 n = win + draw + loss
@@ -87,22 +91,34 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
     human panel and one judge per item (LLMEval-2) this is exactly the paper's Tables 4-5.
     ``ks`` default: 1, 2, ... up to the criterion's observed range.
     """
-    df = star_df[~star_df["is_repeat"] & star_df["score"].notna()]
-    if df.empty:
+    keep = (~star_df["is_repeat"] & star_df["score"].notna()).to_numpy(bool)
+    if not keep.any():
         return empty_frame(_GAP_COLS)
-    m = df.groupby(["criterion", "item_id", "rater_kind"])["score"].mean().unstack("rater_kind")
-    if "human" not in m.columns or "judge" not in m.columns:
+    crit, crits = codes_and_names(star_df["criterion"][keep])
+    kind, kinds = codes_and_names(star_df["rater_kind"][keep])
+    item, n_items = dense_codes(star_df["item_id"].to_numpy()[keep])
+    score = star_df["score"].to_numpy(float)[keep]
+    present = set(kinds[_present(kind, len(kinds))])
+    if "human" not in present or "judge" not in present:
         return empty_frame(_GAP_COLS)
-    m = m.dropna(subset=["human", "judge"])
-    diff = (m["human"] - m["judge"]).abs()
+    # Mean per (criterion, item, kind): the groupby mean of the three labels, on one key.
+    n_kinds = len(kinds)
+    key = (crit * n_items + item) * n_kinds + kind
+    at, mean = group_means(key, score, len(crits) * n_items * n_kinds)
+    unit, of_kind = np.divmod(at, n_kinds)
+    human, judge = of_kind == list(kinds).index("human"), of_kind == list(kinds).index("judge")
+    both, h, j = np.intersect1d(unit[human], unit[judge], assume_unique=True, return_indices=True)
+    diff = np.abs(mean[human][h] - mean[judge][j])
+    unit_crit = both // n_items
+    span_of = pd.Series(score).groupby(crit).agg(["min", "max"])
     rows = []
-    for crit, d in diff.groupby(level="criterion", sort=True):
-        crit_scores = df.loc[df["criterion"] == crit, "score"]
-        span = float(crit_scores.max() - crit_scores.min())
+    for c in _present(unit_crit, len(crits)):
+        d = diff[unit_crit == c]
+        span = float(span_of.loc[c, "max"] - span_of.loc[c, "min"])
         levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
         for k in levels:
-            hit = int((d.to_numpy() >= k - 1e-9).sum())
-            rows.append((crit, float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
+            hit = int((d >= k - 1e-9).sum())
+            rows.append((str(crits[c]), float(k), len(d), hit, hit / len(d) if len(d) else np.nan))
     return rows_frame(rows, _GAP_COLS)
 
 
@@ -124,8 +140,12 @@ _HINT_COLS = {
 }
 
 
-def _compare(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Welch t (statistic, p) and Mann-Whitney p of x (hint) vs y (no hint)."""
+def _compare(
+    x: np.ndarray, y: np.ndarray, counts: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[float, float, float]:
+    """Welch t (statistic, p) and Mann-Whitney p of x (hint) vs y (no hint). ``counts``: how
+    often each distinct value (ascending) occurs in x and in y, for the p from counts
+    (``mwu.mannwhitney_p``, scipy's figure without ranking the samples)."""
     nan = float("nan")
     if len(x) < 2 or len(y) < 2:
         return nan, nan, nan
@@ -134,11 +154,45 @@ def _compare(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
         # precision loss; the resulting nan / p-value is reported as is.
         warnings.simplefilter("ignore", RuntimeWarning)
         t = stats.ttest_ind(x, y, equal_var=False)
-        try:
-            u = stats.mannwhitneyu(x, y, alternative="two-sided").pvalue
-        except ValueError:
-            u = nan
+        if counts is not None and mwu.asymptotic(len(x), len(y)):
+            u = mwu.mannwhitney_p(*counts)
+        else:
+            try:
+                u = stats.mannwhitneyu(x, y, alternative="two-sided").pvalue
+            except ValueError:
+                u = nan
     return float(t.statistic), float(t.pvalue), float(u)
+
+
+_HintRow = tuple[str, str, str, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]
+
+
+def _hint_rows(
+    mode: str, metric: str, values: np.ndarray, hint: np.ndarray, crit: pd.Series
+) -> list[_HintRow]:
+    """(mode, metric, criterion, hint values, no-hint values, their value counts) for "overall"
+    and each criterion present (in name order), the values in row order as a groupby split
+    gives them: one stable sort of the small (criterion, hint) key, and one count of the coded
+    values per key."""
+    codes, names = codes_and_names(crit)
+    vcodes, k = mwu.value_codes(values)
+    present = _present(codes, len(names))
+    slot = np.zeros(len(names), dtype=np.int64)
+    slot[present] = 2 * np.arange(len(present))
+    group = slot[codes] + ~hint  # per criterion present: hint first, then no hint
+    size = np.bincount(group, minlength=2 * len(present))
+    counts = np.bincount(group * k + vcodes, minlength=2 * len(present) * k).reshape(-1, k)
+    parts = np.split(values[np.argsort(group.astype(np.int16), kind="stable")], np.cumsum(size))
+    out = [("overall", values[hint], values[~hint], counts[0::2].sum(0), counts[1::2].sum(0))]
+    for i, c in enumerate(present):
+        h, nh = 2 * i, 2 * i + 1
+        out.append((str(names[c]), parts[h], parts[nh], counts[h], counts[nh]))
+    return [(mode, metric, name, x, y, (cx, cy)) for name, x, y, cx, cy in out]
+
+
+def _present(codes: np.ndarray, n: int) -> np.ndarray:
+    """The codes (0 <= code < n) used, ascending: a count per code, no sort or hash."""
+    return np.flatnonzero(np.bincount(codes, minlength=n))
 
 
 def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -147,177 +201,32 @@ def hint_effect(star_df: pd.DataFrame, flags: pd.DataFrame | None = None) -> pd.
     ``diff`` = no hint - hint and ``rel_diff`` = diff / mean with hint: the paper reports that
     annotators scored 9.79 % higher without hints. Tests: Welch's t and Mann-Whitney U.
     """
-    rows = []
-    # Only the columns read (every criterion's split copies them).
-    sdf = star_df[["criterion", "hint_shown", "score"]]
-    sdf = sdf[sdf["hint_shown"].notna() & sdf["score"].notna()]
-    if len(sdf) and sdf["hint_shown"].nunique() == 2:
-        for crit, g in [("overall", sdf), *sdf.groupby("criterion", sort=True)]:
-            h = g.loc[g["hint_shown"].astype(bool), "score"].to_numpy(float)
-            nh = g.loc[~g["hint_shown"].astype(bool), "score"].to_numpy(float)
-            rows.append(("star", "score", crit, h, nh))
+    rows: list[_HintRow] = []
+    known = star_df["hint_shown"].notna().to_numpy() & star_df["score"].notna().to_numpy()
+    hint = star_df["hint_shown"].to_numpy(dtype=bool, na_value=False)
+    if known.any() and 0 < hint[known].sum() < known.sum():
+        score = star_df["score"].to_numpy(float)[known]
+        rows += _hint_rows("star", "score", score, hint[known], star_df["criterion"][known])
     if flags is not None and len(flags):
-        f = flags[["mode", "criterion", "hint_shown", "accurate"]]
-        f = f[f["hint_shown"].notna()]
-        for mode, gm in f.groupby("mode", sort=True):
-            if gm["hint_shown"].nunique() < 2:
+        known = flags["hint_shown"].notna().to_numpy()
+        hint = flags["hint_shown"].to_numpy(dtype=bool, na_value=False)
+        mode, modes = codes_and_names(flags["mode"])
+        accurate = flags["accurate"].to_numpy(float)
+        for c in _present(mode[known], len(modes)):
+            sel = known & (mode == c)
+            if hint[sel].all() or not hint[sel].any():
                 continue
-            for crit, g in [("overall", gm), *gm.groupby("criterion", sort=True)]:
-                hs = g["hint_shown"].astype(bool)
-                rows.append(
-                    (
-                        mode,
-                        "accuracy",
-                        crit,
-                        g.loc[hs, "accurate"].to_numpy(float),
-                        g.loc[~hs, "accurate"].to_numpy(float),
-                    )
-                )
+            crit = flags["criterion"][sel]
+            rows += _hint_rows(str(modes[c]), "accuracy", accurate[sel], hint[sel], crit)
     out = []
-    for mode, metric, crit, h, nh in rows:
+    for mode_name, metric, crit_name, h, nh, counts in rows:
         mh = float(h.mean()) if len(h) else np.nan
         mn = float(nh.mean()) if len(nh) else np.nan
         diff = mn - mh
         rel = diff / mh if mh else np.nan
-        out.append((mode, metric, crit, len(h), len(nh), mh, mn, diff, rel, *_compare(h, nh)))
+        row = (mode_name, metric, crit_name, len(h), len(nh), mh, mn, diff, rel)
+        out.append((*row, *_compare(h, nh, counts)))
     return rows_frame(out, _HINT_COLS)
-
-
-# --------------------------------------------------------------------------- position bias
-
-_POS_COLS = {
-    "group_by": "str",
-    "group": "str",
-    "n": "int64",
-    "left_share": "float64",
-    "right_share": "float64",
-    "tie_share": "float64",
-    "both_bad_share": "float64",
-    "left_of_decisive": "float64",
-    "binom_p": "float64",
-    "n_both_orders": "int64",
-    "position_consistency": "float64",
-}
-
-
-def _sides(pair_df: pd.DataFrame) -> pd.DataFrame:
-    # One comparison per label on the column (category codes when categorical), not per use.
-    c = pair_df["choice"]
-    is_a, is_b = (c == "A").to_numpy(bool), (c == "B").to_numpy(bool)
-    left_a = pair_df["left_is_a"].to_numpy(bool)
-    left = (is_a & left_a) | (is_b & ~left_a)
-    right = (is_b & left_a) | (is_a & ~left_a)
-    return pd.DataFrame(
-        {
-            # The label columns as they are (categoricals group by their codes, not strings).
-            "rater_id": pair_df["rater_id"].array,
-            "rater_kind": pair_df["rater_kind"].array,
-            "pool": pair_df["pool"].array,
-            "left": left,
-            "right": right,
-            "tie": (c == "tie").to_numpy(bool),
-            "both_bad": (c == "both_bad").to_numpy(bool),
-        }
-    )
-
-
-def _both_orders(pair_df: pd.DataFrame) -> pd.DataFrame:
-    """Per (rater, item) judged with A on the left and A on the right: the first rating in each
-    order, and whether the canonical choice agrees."""
-    cols = ["rater_id", "item_id", "left_is_a", "choice", "submitted_at", "rating_id"]
-    first = _first_in_each_order(pair_df)
-    if first is None:
-        d = time_ordered(pair_df[cols]).drop_duplicates(["rater_id", "item_id", "left_is_a"])
-    else:  # the same rows, in frame order (the table only counts them)
-        d = pair_df[cols].take(first)
-    # One row per (rater, item, order) is left: join A-left to A-right (cheaper than a pivot).
-    left = d["left_is_a"].to_numpy(bool)
-    keys = ["rater_id", "item_id"]
-    both = d.loc[left, [*keys, "choice"]].merge(d.loc[~left, [*keys, "choice"]], on=keys)
-    if both.empty:
-        return pd.DataFrame(
-            {"rater_id": pd.Series([], dtype=str), "consistent": pd.Series([], dtype=bool)}
-        )
-    same = _same_labels(both["choice_x"], both["choice_y"])
-    return pd.DataFrame({"rater_id": both["rater_id"].to_numpy(), "consistent": same})
-
-
-def _same_labels(x: pd.Series, y: pd.Series) -> np.ndarray:
-    """Row by row, whether the two label columns are the same as strings (a missing label equals
-    nothing). Two categoricals with the same categories (one column merged with itself) compare
-    their codes: no string per row."""
-    if (
-        isinstance(x.dtype, pd.CategoricalDtype)
-        and isinstance(y.dtype, pd.CategoricalDtype)
-        and x.cat.categories.equals(y.cat.categories)
-    ):
-        cx = x.cat.codes.to_numpy()
-        return np.asarray((cx == y.cat.codes.to_numpy()) & (cx >= 0))
-    return np.asarray((x.astype(str) == y.astype(str)).to_numpy())
-
-
-def _first_in_each_order(pair_df: pd.DataFrame) -> np.ndarray | None:
-    """Positions of the earliest rating (by ``submitted_at``, then ``rating_id``) of each
-    (rater, item, order), in frame order: a key rated once is its own first, so only the keys
-    rated again (a few percent of the rows) are time-sorted. None when a time is missing (NaT
-    sorts last in pandas but first as an integer)."""
-    at = pair_df["submitted_at"]
-    if at.isna().any() or not hasattr(at.array, "asi8"):
-        return None
-    key = np.zeros(len(pair_df), dtype=np.int64)
-    for col in ("rater_id", "item_id", "left_is_a"):
-        codes, uniq = pd.factorize(pair_df[col], use_na_sentinel=False)
-        key = key * max(len(uniq), 1) + codes
-    again = pd.Series(key).duplicated(keep=False).to_numpy()
-    keep = ~again
-    rows = np.flatnonzero(again)
-    if len(rows):
-        order = rows[np.lexsort((pair_df["rating_id"].to_numpy()[rows], at.array.asi8[rows]))]
-        _, first = np.unique(key[order], return_index=True)
-        keep[order[first]] = True
-    return np.flatnonzero(keep)
-
-
-def position_bias(
-    pair_df: pd.DataFrame, *, per_rater_kinds: Sequence[str] = ("judge",)
-) -> pd.DataFrame:
-    """Share of left / right / tie / both-bad choices per rater kind, pool and judge, a binomial
-    test of left vs right among decisive choices, and position consistency on items judged in
-    both orders (same canonical choice both times)."""
-    if pair_df.empty:
-        return empty_frame(_POS_COLS)
-    sd = _sides(pair_df)
-    bo = _both_orders(pair_df)
-    bo = bo.merge(sd.drop_duplicates("rater_id")[["rater_id", "rater_kind", "pool"]], on="rater_id")
-    rows = []
-    groupings = [("rater_kind", sd["rater_kind"]), ("pool", sd["pool"])]
-    per = sd[sd["rater_kind"].isin(per_rater_kinds)]
-    for group_by, key in groupings:
-        for grp, g in sd.groupby(key, sort=True):
-            rows.append(_pos_row(group_by, grp, g, bo[bo[group_by] == grp]))
-    for grp, g in per.groupby("rater_id", sort=True):
-        rows.append(_pos_row("rater_id", grp, g, bo[bo["rater_id"] == grp]))
-    return pd.DataFrame(rows, columns=list(_POS_COLS))
-
-
-def _pos_row(group_by: str, grp: str, g: pd.DataFrame, bo: pd.DataFrame) -> tuple[Any, ...]:
-    n = len(g)
-    left, right = int(g["left"].sum()), int(g["right"].sum())
-    dec = left + right
-    p = float(stats.binomtest(left, dec, 0.5).pvalue) if dec else np.nan
-    return (
-        group_by,
-        str(grp),
-        n,
-        left / n,
-        right / n,
-        float(g["tie"].mean()),
-        float(g["both_bad"].mean()),
-        left / dec if dec else np.nan,
-        p,
-        len(bo),
-        float(bo["consistent"].mean()) if len(bo) else np.nan,
-    )
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -348,9 +257,17 @@ def _pair_diagnostics(base: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
         for c in (*cols, "tie_ratio_to_pool", "both_bad_ratio_to_pool"):
             base[c] = np.nan
         return base
-    sd = _sides(pair_df)
-    g = sd.groupby("rater_id")[["left", "right", "tie", "both_bad"]].sum()
-    n = sd.groupby("rater_id").size()
+    # Counts per rater code (the groupby sums of the flags, as integers).
+    sides = side_codes(side_flags(pair_df))
+    rater, names = codes_and_names(pair_df["rater_id"])
+    counts = _side_counts(rater, len(names), sides)
+    size = counts.sum(axis=1)
+    seen = size > 0
+    g = pd.DataFrame(
+        dict(zip(SIDES, counts[seen].T, strict=False)),
+        index=pd.Index(names[seen], name="rater_id"),
+    )
+    n = pd.Series(size[seen], index=g.index)
     dec = g["left"] + g["right"]
     base["left_of_decisive"] = (g["left"] / dec.where(dec > 0)).reindex(base.index)
     # Exact binomial p per rater, vectorised: two-sided p = min(1, 2 * min tail).
@@ -361,49 +278,98 @@ def _pair_diagnostics(base: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame
     base["left_bias_p"] = pval.reindex(base.index)
     base["tie_share"] = (g["tie"] / n).reindex(base.index)
     base["both_bad_share"] = (g["both_bad"] / n).reindex(base.index)
-    pool_tie, pool_bb = _pool_shares(sd, "tie"), _pool_shares(sd, "both_bad")
+    pool, pools = codes_and_names(pair_df["pool"])
+    per_pool = _side_counts(pool, len(pools), sides)
+    pool_tie, pool_bb = (_pool_shares(per_pool, pools, SIDES.index(k)) for k in ("tie", "both_bad"))
     base_pool = base["pool"].astype(str)
     base["tie_ratio_to_pool"] = base["tie_share"] / base_pool.map(pool_tie).astype(float)
     base["both_bad_ratio_to_pool"] = base["both_bad_share"] / base_pool.map(pool_bb).astype(float)
     return base
 
 
-def _pool_shares(sd: pd.DataFrame, col: str) -> pd.Series:
-    """Share of ``col`` per pool present, by name (0 as NaN): counts per pool code, the same
-    figure as a groupby mean of the flags (integer sums, one division)."""
-    codes, names = codes_and_names(sd["pool"])
-    n = np.bincount(codes, minlength=len(names))
-    hits = np.bincount(codes, weights=sd[col].to_numpy(float), minlength=len(names))
+def _side_counts(codes: np.ndarray, n: int, sides: np.ndarray) -> np.ndarray:
+    """(code x side) counts of the rows, sides as ``position.side_codes`` (one bincount)."""
+    k = len(SIDES) + 1
+    return np.bincount(codes * k + sides, minlength=n * k).reshape(n, k)
+
+
+def _pool_shares(counts: np.ndarray, names: np.ndarray, side: int) -> pd.Series:
+    """Share of the ``side`` per pool present, by name (0 as NaN): counts per pool code, the
+    same figure as a groupby mean of the flags (integer sums, one division)."""
+    n = counts.sum(axis=1)
+    hits = counts[:, side].astype(float)
     seen = n > 0
     return pd.Series(hits[seen] / n[seen], index=names[seen]).replace(0, np.nan)
+
+
+def _per_rater(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per rater (the groupby of the parts one under the other, as ``concat_aligned`` stacks
+    them): first kind and pool, ratings, star ratings, median seconds. With categorical labels
+    the rows are not stacked: the codes are mapped to the union's categories and counted."""
+    labels_ = ("rater_id", "rater_kind", "pool")
+    if not all(isinstance(p[c].dtype, pd.CategoricalDtype) for p in parts for c in labels_):
+        return (
+            concat_aligned(parts)
+            .groupby("rater_id")
+            .agg(
+                rater_kind=("rater_kind", "first"),
+                pool=("pool", "first"),
+                n_ratings=("rating_id", "size"),
+                n_star=("is_star", "sum"),
+                median_duration_s=("duration_s", "median"),
+            )
+        )
+    codes, dtypes = {}, {}
+    for c in labels_:
+        cats = parts[0][c].cat.categories
+        if len(parts) > 1:  # concat_aligned's union of the categories, sorted
+            cats = pd.Index(sorted({str(x) for p in parts for x in p[c].cat.categories}))
+        dtypes[c] = parts[0][c].dtype if len(parts) == 1 else pd.CategoricalDtype(cats)
+        to_union = [cats.get_indexer(p[c].cat.categories.astype(str)) for p in parts]
+        codes[c] = np.concatenate(
+            [
+                np.append(m, -1)[p[c].cat.codes.to_numpy()]
+                for m, p in zip(to_union, parts, strict=True)
+            ]
+        )
+    rater = codes["rater_id"]
+    n = len(dtypes["rater_id"].categories)
+    first = np.full(n, len(rater), dtype=np.int64)
+    np.minimum.at(first, rater, np.arange(len(rater)))
+    seen = np.flatnonzero(first < len(rater))
+    duration = np.concatenate([p["duration_s"].to_numpy(float) for p in parts])
+    star = np.concatenate([p["is_star"].to_numpy(np.int64) for p in parts])
+    index = pd.CategoricalIndex(
+        pd.Categorical.from_codes(seen, dtype=dtypes["rater_id"]), name="rater_id"
+    )
+    out = {
+        c: pd.Categorical.from_codes(codes[c][first[seen]], dtype=dtypes[c]) for c in labels_[1:]
+    }
+    median = pd.Series(duration).groupby(rater).median()
+    return pd.DataFrame(
+        {
+            **out,
+            "n_ratings": np.bincount(rater, minlength=n)[seen],
+            "n_star": np.bincount(rater, star, n)[seen].astype(np.int64),
+            "median_duration_s": median.reindex(seen).to_numpy(),
+        },
+        index=index,
+    )
 
 
 def annotator_diagnostics(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per rater: counts, left/right bias (binomial p), tie and both-bad shares and their ratio to
     the pool's share (overuse > 1), median seconds per rating, mean stars given."""
+    cols = ["rating_id", "rater_id", "rater_kind", "pool", "duration_s"]
     parts = []
     if len(star_df):
         s = star_df.drop_duplicates("rating_id")
-        parts.append(
-            s[["rating_id", "rater_id", "rater_kind", "pool", "duration_s"]].assign(mode="star")
-        )
+        parts.append(s[cols].assign(is_star=np.ones(len(s), dtype=np.int64)))
     if len(pair_df):
-        parts.append(
-            pair_df[["rating_id", "rater_id", "rater_kind", "pool", "duration_s"]].assign(
-                mode="pairwise"
-            )
-        )
+        parts.append(pair_df[cols].assign(is_star=np.zeros(len(pair_df), dtype=np.int64)))
     if not parts:
         return empty_frame(_DIAG_COLS)
-    r = concat_aligned(parts)
-    r["is_star"] = (r["mode"] == "star").astype(np.int64)
-    base = r.groupby("rater_id").agg(
-        rater_kind=("rater_kind", "first"),
-        pool=("pool", "first"),
-        n_ratings=("rating_id", "size"),
-        n_star=("is_star", "sum"),
-        median_duration_s=("duration_s", "median"),
-    )
+    base = _per_rater(parts)
     base["n_pairwise"] = base["n_ratings"] - base["n_star"]
     base = _pair_diagnostics(base, pair_df)
     if len(star_df):

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .rankings import labels, match_codes, points_arrays
+from .grouped import group_means, whole_numbers
+from .rankings import labels, match_codes
 from .schema import rows_frame
 
 # --------------------------------------------------------------------------- discrimination
@@ -63,6 +64,7 @@ def _star_spreads(sdf: pd.DataFrame) -> list[tuple[Any, ...]]:
     kind, kinds = _coded(sdf["rater_kind"])
     model, models = _coded(sdf["model"])
     score = sdf["score"].to_numpy(dtype=float)
+    whole = whole_numbers(score)
     names = np.asarray(models, dtype=object)
     rows: list[tuple[Any, ...]] = []
     for k in [-1, *_present(kind, len(kinds))]:
@@ -71,9 +73,8 @@ def _star_spreads(sdf: pd.DataFrame) -> list[tuple[Any, ...]]:
             value, values = _coded(sdf[dim])
             keep = sel & (value >= 0)
             key = value[keep] * len(models) + model[keep]
-            means = pd.Series(score[keep]).groupby(key, sort=True).mean()
-            v, m = np.divmod(means.index.to_numpy(), len(models))
-            mean = means.to_numpy()
+            at, mean = group_means(key, score[keep], len(values) * len(models), whole=whole)
+            v, m = np.divmod(at, len(models))
             for start, stop in _runs(v):
                 head = ("star", "all" if k < 0 else kinds[k], dim, values[v[start]])
                 rows += _spread(head, names[m[start:stop]], mean[start:stop])
@@ -89,25 +90,35 @@ def _runs(v: np.ndarray) -> list[tuple[int, int]]:
 def _pair_spreads(pair_df: pd.DataFrame) -> list[tuple[Any, ...]]:
     """Points score per task type, per rater kind; model codes read once for the whole frame.
 
-    Each (kind, task type) keeps its matches in row order, so the bincount sums are those of
-    ``match_arrays`` on that subset; models without a game are left out as before.
+    A choice scores 0, 0.5 or 1, so the points of any subset of matches add up exactly in any
+    order: one bincount per rater kind over (task type, model) gives ``points_arrays``' games
+    and scores for every task type at once. Models without a game are left out as before.
     """
     kind, kinds = _coded(pair_df["rater_kind"])
     task, tasks = _coded(pair_df["task_type"])
     models = sorted(set(labels(pair_df["model_a"])).union(labels(pair_df["model_b"])))
     a, b, s = match_codes(pair_df, models)
     names = np.asarray(models, dtype=object)
-    ok = (a >= 0) & (b >= 0) & (a != b)
+    n_m, n_t = len(models), len(tasks)
+    ok = (a >= 0) & (b >= 0) & (a != b) & (task >= 0)
+    # One count over (kind + 1, task type, model); slot 0 holds a missing kind, "all" is the
+    # sum over the slots (whole and half points: exact).
+    cell = (kind[ok] + 1) * n_t + task[ok]
+    ka, kb, ks, n = cell * n_m + a[ok], cell * n_m + b[ok], s[ok], (len(kinds) + 1) * n_t * n_m
+    shape = (len(kinds) + 1, n_t, n_m)
+    games_k = (np.bincount(ka, minlength=n) + np.bincount(kb, minlength=n)).reshape(shape)
+    points_k = (np.bincount(ka, ks, n) + np.bincount(kb, 1.0 - ks, n)).reshape(shape)
     rows: list[tuple[Any, ...]] = []
     for k in [-1, *_present(kind, len(kinds))]:
-        in_kind = ok if k < 0 else ok & (kind == k)
+        games = games_k.sum(axis=0) if k < 0 else games_k[k + 1]
+        points = points_k.sum(axis=0) if k < 0 else points_k[k + 1]
         # The task types in their labels' order, as a groupby of the concatenated tables was.
-        for t in sorted(_present(task[in_kind], len(tasks)), key=lambda c: str(tasks[c])):
-            sel = in_kind & (task == t)
-            p = points_arrays(a[sel], b[sel], s[sel], len(models))
-            played = p["games"] > 0
+        for t in sorted(np.flatnonzero(games.sum(axis=1)), key=lambda c: str(tasks[c])):
+            played = games[t] > 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                score = points[t] / games[t]
             head = ("pairwise", "all" if k < 0 else kinds[k], "task_type", tasks[t])
-            rows += _spread(head, names[played], p["score"][played])
+            rows += _spread(head, names[played], score[played])
     return rows
 
 

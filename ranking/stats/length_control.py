@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .arrays import distinct
-from .rankings import match_arrays
-from .schema import codes_and_names, empty_frame, str_values
+from .rankings import labels, match_codes
+from .schema import codes_and_names, empty_frame
 
 LC_COLS = {
     "group": "str",
@@ -54,6 +54,7 @@ def fit_length_glm(
     dense n x models matrix."""
     m = n_models
     beta = np.zeros(m + 1)
+    ab = a * m + b  # the (a, b) cell of each game, the same every iteration
     for _ in range(max_iter):
         eta = beta[a] - beta[b] + beta[m] * z
         p = 1.0 / (1.0 + np.exp(-eta))
@@ -63,7 +64,7 @@ def fit_length_glm(
         grad[:m] = np.bincount(a, r, m) - np.bincount(b, r, m)
         grad[m] = (r * z).sum()
         h = np.zeros((m + 1, m + 1))
-        h[:m, :m] = -np.bincount(a * m + b, w, m * m).reshape(m, m)
+        h[:m, :m] = -np.bincount(ab, w, m * m).reshape(m, m)
         h[:m, :m] += h[:m, :m].T
         h[np.arange(m), np.arange(m)] = np.bincount(a, w, m) + np.bincount(b, w, m)
         wz = w * z
@@ -102,19 +103,36 @@ def _groups(pair_df: pd.DataFrame) -> list[tuple[str, str, np.ndarray]]:
     return out
 
 
+def _group_matches(
+    a: np.ndarray, b: np.ndarray, s: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """``match_arrays`` of a group's rows from the whole frame's codes in ``names`` (-1 when
+    missing): the group's models (the names its rows use, sorted), its matches renumbered in
+    them, and the rows kept (both models known and different)."""
+    n = len(names)
+    present = (np.bincount(a[a >= 0], minlength=n) + np.bincount(b[b >= 0], minlength=n)) > 0
+    number = np.append(np.cumsum(present) - 1, -1)  # the last entry: -1 stays missing
+    a, b = number[a], number[b]
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    models = [name for name, used in zip(names, present, strict=True) if used]
+    return a[ok], b[ok], s[ok], models, ok
+
+
 def length_controlled(pair_df: pd.DataFrame) -> pd.DataFrame:
     """Raw and length-controlled win rate per model, for all humans and for each judge."""
     if pair_df.empty:
         return empty_frame(LC_COLS)
     d_all = (pair_df["len_a"] - pair_df["len_b"]).to_numpy(float)
     sd = float(np.std(d_all)) or 1.0
+    # Model codes and A's score read once; each group renumbers its models (``match_arrays``'
+    # sorted names of the group's rows) and keeps its matches in row order.
+    names = sorted(set(labels(pair_df["model_a"])).union(labels(pair_df["model_b"])))
+    a_all, b_all, s_all = match_codes(pair_df, names)
     parts = []
     for group_by, grp, mask in _groups(pair_df):
         if group_by == "pool" or not mask.any():
             continue
-        g = pair_df[mask]
-        a, b, s, models = match_arrays(g)
-        ok = str_values(g["model_a"]) != str_values(g["model_b"])
+        a, b, s, models, ok = _group_matches(a_all[mask], b_all[mask], s_all[mask], names)
         z = np.tanh(d_all[mask][ok] / sd)
         m = len(models)
         if len(a) == 0 or m < 2:
@@ -144,9 +162,10 @@ def length_preference(pair_df: pd.DataFrame) -> pd.DataFrame:
     if pair_df.empty:
         return empty_frame(PREF_COLS)
     d = (pair_df["len_a"] - pair_df["len_b"]).to_numpy()
-    c = str_values(pair_df["choice"])
-    decisive = (d != 0) & ((c == "A") | (c == "B"))
-    longer_won = decisive & (((c == "A") & (d > 0)) | ((c == "B") & (d < 0)))
+    # One comparison per label (category codes for the coerced choice column).
+    a, b = (pair_df["choice"] == "A").to_numpy(bool), (pair_df["choice"] == "B").to_numpy(bool)
+    decisive = (d != 0) & (a | b)
+    longer_won = decisive & ((a & (d > 0)) | (b & (d < 0)))
     rows = []
     for group_by, grp, mask in _groups(pair_df):
         n = int((mask & decisive).sum())

@@ -11,7 +11,8 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
-from .schema import CHOICE_SCORE_A, empty_frame
+from .grouped import dense_codes, group_means, whole_numbers
+from .schema import CHOICE_SCORE_A, codes_and_names, empty_frame
 
 OVERALL = "overall"
 
@@ -56,8 +57,14 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     interval too narrow; the rating's own average over its criteria carries that correlation.
     """
     o = m.groupby("model", observed=True).agg(mean=("mean", "mean")).reset_index()
-    per_rating = g.groupby(["model", "rating_id"], observed=True)["score"].mean()
-    spread = per_rating.groupby(level="model", observed=True).agg(["std", "size"])
+    # The mean per (model, rating) in (model, rating id) order, as the groupby of the two
+    # columns lists them (``group_means``), then their spread per model.
+    model, names = codes_and_names(g["model"])
+    rating, n_ratings = dense_codes(g["rating_id"].to_numpy())
+    key = model * n_ratings + rating
+    at, per_rating = group_means(key, g["score"].to_numpy(float), len(names) * n_ratings)
+    spread = pd.Series(per_rating).groupby(at // n_ratings).agg(["std", "size"])
+    spread.index = pd.Index(names[spread.index.to_numpy()])
     sd = o["model"].map(spread["std"]).astype(float)
     k = o["model"].map(spread["size"]).astype(float)
     o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
@@ -77,8 +84,10 @@ def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.Dat
     Repeats are counted by default: each is a genuine rating, and the published LLMEval-1 GPT-4
     table is reproduced only when every row of the released file is counted.
     """
-    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
-    df = df[df["score"].notna()]
+    keep = star_df["score"].notna() if include_repeats else ~star_df["is_repeat"]
+    keep &= star_df["score"].notna()
+    # Only the columns read: every rater kind's split copies them.
+    df = star_df.loc[keep, ["rater_kind", "model", "criterion", "rating_id", "score"]]
     if df.empty:
         return empty_frame(_STAR_COLS)
     parts = []
@@ -122,20 +131,46 @@ def total_score(
     actual = the sum of the model's stars in the subject, full = the sum of the maximum stars of the
     same (rating, criterion) rows, so with several raters per answer this is the mean over raters.
     """
-    df = star_df if include_repeats else star_df[~star_df["is_repeat"]]
-    df = df[df["score"].notna() & df["criterion"].isin(list(criterion_max))]
+    keep = star_df["score"].notna() & star_df["criterion"].isin(list(criterion_max))
+    if not include_repeats:
+        keep &= ~star_df["is_repeat"]
+    df = star_df.loc[keep, ["rater_kind", "model", "task_type", "criterion", "score"]]
     if df.empty:
         return empty_frame(_TOTAL_COLS)
     df = df.assign(full=df["criterion"].map(criterion_max).astype(float))
+    whole = whole_numbers(df["score"].to_numpy(float)) and whole_numbers(df["full"].to_numpy())
     parts = []
     for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
-        s = g.groupby(["model", "task_type"])[["score", "full"]].sum()
+        s = _subject_sums(g, whole)
         s["pct"] = s["score"] / s["full"] * 100.0
         t = s.groupby("model")["pct"].agg(total="mean", n_subjects="size").reset_index()
         t.insert(0, "rater_kind", kind)
         parts.append(t)
     out = pd.concat(parts, ignore_index=True)
     return add_rank(out, "total", ["rater_kind"])[list(_TOTAL_COLS)]
+
+
+def _subject_sums(g: pd.DataFrame, whole: bool) -> pd.DataFrame:
+    """``g.groupby(["model", "task_type"])[["score", "full"]].sum()``; for whole numbers
+    (exact sums in any order) and categorical labels, summed per code by bincount first and
+    the groupby run on one row per (model, task type): the same table."""
+    labels_ = [g["model"], g["task_type"]]
+    coded = all(isinstance(c.dtype, pd.CategoricalDtype) for c in labels_)
+    if whole and coded and len(g) and all((c.cat.codes >= 0).all() for c in labels_):
+        model, task = (c.cat.codes.to_numpy().astype(np.int64) for c in labels_)
+        n_t = len(labels_[1].cat.categories)
+        n = len(labels_[0].cat.categories) * n_t
+        key = model * n_t + task
+        at = np.flatnonzero(np.bincount(key, minlength=n))
+        g = pd.DataFrame(
+            {
+                "model": pd.Categorical.from_codes(at // n_t, dtype=labels_[0].dtype),
+                "task_type": pd.Categorical.from_codes(at % n_t, dtype=labels_[1].dtype),
+                "score": np.bincount(key, g["score"].to_numpy(float), n)[at],
+                "full": np.bincount(key, g["full"].to_numpy(float), n)[at],
+            }
+        )
+    return g.groupby(["model", "task_type"])[["score", "full"]].sum()
 
 
 # --------------------------------------------------------------------------- points
@@ -159,7 +194,7 @@ def match_arrays(
     models = [str(m) for m in models]
     a = _codes(df["model_a"], models)
     b = _codes(df["model_b"], models)
-    s = _choice_score(df["choice"])
+    s = choice_score(df["choice"])
     ok = (a >= 0) & (b >= 0) & (a != b)
     return a[ok], b[ok], s[ok], list(models)
 
@@ -169,7 +204,7 @@ def match_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every row's model codes in ``models`` (-1 when absent) and A's score, nothing dropped."""
     a = _codes(pair_df["model_a"], models)
-    return a, _codes(pair_df["model_b"], models), _choice_score(pair_df["choice"])
+    return a, _codes(pair_df["model_b"], models), choice_score(pair_df["choice"])
 
 
 def labels(values: pd.Series) -> list[str]:
@@ -195,7 +230,7 @@ def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     return coded
 
 
-def _choice_score(choice: pd.Series) -> np.ndarray:
+def choice_score(choice: pd.Series) -> np.ndarray:
     if isinstance(choice.dtype, pd.CategoricalDtype):
         lut = np.array([CHOICE_SCORE_A.get(str(c), np.nan) for c in choice.cat.categories])
         codes = choice.cat.codes.to_numpy()
@@ -250,14 +285,26 @@ def points_table(
     df = pair_df if include_repeats else pair_df[~pair_df["is_repeat"]]
     if df.empty:
         return empty_frame(_POINTS_COLS)
+    if both_bad not in ("draw", "exclude"):
+        raise ValueError("both_bad must be 'draw' or 'exclude'")
+    # Model codes and scores once for all kinds (each kind's table: its rows' matches; a
+    # choice scores 0, 0.5 or 1, so the sums are the same in any order and any subset).
+    used = (df["choice"] != "both_bad").to_numpy(bool) if both_bad == "exclude" else None
+    named = df if used is None else df[used]
+    models = sorted(set(labels(named["model_a"])).union(labels(named["model_b"])))
+    a, b, s = match_codes(df, models)
+    rows = np.ones(len(df), dtype=bool) if used is None else used
+    kind, kinds = codes_and_names(df["rater_kind"])
+    match = (a >= 0) & (b >= 0) & (a != b)
     parts = []
-    for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
-        a, b, s, models = match_arrays(g, both_bad=both_bad)
-        if not models:
+    for k in [-1, *np.flatnonzero(np.bincount(kind, minlength=len(kinds)))]:
+        sel = rows if k < 0 else rows & (kind == k)
+        if not sel.any():  # no rating of the kind is left: no table
             continue
-        t = pd.DataFrame(points_arrays(a, b, s, len(models)))
+        sel = sel & match
+        t = pd.DataFrame(points_arrays(a[sel], b[sel], s[sel], len(models)))
         t.insert(0, "model", models)
-        t.insert(0, "rater_kind", kind)
+        t.insert(0, "rater_kind", "all" if k < 0 else str(kinds[k]))
         parts.append(t[t["games"] > 0])
     if not parts:
         return empty_frame(_POINTS_COLS)

@@ -50,8 +50,10 @@ def _rater_counts_fast(f: pd.DataFrame) -> pd.DataFrame | None:
     if (int(rid.max()) + 1) * n_m * n_r >= 2**62:
         return None
     group = r * n_m + m
-    keys = pd.unique(rid * (n_r * n_m) + group)
-    counts = np.bincount(keys % (n_r * n_m), minlength=n_r * n_m)
+    counts = _one_rater_per_rating(rid, m, r, n_m, n_r)
+    if counts is None:
+        keys = pd.unique(rid * (n_r * n_m) + group)
+        counts = np.bincount(keys % (n_r * n_m), minlength=n_r * n_m)
     seen = np.flatnonzero(counts)
     return pd.DataFrame(
         {
@@ -60,3 +62,22 @@ def _rater_counts_fast(f: pd.DataFrame) -> pd.DataFrame | None:
             "n_ratings": counts[seen].astype(np.int64),
         }
     )
+
+
+def _one_rater_per_rating(
+    rid: np.ndarray, m: np.ndarray, r: np.ndarray, n_m: int, n_r: int
+) -> np.ndarray | None:
+    """Distinct (rating, mode, rater) keys per (rater, mode) cell when rating ids span a short
+    range and every (mode, rating) has one rater (as a rating belongs to its rater): each
+    (mode, rating) slot is then one key, counted without hashing. None otherwise."""
+    lo, hi = int(rid.min()), int(rid.max())
+    span = hi - lo + 1
+    if span * n_m > 4 * len(rid) + 1024:
+        return None
+    slot = m * span + (rid - lo)
+    rater = np.full(span * n_m, -1, dtype=np.int64)
+    rater[slot] = r  # one of each slot's raters; all the same when the check below holds
+    if not np.array_equal(rater[slot], r):
+        return None
+    used = np.flatnonzero(rater >= 0)
+    return np.bincount(rater[used] * n_m + used // span, minlength=n_r * n_m)

@@ -87,9 +87,13 @@ def _as_category(values: pd.Series, categories: list[str] | None = None) -> pd.S
         return values.cat.reorder_categories(sorted(values.cat.categories))
     if categories is None and not isinstance(values.dtype, pd.CategoricalDtype):
         # Strings without missing values (the usual frames): one factorisation, whose sorted
-        # categories are the sorted names the general path below computes.
-        cat = pd.Categorical(values)
-        if (cat.codes >= 0).all() and all(isinstance(c, str) for c in cat.categories):
+        # categories are the sorted names the general path below computes. The column's own
+        # array of Python objects is factorised (what ``pd.Categorical`` does, without its
+        # missing-value pass over a string column first).
+        codes, uniq = pd.factorize(values.to_numpy(dtype=object), sort=True)
+        if (codes >= 0).all() and all(isinstance(c, str) for c in uniq):
+            # The categories' dtype as the constructor gives it: the column's (str or object).
+            cat = pd.Categorical.from_codes(codes, categories=pd.Index(uniq, dtype=values.dtype))
             return pd.Series(cat, index=values.index, name=values.name)
     values = values.astype(str)
     if categories is None:
@@ -166,22 +170,21 @@ def _shared_categories(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series
         a, b = used_categories(a), used_categories(b)
         dtype = pd.CategoricalDtype(sorted({*a.cat.categories, *b.cat.categories}))
         return a.cat.set_categories(dtype.categories), b.cat.set_categories(dtype.categories)
-    n = len(a)
-    codes, uniq = pd.factorize(np.concatenate([a.to_numpy(object), b.to_numpy(object)]))
-    if (codes < 0).any() or not all(isinstance(u, str) for u in uniq):
+    # Each column factorised as its own array of objects (no concatenated copy), the two sets
+    # of names merged and sorted: the sorted names a factorisation of both columns gives.
+    (ca, ua), (cb, ub) = (pd.factorize(v.to_numpy(object)) for v in (a, b))
+    if (ca < 0).any() or (cb < 0).any() or not all(isinstance(u, str) for u in (*ua, *ub)):
         sa, sb = a.astype(str), b.astype(str)
         models = sorted(set(pd.unique(sa.to_numpy())).union(pd.unique(sb.to_numpy())))
         return _as_category(sa, models), _as_category(sb, models)
-    order = np.argsort(np.asarray(uniq, dtype=object), kind="stable")  # the names, sorted
-    remap = np.empty(len(order), np.int64)
-    remap[order] = np.arange(len(order))
-    dtype = pd.CategoricalDtype([str(u) for u in np.asarray(uniq, dtype=object)[order]])
+    names = pd.Index(sorted({*ua, *ub}), dtype=object)
+    dtype = pd.CategoricalDtype([str(u) for u in names])
 
-    def column(part: np.ndarray, like: pd.Series) -> pd.Series:
-        cat = pd.Categorical.from_codes(remap[part], dtype=dtype)
+    def column(codes: np.ndarray, uniq: np.ndarray, like: pd.Series) -> pd.Series:
+        cat = pd.Categorical.from_codes(names.get_indexer(uniq)[codes], dtype=dtype)
         return pd.Series(cat, index=like.index, name=like.name)
 
-    return column(codes[:n], a), column(codes[n:], b)
+    return column(ca, ua, a), column(cb, ub, b)
 
 
 def _choice_codes(choice: pd.Series) -> npt.NDArray[np.intp]:

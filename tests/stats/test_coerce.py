@@ -67,3 +67,25 @@ def test_an_unknown_choice_among_categories_is_refused(pair_df):
     p.loc[p.index[2], "choice"] = "C"
     with pytest.raises(ValueError, match="choices outside"):
         coerce_pair(p)
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_a_label_column_becomes_the_categorical_pandas_builds(dtype):
+    from ranking.stats.schema import _as_category
+
+    names = pd.Series(["b", "a", "c", "a", "b"] * 3, dtype=dtype, name="pool")
+    got = _as_category(names)
+    pd.testing.assert_series_equal(got, pd.Series(pd.Categorical(names), name="pool"))
+    # A value that is not a string: the names as strings, sorted.
+    cat = _as_category(pd.Series(["b", 3, "a"], dtype=object))
+    assert list(cat.cat.categories) == ["3", "a", "b"] and cat.tolist() == ["b", "3", "a"]
+
+
+def test_model_columns_of_objects_share_the_same_categories(pair_df):
+    p = pair_df.copy()
+    p.loc[p.index[0], "model_a"] = "aa-only-a"
+    as_objects = p.assign(model_a=p["model_a"].astype(object), model_b=p["model_b"].astype(object))
+    out, want = coerce_pair(as_objects), coerce_pair(p)
+    for col in ("model_a", "model_b"):
+        pd.testing.assert_series_equal(out[col], want[col])
+    assert out["model_a"].cat.categories[0] == "aa-only-a"

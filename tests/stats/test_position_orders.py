@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 
 from ranking.stats import synthetic
-from ranking.stats.bias import _first_in_each_order, _same_labels, position_bias
+from ranking.stats.bias import position_bias
+from ranking.stats.position import first_in_each_order as _first_in_each_order
+from ranking.stats.position import same_labels as _same_labels
 from ranking.stats.schema import coerce_pair, time_ordered
 
 
