@@ -99,7 +99,7 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
         _stop(demo)
     for pid, what in ((fake_pid, "the judge test server"), (worker_pid, "the task worker")):
         _assert_stopped(pid, what)
-    # Whatever else of the demo's group is still stopping (runserver's reloader child).
+    # Whatever else of the demo's group may still be stopping.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(demo.pid, signal.SIGKILL)
 
@@ -162,9 +162,12 @@ def _stop(demo: subprocess.Popen) -> None:
     try:
         demo.wait(timeout=60)  # a loaded machine stops them slowly
     except subprocess.TimeoutExpired:  # never leave a demo running after the test
+        alive = subprocess.run(
+            ["ps", "-o", "pid,stat,etime,args", "-g", str(demo.pid)], capture_output=True, text=True
+        ).stdout
         os.killpg(demo.pid, signal.SIGKILL)
         demo.wait()
-        raise
+        pytest.fail(f"bin/demo did not stop within 60 s of Ctrl-C; still running:\n{alive}")
 
 
 def _assert_stopped(pid: int, what: str) -> None:
