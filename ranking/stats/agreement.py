@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from .grouped import counted_shares
+from .grouped import counted_shares, known_units, remember_units, unit_keys
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .rater_facts import RaterFacts
 from .schema import CHOICE_SCORE_A, CHOICES, codes_and_names, concat_aligned, empty_frame
@@ -91,11 +91,14 @@ def judgements(star_df: pd.DataFrame, pair_df: pd.DataFrame) -> pd.DataFrame:
         return empty_frame(JUDGEMENT_COLUMNS)
     j = concat_aligned(parts)
     j = j[j["score"].notna()].reset_index(drop=True)
-    j["is_first"] = _first_flags(j)
-    return j[list(JUDGEMENT_COLUMNS)]
+    key = unit_keys(j)
+    j["is_first"] = _first_flags(j, key)
+    out = j[list(JUDGEMENT_COLUMNS)]
+    remember_units(out, key)
+    return out
 
 
-def _first_flags(j: pd.DataFrame) -> np.ndarray:
+def _first_flags(j: pd.DataFrame, key: npt.NDArray[np.int64] | None = None) -> np.ndarray:
     """True on the earliest non-repeat rating (by ``submitted_at``, then ``rating_id``) of each
     (mode, rater, item, criterion): one integer key and a stable lexsort instead of sorting the
     frame and dropping duplicates on four columns (same rows, a fraction of the time)."""
@@ -108,7 +111,7 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
         flags = np.zeros(len(j), dtype=bool)
         flags[first] = True
         return flags
-    key = unit_keys(j)
+    key = unit_keys(j) if key is None else key
     flags = ~j["is_repeat"].to_numpy(bool)
     # A key rated once (not as a repeat) is its own first rating: only the others need the
     # time order, usually a few percent of the rows.
@@ -121,17 +124,6 @@ def _first_flags(j: pd.DataFrame) -> np.ndarray:
         flags[rows] = False
         flags[order[first]] = True
     return np.asarray(flags, dtype=bool)
-
-
-def unit_keys(j: pd.DataFrame) -> npt.NDArray[np.int64]:
-    """One integer per (mode, criterion, rater, item) of the judgements: equal keys, the same
-    unit (mixed radix of the four columns' codes; computed once per report and shared by the
-    first-rating flags and the consistency units)."""
-    key = np.zeros(len(j), dtype=np.int64)
-    for col in ("mode", "criterion", "rater_id", "item_id"):
-        codes, uniq = pd.factorize(j[col], use_na_sentinel=False)
-        key = key * max(len(uniq), 1) + codes
-    return key
 
 
 def _constant(n: int, value: str, categories: list[str]) -> pd.Categorical:
@@ -299,6 +291,7 @@ def consistency_units(j: pd.DataFrame, units: npt.NDArray[np.int64] | None = Non
     # Only units rated more than once can count: the counts below run on those rows alone
     # (a few percent of the judgements), in the same order, so the table is the same. The rows
     # are found by one integer key per unit, not by hashing the four columns.
+    units = units if units is not None else known_units(j)
     units = unit_keys(j) if units is None else units
     repeated = _rated_again(units, j["is_first"].to_numpy(bool) if "is_first" in j else None)
     j = j.loc[repeated, [*keys, "value"]]

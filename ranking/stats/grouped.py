@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 
@@ -70,3 +73,55 @@ def counted_shares(df: pd.DataFrame, keys: list[str], flag: str, names: list[str
     table[names[0]] = size[cells]
     table[names[1]] = hits[cells] / size[cells]
     return table
+
+
+def unit_keys(j: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """One integer per (mode, criterion, rater, item) of the judgements: equal keys, the same
+    unit (mixed radix of the four columns' codes; computed once per report and shared by the
+    first-rating flags and the consistency units)."""
+    key = np.zeros(len(j), dtype=np.int64)
+    size = 1  # the number of keys so far
+    for col in ("mode", "criterion", "rater_id", "item_id"):
+        codes, n = unit_codes(j[col], size)
+        key = key * n + codes
+        size *= n
+    return key
+
+
+def unit_codes(values: pd.Series, size: int) -> tuple[npt.NDArray[np.int64], int]:
+    """Codes 0..n-1 of a column (equal values, equal codes) and n: a categorical's codes (1 up;
+    0 is missing), integers less their minimum, else a factorisation (NaN its own code). Only
+    equality matters, and the mixed radix must stay below 2**62."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        n = len(values.cat.categories) + 1
+        if size * n < 2**62:
+            return values.cat.codes.to_numpy().astype(np.int64) + 1, n
+    elif values.dtype.kind in "iu" and len(values):
+        v = values.to_numpy()
+        lo, hi = int(v.min()), int(v.max())
+        if size * (hi - lo + 1) < 2**62:
+            return (v - lo).astype(np.int64), hi - lo + 1
+    codes, uniq = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64), max(len(uniq), 1)
+
+
+# The unit keys of the frames ``agreement.judgements`` returned, while they live (by object: a frame
+# derived from one is a new object and gets its keys computed again).
+_UNITS: dict[int, tuple[weakref.ref[pd.DataFrame], npt.NDArray[np.int64]]] = {}
+
+
+def remember_units(j: pd.DataFrame, key: npt.NDArray[np.int64]) -> None:
+    """Keep ``key`` (``unit_keys(j)``) for ``known_units`` while ``j`` lives."""
+    ident = id(j)
+    _UNITS[ident] = (weakref.ref(j, lambda _ref: _UNITS.pop(ident, None)), key)
+
+
+def known_units(j: pd.DataFrame) -> npt.NDArray[np.int64] | None:
+    """``unit_keys(j)`` when ``j`` is a frame ``agreement.judgements`` returned (as it returned it)."""
+    hit = _UNITS.get(id(j))
+    if hit is None:
+        return None
+    n = len(j)
+    if hit[0]() is not j or len(hit[1]) != n:
+        return None
+    return hit[1]

@@ -76,13 +76,22 @@ def other_counts(
     item: np.ndarray, code: np.ndarray, human: np.ndarray, n_labels: int
 ) -> np.ndarray:
     """Per judgement: label counts of the *other* humans on its item (n x K)."""
+    return other_counts_by_label(item, code, human, n_labels).T
+
+
+def other_counts_by_label(
+    item: np.ndarray, code: np.ndarray, human: np.ndarray, n_labels: int
+) -> np.ndarray:
+    """``other_counts`` label by label (K x n, C order): the reductions over the labels are then
+    K vector operations, not n short rows."""
     # Items numbered by a hash, not a sort: each row reads its own item's counts either way.
     inv, u = pd.factorize(item)
     h = np.bincount(inv[human] * n_labels + code[human], minlength=len(u) * n_labels).reshape(
         len(u), n_labels
     )
-    others: np.ndarray = h[inv]  # a new array (fancy indexing copies)
-    others[np.flatnonzero(human), code[human]] -= 1
+    # 32-bit counts (an item has fewer than 2**31 ratings): half the memory the reductions read.
+    others: np.ndarray = np.ascontiguousarray(h.T, dtype=np.int32)[:, inv]  # a new array
+    others[code[human], np.flatnonzero(human)] -= 1
     return others
 
 
@@ -116,13 +125,79 @@ class _Group:
     pool: Coded
 
 
-def _group_keys(g: _Group) -> list[tuple[str, Coded, np.ndarray]]:
-    """(group_by, (group code per row, name per code), row mask) for judges, human pools and all
-    humans: integer codes, not a string per row."""
+@dataclass(frozen=True)
+class _Votes:
+    """Per judgement of one (mode, criterion): its label code, the majority label of the other
+    humans and whether there is one, and the other humans' pairs (all, agreeing; without ties)."""
+
+    code: np.ndarray
+    truth: np.ndarray
+    has_truth: np.ndarray
+    sums: list[np.ndarray]  # pairs, agreeing pairs (and without ties: pairs, agreeing pairs)
+
+
+def _votes(mode: str, code: np.ndarray, g: _Group, k: int) -> _Votes:
+    others = other_counts_by_label(g.item, code, g.human, k)  # K x n
+    n_others, top = others[0].copy(), others[0].copy()
+    for c in range(1, k):
+        n_others += others[c]
+        np.maximum(top, others[c], out=top)
+    # The label with the top count, when it is the only one (else no truth: never read).
+    n_top = np.zeros(len(code), dtype=np.int32)
+    truth = np.zeros(len(code), dtype=np.int64)
+    for c in range(k):
+        at = others[c] == top
+        n_top += at
+        truth[at] = c
+    agree = others.reshape(-1)[code * len(code) + np.arange(len(code))]
+    sums = [n_others, agree]
+    if mode == "pairwise":
+        tie = PAIR_LABELS.index("tie")
+        no_tie = code != tie
+        sums += [np.where(no_tie, n_others - others[tie], 0), np.where(no_tie, agree, 0)]
+    return _Votes(code, truth, (n_others > 0) & (n_top == 1), sums)
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """Per group of one group_by: judgements, confusion matrices (truth x predicted), the
+    integer sums of ``_Votes.sums`` and distinct raters."""
+
+    size: np.ndarray
+    confs: np.ndarray
+    sums: list[np.ndarray]
+    raters: np.ndarray
+
+
+def _tallies(g: _Group, v: _Votes, k: int) -> list[tuple[str, np.ndarray, _Tally]]:
+    """(group_by, name per group, tally) of the judges, the human pools and all humans: one
+    bincount per figure over one code per row (judge: its rater; human: its pool), the humans'
+    figures the sums of their pools' (every figure is a count or an integer sum)."""
+    rater, raters = g.rater
+    pool, pools = g.pool
+    nr, npl = len(raters), len(pools)
+    n = nr + npl + 1  # the last code: neither judge nor human
+    lab = np.where(g.judge, rater, np.where(g.human, nr + pool, n - 1))
+    ok = v.has_truth
+    cell = (lab[ok] * k + v.truth[ok]) * k + v.code[ok]
+    confs = np.bincount(cell, minlength=n * k * k).reshape(n, k, k)
+    sums = [
+        np.rint(np.bincount(lab, x.astype(float), minlength=n)).astype(np.int64) for x in v.sums
+    ]
+    size = np.bincount(lab, minlength=n)
+    in_pool = np.bincount(pool[g.human] * nr + rater[g.human], minlength=npl * nr) > 0
+    per_pool = in_pool.reshape(npl, nr).sum(axis=1)
+    human = slice(nr, nr + npl)
+    all_humans = _Tally(
+        size[human].sum(keepdims=True),
+        confs[human].sum(axis=0, keepdims=True),
+        [s[human].sum(keepdims=True) for s in sums],
+        np.array([np.count_nonzero(in_pool.reshape(npl, nr).any(axis=0))]),
+    )
     return [
-        ("judge", g.rater, g.judge),
-        ("pool", g.pool, g.human),
-        ("humans", (np.zeros(len(g.value), np.int64), np.array(["all"], dtype=object)), g.human),
+        ("judge", raters, _Tally(size[:nr], confs[:nr], [s[:nr] for s in sums], size[:nr] > 0)),
+        ("pool", pools, _Tally(size[human], confs[human], [s[human] for s in sums], per_pool)),
+        ("humans", np.array(["all"], dtype=object), all_humans),
     ]
 
 
@@ -131,26 +206,14 @@ def _rows_for(
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     code, names = label_codes(g.value, mode)
     k = len(names)
-    human = g.human
-    others = other_counts(g.item, code, human, k)
-    n_others = others.sum(axis=1)
-    top = others.max(axis=1)
-    has_truth = (n_others > 0) & ((others == top[:, None]).sum(axis=1) == 1)
-    truth = others.argmax(axis=1)
-    agree = others[np.arange(len(code)), code]
-    tie = PAIR_LABELS.index("tie")
-    no_tie = (mode == "pairwise") & (code != tie)
-    pairs_nt = np.where(no_tie, n_others - others[:, tie], 0) if mode == "pairwise" else 0 * code
-    agree_nt = np.where(no_tie, agree, 0)
+    v = _votes(mode, code, g, k)
     rows, conf_rows = [], []
-    for group_by, (lab, uniq), mask in _group_keys(g):
-        present = np.bincount(lab[mask], minlength=len(uniq)) > 0
-        for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(present)):
-            sel = mask & (lab == c)
-            ok = sel & has_truth
-            conf = np.bincount(truth[ok] * k + code[ok], minlength=k * k).reshape(k, k)
-            n_ok = int(ok.sum())
-            n_pairs, n_nt = int(n_others[sel].sum()), int(pairs_nt[sel].sum())
+    for group_by, uniq, t in _tallies(g, v, k):
+        for grp, c in sorted((str(uniq[c]), c) for c in np.flatnonzero(t.size > 0)):
+            conf = t.confs[c]
+            n_ok = int(conf.sum())
+            # Star ratings have no ties: no pairs without ties.
+            n_pairs, n_agree, n_nt, n_agree_nt = [*(int(s[c]) for s in t.sums), 0, 0][:4]
             if n_pairs == 0:
                 # Nobody to compare with (e.g. one human per item): no row rather than NaNs.
                 continue
@@ -160,14 +223,14 @@ def _rows_for(
                     crit,
                     group_by,
                     str(grp),
-                    int(np.count_nonzero(np.bincount(g.rater[0][sel]))),  # distinct raters
+                    int(t.raters[c]),  # distinct raters
                     n_ok,
-                    int((sel & ~has_truth).sum()),
+                    int(t.size[c]) - n_ok,
                     float(np.trace(conf) / n_ok) if n_ok else np.nan,
                     *macro_prf(conf),
-                    float(agree[sel].sum() / n_pairs) if n_pairs else np.nan,
+                    n_agree / n_pairs,
                     n_pairs,
-                    float(agree_nt[sel].sum() / n_nt) if n_nt else np.nan,
+                    n_agree_nt / n_nt if n_nt else np.nan,
                     n_nt,
                 )
             )
