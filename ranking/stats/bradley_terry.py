@@ -81,25 +81,108 @@ def fit(
     return logp
 
 
+def _minus_diff_py(theta: np.ndarray) -> np.ndarray:
+    """(B, M, M): theta[b, j] - theta[b, i] at [b, i, j], the argument of ``np.exp``."""
+    n_b, m = theta.shape
+    out = np.empty((n_b, m, m))
+    for b in range(n_b):
+        for i in range(m):
+            for j in range(m):
+                out[b, i, j] = theta[b, j] - theta[b, i]
+    return out
+
+
+def _system_py(
+    e: np.ndarray, wins: np.ndarray, n: np.ndarray, active: np.ndarray, fix: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and minus the Hessian (plus ``fix``) of every round from e = exp(theta_j -
+    theta_i): ``_system_numpy``'s arithmetic element by element, its row sums in numpy's
+    order (``np.sum`` of up to 128 values: eight running sums combined as a tree, then the
+    tail; below 8 values one running sum from -0.0). No array is passed to a call in the loop
+    (each would cost two atomic reference counts)."""
+    n_b, m, _ = e.shape
+    grad, lap = np.empty((n_b, m)), np.empty((n_b, m, m))
+    pi, rows, acc, sums = np.empty((m, m)), np.empty((2, m)), np.empty((2, 8)), np.empty(2)
+    cut = m - m % 8
+    for b in range(n_b):
+        for i in range(m):
+            for j in range(m):
+                pi[i, j] = 1.0 / (1.0 + e[b, i, j])
+        for i in range(m):
+            for j in range(m):
+                rows[0, j] = n[b, i, j] * pi[i, j]
+                rows[1, j] = rows[0, j] * pi[j, i]
+            for k in range(2):
+                sums[k] = -0.0
+                if m < 8:
+                    for j in range(m):
+                        sums[k] += rows[k, j]
+                    continue
+                for j in range(8):
+                    acc[k, j] = rows[k, j]
+                for j in range(8, cut):
+                    acc[k, j % 8] += rows[k, j]
+                t = ((acc[k, 0] + acc[k, 1]) + (acc[k, 2] + acc[k, 3])) + (
+                    (acc[k, 4] + acc[k, 5]) + (acc[k, 6] + acc[k, 7])
+                )
+                for j in range(cut, m):
+                    t += rows[k, j]
+                sums[k] = t
+            grad[b, i] = wins[b, i] - sums[0] if active[b, i] else 0.0
+            for j in range(m):
+                eye = 1.0 if i == j else 0.0
+                lap[b, i, j] = eye * sums[1] - rows[1, j] + fix[b, i, j]
+                lap[b, i, j] += eye * (0.0 if active[b, i] else 1.0)
+    return grad, lap
+
+
+def _system_numpy(
+    theta: np.ndarray, wins: np.ndarray, n: np.ndarray, active: np.ndarray, fix: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Newton system in numpy: the gradient and the Laplacian below (plus ``fix``)."""
+    eye = np.eye(n.shape[-1])
+    with np.errstate(over="ignore"):
+        pi = 1.0 / (1.0 + np.exp(theta[:, None, :] - theta[:, :, None]))  # P(i beats j)
+    grad = np.where(active, wins - (n * pi).sum(axis=2), 0.0)
+    off = n * pi * pi.transpose(0, 2, 1)
+    # Minus the Hessian is a graph Laplacian (singular along the all-ones vector over the
+    # active models): adding ones/m there fixes the scale; inactive models stay put.
+    lap = eye * off.sum(axis=2)[:, :, None] - off + fix
+    lap += eye * (~active)[:, :, None]
+    return grad, lap
+
+
+def _system(
+    theta: np.ndarray, wins: np.ndarray, n: np.ndarray, active: np.ndarray, fix: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_system_numpy``, bit for bit: numpy's exp between two compiled loops (numba's exp is
+    the C library's, numpy's its own), up to 128 models (numpy's row sums are a tree there)."""
+    if _system_fast is None or theta.shape[1] > 128:
+        return _system_numpy(theta, wins, n, active, fix)
+    e = _minus_diff(theta)
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)
+    return _system_fast(e, wins, n, active, fix)
+
+
+_minus_diff: Callable[[np.ndarray], np.ndarray] = _minus_diff_py
+_system_fast: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None
+if HAVE_NUMBA:
+    _minus_diff = numba.njit(cache=True, nogil=True)(_minus_diff_py)
+    _system_fast = numba.njit(cache=True, nogil=True)(_system_py)
+
+
 def _newton_steps(
     theta: np.ndarray, w: np.ndarray, n: np.ndarray, active: np.ndarray, tol: float, max_iter: int
 ) -> np.ndarray:
     """Newton's method on the log-likelihood, batched over rounds: (B, M) log-strengths, NaN in
     the rounds that did not converge (the caller fits those by MM)."""
     wins = w.sum(axis=2)
-    eye = np.eye(w.shape[-1])
     n_act = np.maximum(active.sum(axis=1), 1)[:, None, None]
-    both = (active[:, :, None] & active[:, None, :]).astype(float)
+    fix = (active[:, :, None] & active[:, None, :]).astype(float) / n_act
     done = np.zeros(len(theta), bool)
     for _ in range(max_iter):
-        with np.errstate(over="ignore"):
-            pi = 1.0 / (1.0 + np.exp(theta[:, None, :] - theta[:, :, None]))  # P(i beats j)
-        grad = np.where(active, wins - (n * pi).sum(axis=2), 0.0)
-        off = n * pi * pi.transpose(0, 2, 1)
-        # Minus the Hessian is a graph Laplacian (singular along the all-ones vector over the
-        # active models): adding ones/m there fixes the scale; inactive models stay put.
-        lap = eye * off.sum(axis=2)[:, :, None] - off + both / n_act
-        lap += eye * (~active)[:, :, None]
+        grad, lap = _system(theta, wins, n, active, fix)
         try:
             step = np.linalg.solve(lap, grad[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:  # a round whose games split the models into groups

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .arrays import distinct
+from .elo import HAVE_NUMBA, numba
 from .rankings import labels, match_codes
 from .schema import codes_and_names, empty_frame
 
@@ -40,6 +41,99 @@ PREF_COLS = {
 }
 
 
+def _system_py(
+    beta: np.ndarray, a: np.ndarray, b: np.ndarray, ab: np.ndarray, y: np.ndarray, z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One Newton step's gradient and Hessian (before the ridge) in numpy: bincounts over the
+    games, never a dense n x models design."""
+    m = len(beta) - 1
+    eta = beta[a] - beta[b] + beta[m] * z
+    p = 1.0 / (1.0 + np.exp(-eta))
+    w = np.maximum(p * (1.0 - p), 1e-12)
+    r = y - p
+    grad = np.zeros(m + 1)
+    grad[:m] = np.bincount(a, r, m) - np.bincount(b, r, m)
+    grad[m] = (r * z).sum()
+    h = np.zeros((m + 1, m + 1))
+    h[:m, :m] = -np.bincount(ab, w, m * m).reshape(m, m)
+    h[:m, :m] += h[:m, :m].T
+    h[np.arange(m), np.arange(m)] = np.bincount(a, w, m) + np.bincount(b, w, m)
+    wz = w * z
+    h[:m, m] = h[m, :m] = np.bincount(a, wz, m) - np.bincount(b, wz, m)
+    h[m, m] = (wz * z).sum()
+    return grad, h
+
+
+def _minus_eta_py(beta: np.ndarray, a: np.ndarray, b: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """-(beta[a] - beta[b] + gamma z), the argument of ``np.exp`` in ``_system_py``."""
+    m = len(beta) - 1
+    out = np.empty(len(a))
+    for i in range(len(a)):
+        out[i] = -(beta[a[i]] - beta[b[i]] + beta[m] * z[i])
+    return out
+
+
+def _sums_py(
+    e: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    ab: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+    m: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_system_py``'s bincounts in one pass from ``e`` = exp(-eta), each summed in game
+    order as ``np.bincount`` does: rows r, w, w z by a and by b (``sums[0..5]``), w by (a, b)
+    cell, and the products r z and w z z (numpy's pairwise sum adds those up)."""
+    sums = np.zeros((6, m))
+    cell = np.zeros(m * m)
+    rz = np.empty(len(a))
+    wzz = np.empty(len(a))
+    for i in range(len(a)):
+        p = 1.0 / (1.0 + e[i])
+        w = max(p * (1.0 - p), 1e-12)
+        r = y[i] - p
+        wz = w * z[i]
+        sums[0, a[i]] += r
+        sums[1, b[i]] += r
+        sums[2, a[i]] += w
+        sums[3, b[i]] += w
+        sums[4, a[i]] += wz
+        sums[5, b[i]] += wz
+        cell[ab[i]] += w
+        rz[i] = r * z[i]
+        wzz[i] = wz * z[i]
+    return sums, cell, rz, wzz
+
+
+if HAVE_NUMBA:
+    _minus_eta = numba.njit(cache=True, nogil=True)(_minus_eta_py)
+    _sums = numba.njit(cache=True, nogil=True)(_sums_py)
+
+
+def _system(
+    beta: np.ndarray, a: np.ndarray, b: np.ndarray, ab: np.ndarray, y: np.ndarray, z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_system_py``, the same figures bit for bit: the exponentials from ``np.exp`` (numpy's
+    own, not the C library's that numba calls), every sum in the same order."""
+    if not HAVE_NUMBA:  # pragma: no cover
+        return _system_py(beta, a, b, ab, y, z)
+    m = len(beta) - 1
+    e = _minus_eta(beta, a, b, z)
+    np.exp(e, out=e)
+    sums, cell, rz, wzz = _sums(e, a, b, ab, y, z, m)
+    grad = np.zeros(m + 1)
+    grad[:m] = sums[0] - sums[1]
+    grad[m] = rz.sum()
+    h = np.zeros((m + 1, m + 1))
+    h[:m, :m] = -cell.reshape(m, m)
+    h[:m, :m] += h[:m, :m].T
+    h[np.arange(m), np.arange(m)] = sums[2] + sums[3]
+    h[:m, m] = h[m, :m] = sums[4] - sums[5]
+    h[m, m] = wzz.sum()
+    return grad, h
+
+
 def fit_length_glm(
     a: np.ndarray,
     b: np.ndarray,
@@ -50,26 +144,15 @@ def fit_length_glm(
     ridge: float = 1e-4,
     max_iter: int = 50,
 ) -> tuple[np.ndarray, float]:
-    """(theta per model, gamma) of the GLM above; the design is built with bincount, never as a
-    dense n x models matrix."""
+    """(theta per model, gamma) of the GLM above (``_system``: the design's sums in one
+    compiled pass over the games, never a dense n x models matrix)."""
     m = n_models
     beta = np.zeros(m + 1)
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    y, z = np.asarray(y, float), np.asarray(z, float)
     ab = a * m + b  # the (a, b) cell of each game, the same every iteration
     for _ in range(max_iter):
-        eta = beta[a] - beta[b] + beta[m] * z
-        p = 1.0 / (1.0 + np.exp(-eta))
-        w = np.maximum(p * (1.0 - p), 1e-12)
-        r = y - p
-        grad = np.zeros(m + 1)
-        grad[:m] = np.bincount(a, r, m) - np.bincount(b, r, m)
-        grad[m] = (r * z).sum()
-        h = np.zeros((m + 1, m + 1))
-        h[:m, :m] = -np.bincount(ab, w, m * m).reshape(m, m)
-        h[:m, :m] += h[:m, :m].T
-        h[np.arange(m), np.arange(m)] = np.bincount(a, w, m) + np.bincount(b, w, m)
-        wz = w * z
-        h[:m, m] = h[m, :m] = np.bincount(a, wz, m) - np.bincount(b, wz, m)
-        h[m, m] = (wz * z).sum()
+        grad, h = _system(beta, a, b, ab, y, z)
         grad[:m] -= ridge * beta[:m]
         h[:m, :m] += ridge * np.eye(m)
         step = np.linalg.lstsq(h, grad, rcond=None)[0]

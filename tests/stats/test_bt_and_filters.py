@@ -92,3 +92,27 @@ def test_time_range_filter_in_report(study):
     mid = pd.Timestamp(star["submitted_at"].median())
     r = build_report(star, None, start=mid, n_shuffles=0, n_bootstrap=0)
     assert r["meta"]["n_star_rows"] == int((star["submitted_at"] >= mid).sum())
+
+
+@pytest.mark.parametrize("m", [2, 5, 8, 9, 20, 33])
+def test_bt_newton_compiled_system_equals_numpy_bit_for_bit(m):
+    """The compiled Newton system (numpy's exp, numpy's row-sum order) is the numpy one."""
+    rng = np.random.default_rng(m)
+    n_rounds = 40
+    n = rng.poisson(30.0, size=(n_rounds, m, m)).astype(float)
+    n = n + n.transpose(0, 2, 1)
+    n[:, np.arange(m), np.arange(m)] = 0.0
+    n[rng.random((n_rounds, m, m)) < 0.1] = 0.0  # some pairs unplayed
+    w = rng.binomial(n.astype(np.int64), 0.5) + 0.5 * (rng.random(n.shape) < 0.3)
+    active = rng.random((n_rounds, m)) < 0.9
+    n_act = np.maximum(active.sum(axis=1), 1)[:, None, None]
+    fix = (active[:, :, None] & active[:, None, :]).astype(float) / n_act
+    theta = rng.normal(scale=2.0, size=(n_rounds, m))
+    theta[0, 0] = 800.0  # exp overflows to inf in some cells
+    wins = w.sum(axis=2)
+    if bt._system_fast is None:
+        pytest.skip("numba is not installed")
+    grad, lap = bt._system(theta, wins, n, active, fix)
+    ref_grad, ref_lap = bt._system_numpy(theta, wins, n, active, fix)
+    assert np.array_equal(grad, ref_grad)
+    assert np.array_equal(lap, ref_lap)

@@ -275,3 +275,23 @@ def test_question_codes_are_the_selections_factorisation(missing):
     want_q, want_qs = pd.factorize(questions[rows])
     np.testing.assert_array_equal(q, want_q)
     assert list(qs) == list(want_qs)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_length_glm_compiled_sums_equal_numpy_bit_for_bit(seed):
+    """The compiled Newton system (one pass, numpy's exp) is the numpy one, bit for bit."""
+    from ranking.stats import length_control as lc
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 3000)), int(rng.integers(2, 9))
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    z = np.tanh(rng.normal(size=n) * 2)
+    y = rng.choice([0.0, 0.5, 1.0], size=n)
+    beta = rng.normal(scale=3.0, size=m + 1)
+    ab = a * m + b
+    grad, h = lc._system(beta, a, b, ab, y, z)
+    ref_grad, ref_h = lc._system_py(beta, a, b, ab, y, z)
+    assert np.array_equal(grad, ref_grad)
+    assert np.array_equal(h, ref_h)
