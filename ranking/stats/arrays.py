@@ -55,3 +55,50 @@ def first_ratings(j: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
         return j
     first = j["is_first"].to_numpy(bool)
     return j if bool(first.all()) else j.loc[first, cols]
+
+
+def run_pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every two positions a < b within a run of equal values of ``key`` (equal values
+    contiguous, e.g. sorted): the runs by length (ascending), then by position, each run's pairs
+    in ``np.triu_indices`` order."""
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[starts, len(key)])
+    a_idx, b_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for m in distinct(sizes[sizes >= 2]):
+        base = starts[sizes == m]
+        a, b = np.triu_indices(int(m), k=1)
+        a_idx.append((base[:, None] + a[None, :]).ravel())
+        b_idx.append((base[:, None] + b[None, :]).ravel())
+    return np.concatenate(a_idx), np.concatenate(b_idx)
+
+
+def rater_pairs(
+    rater: np.ndarray, n_r: int, a: np.ndarray, b: np.ndarray, min_common: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(pair id per row pair, pair keys ``rater[a] * n_r + rater[b]`` in order of first
+    appearance, a, b) of the row pairs (a, b) of two different raters whose rater pair has at
+    least ``min_common`` row pairs (``pd.factorize`` of the keys, then the pairs kept renumbered
+    in their order)."""
+    ra, rb = rater[a], rater[b]
+    ok = ra != rb
+    if not ok.all():
+        a, b, ra, rb = a[ok], b[ok], ra[ok], rb[ok]
+    # The keys fit 32 bits for fewer than 46341 raters: a cheaper hash table, the same order.
+    small = n_r * n_r < 2**31
+    key = ra.astype(np.int32) * np.int32(n_r) + rb.astype(np.int32) if small else ra * n_r + rb
+    pid, pairs = pd.factorize(key)
+    pairs = pairs.astype(np.int64)
+    # Most pairs share an item or two: drop them before their tables are counted.
+    kept = np.bincount(pid, minlength=len(pairs)) >= min_common
+    if not kept.all():
+        new_id = np.cumsum(kept) - 1
+        rows = kept[pid]
+        a, b, pid, pairs = a[rows], b[rows], new_id[pid[rows]], pairs[kept]
+    return pid, pairs, a, b
+
+
+def joint_tables(pid: np.ndarray, n_p: int, va: np.ndarray, vb: np.ndarray, k: int) -> np.ndarray:
+    """Per pair id (0..n_p-1): the k x k counts of its (va, vb) value codes (0..k-1)."""
+    cells = np.bincount((pid * k + va) * k + vb, minlength=n_p * k * k)
+    out: np.ndarray = cells.reshape(n_p, k, k)
+    return out

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .arrays import distinct
+from .arrays import distinct, joint_tables, rater_pairs, run_pairs
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
 
@@ -27,16 +27,8 @@ from .schema import codes_and_names
 def within_item_pairs(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every two rows p < q of the same item (positions into ``item``)."""
     order = np.argsort(item, kind="stable")
-    it = item[order]
-    starts = np.flatnonzero(np.r_[True, it[1:] != it[:-1]])
-    sizes = np.diff(np.r_[starts, len(it)])
-    i_idx, j_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for m in distinct(sizes[sizes >= 2]):
-        base = starts[sizes == m]
-        a, b = np.triu_indices(int(m), k=1)
-        i_idx.append(order[(base[:, None] + a[None, :]).ravel()])
-        j_idx.append(order[(base[:, None] + b[None, :]).ravel()])
-    return np.concatenate(i_idx), np.concatenate(j_idx)
+    a, b = run_pairs(item[order])
+    return order[a], order[b]
 
 
 def mean_cohen_codes(
@@ -49,6 +41,7 @@ def mean_cohen_codes(
         return float("nan"), 0
     v, cats = pd.factorize(value, sort=True)
     rater = pd.factorize(rater)[0].astype(np.int64)
+    item = pd.factorize(item)[0].astype(np.int64)
     pk = _pair_kappas(item, rater, v.astype(np.int64), len(cats), min_common)
     return _subset_mean(pk, _ranks(rater, int(rater.max()) + 1))
 
@@ -78,31 +71,27 @@ def _pair_kappas(
     """``_PairKappas`` of rows with item codes ``item``, rater codes ``rater`` (>= 0) and value
     codes ``v`` (0..n_c-1, in sorted order); ``pos``: the rows' positions (default 0..n-1)."""
     pos = np.arange(len(item), dtype=np.int64) if pos is None else pos
-    p, q = within_item_pairs(item)
-    swap = rater[p] > rater[q]
-    lo, hi = np.where(swap, q, p), np.where(swap, p, q)
-    ok = rater[lo] != rater[hi]
-    lo, hi = lo[ok], hi[ok]
     n_r = int(rater.max()) + 1 if len(rater) else 1
-    pid, pairs = pd.factorize(rater[lo] * n_r + rater[hi])
-    n_p = len(pairs)
-    v1, v2 = v[lo], v[hi]
+    # The pairs in any order (``_subset_mean`` orders them by key): by item, then rater, so a
+    # pair's lower rater comes first, and the row pairs are near each other.
+    order = np.argsort(item * n_r + rater, kind="stable")
+    rater, v, pos = rater[order], v[order], pos[order]
+    lo, hi = run_pairs(item[order])
+    pid, pairs, lo, hi = rater_pairs(rater, n_r, lo, hi, min_common)
+    cells = joint_tables(pid, len(pairs), v[lo], v[hi], n_c)
     # The same operations as the frame formulas (``agreement.cohen_kappa`` per pair): exact
-    # integer counts, then the same float divisions; the sums over a pair do not depend on
-    # which of its raters is counted first.
-    n = np.bincount(pid, minlength=n_p).astype(float)
-    agree = np.bincount(pid, weights=v1 == v2, minlength=n_p)
-    m1 = np.bincount(pid * n_c + v1, minlength=n_p * n_c).reshape(n_p, n_c)
-    m2 = np.bincount(pid * n_c + v2, minlength=n_p * n_c).reshape(n_p, n_c)
+    # integer counts, then the same float divisions.
+    n = cells.sum(axis=(1, 2)).astype(float)
+    agree = np.trace(cells, axis1=1, axis2=2).astype(float)
     po = agree / n
-    pe = (m1 * m2).sum(axis=1) / n**2
-    keep = (n >= min_common) & (pe < 1.0)
+    pe = (cells.sum(axis=2) * cells.sum(axis=1)).sum(axis=1) / n**2
+    keep = pe < 1.0  # and >= min_common common items: ``rater_pairs``
     with np.errstate(all="ignore"):
         kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
     number = np.cumsum(keep) - 1
     rows = keep[pid]
     kp, lo, hi = number[pid[rows]], pos[lo[rows]], pos[hi[rows]]
-    span = int(pos[-1]) + 1 if len(pos) else 1
+    span = int(pos.max()) + 1 if len(pos) else 1
     big = np.iinfo(np.int64).max
     key_lo_hi, key_hi_lo = np.full(len(kappa), big), np.full(len(kappa), big)
     np.minimum.at(key_lo_hi, kp, lo * span + hi)
