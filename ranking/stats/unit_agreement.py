@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .arrays import distinct, joint_tables, rater_pairs, run_pairs
+from .arrays import joint_tables, rater_pairs, run_pairs
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
 
@@ -164,11 +164,17 @@ def _groups(
     for k in np.flatnonzero(np.bincount(key, minlength=len(mode_names) * len(crit_names))):
         rows = np.flatnonzero(key == k)
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
-        pool_of[rater[rows]] = pool[rows]
-        whole = bool((pool_of[rater[rows]] == pool[rows]).all())
+        in_pool, of_rater = pool[rows], rater[rows]
+        pool_of[of_rater] = in_pool
+        whole = bool((pool_of[of_rater] == in_pool).all())
         yield (m, "all", c), rows, whole
-        for code in distinct(pool[rows]):
-            yield (m, str(pool_names[code]), c), rows[pool[rows] == code], whole
+        # The pools' rows in ascending order: one stable sort of the group's pool codes.
+        ends = np.cumsum(np.bincount(in_pool, minlength=len(pool_names)))
+        narrow = in_pool.astype(np.int16) if len(pool_names) <= 2**15 else in_pool
+        by_pool = rows[np.argsort(narrow, kind="stable")]
+        for code in np.flatnonzero(np.diff(np.r_[0, ends])):
+            start = ends[code - 1] if code else 0
+            yield (m, str(pool_names[code]), c), by_pool[start : ends[code]], whole
 
 
 def agreement_rows(
@@ -189,12 +195,13 @@ def agreement_rows(
     for (mode, pool, crit), rows, whole in _groups(f, rater_all):
         level = "ordinal" if mode == "star" else "nominal"
         item = item_all[rows]
-        sizes = np.bincount(item)
-        rows = rows[sizes[item] >= 2]
+        two = np.bincount(item)[item] >= 2
+        if not two.all():
+            rows, item = rows[two], item[two]
         if not len(rows) and pool != "all":
             # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
             continue
-        item = item_all[rows]
+        rater = rater_all[rows]
         if coded:
             v, cats = _sub_codes(vcode_all[rows], vcats_all)
         else:  # a missing value: the subset's own factorisation, as the frame formulas do
@@ -205,9 +212,9 @@ def agreement_rows(
             pk = None
             if len(rows):
                 codes = v.astype(np.int64)
-                pk = _pair_kappas(item, rater_all[rows], codes, len(cats), min_common, rows)
+                pk = _pair_kappas(item, rater, codes, len(cats), min_common, rows)
         ck, n_pairs = (
-            _subset_mean(pk, _ranks(rater_all[rows], n_r))
+            _subset_mean(pk, _ranks(rater, n_r))
             if pk is not None and len(rows)
             else (float("nan"), 0)
         )
