@@ -74,31 +74,27 @@ def run_pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def rater_pairs(
     rater: np.ndarray, n_r: int, a: np.ndarray, b: np.ndarray, min_common: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pair id per row pair, pair keys ``rater[a] * n_r + rater[b]`` in order of first
-    appearance, a, b) of the row pairs (a, b) of two different raters whose rater pair has at
-    least ``min_common`` row pairs (``pd.factorize`` of the keys, then the pairs kept renumbered
-    in their order)."""
-    ra, rb = rater[a], rater[b]
-    ok = ra != rb
-    if not ok.all():
-        a, b, ra, rb = a[ok], b[ok], ra[ok], rb[ok]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pair id per row pair, pair keys ``rater[a] * n_r + rater[b]``) of the rater pairs of the
+    row pairs (a, b): the pairs of two different raters with at least ``min_common`` row pairs,
+    in order of first appearance (``pd.factorize`` of the keys, the pairs kept renumbered in
+    their order); the row pairs of the other pairs get the id ``len(keys)`` (a spare slot, so
+    no row pair is filtered out)."""
     # The keys fit 32 bits for fewer than 46341 raters: a cheaper hash table, the same order.
-    small = n_r * n_r < 2**31
-    key = ra.astype(np.int32) * np.int32(n_r) + rb.astype(np.int32) if small else ra * n_r + rb
-    pid, pairs = pd.factorize(key)
+    r = rater.astype(np.int32) if n_r * n_r < 2**31 else rater.astype(np.int64)
+    pid, pairs = pd.factorize(r[a] * r.dtype.type(n_r) + r[b])
     pairs = pairs.astype(np.int64)
-    # Most pairs share an item or two: drop them before their tables are counted.
-    kept = np.bincount(pid, minlength=len(pairs)) >= min_common
-    if not kept.all():
-        new_id = np.cumsum(kept) - 1
-        rows = kept[pid]
-        a, b, pid, pairs = a[rows], b[rows], new_id[pid[rows]], pairs[kept]
-    return pid, pairs, a, b
+    # Most pairs share an item or two: their tables are not counted.
+    kept = (np.bincount(pid, minlength=len(pairs)) >= min_common) & (pairs // n_r != pairs % n_r)
+    if kept.all():
+        return pid, pairs
+    new_id = np.where(kept, np.cumsum(kept) - 1, int(kept.sum()))
+    return new_id[pid], pairs[kept]
 
 
 def joint_tables(pid: np.ndarray, n_p: int, va: np.ndarray, vb: np.ndarray, k: int) -> np.ndarray:
-    """Per pair id (0..n_p-1): the k x k counts of its (va, vb) value codes (0..k-1)."""
-    cells = np.bincount((pid * k + va) * k + vb, minlength=n_p * k * k)
-    out: np.ndarray = cells.reshape(n_p, k, k)
+    """Per pair id (0..n_p-1): the k x k counts of its (va, vb) value codes (0..k-1); ids of
+    n_p and more (``rater_pairs``' spare slot) are not counted."""
+    cells = np.bincount((pid * k + va) * k + vb, minlength=(n_p + 1) * k * k)
+    out: np.ndarray = cells[: n_p * k * k].reshape(n_p, k, k)
     return out

@@ -73,7 +73,7 @@ def pair_tables(
     k = len(cats)
     if not len(ii):
         return np.zeros(0, int), np.zeros(0, int), np.zeros((0, k, k))
-    pid, pairs, ii, jj = rater_pairs(rater, n_r, ii, jj, min_common)
+    pid, pairs = rater_pairs(rater, n_r, ii, jj, min_common)
     cells = joint_tables(pid, len(pairs), value[ii], value[jj], k)
     return pairs // n_r, pairs % n_r, cells
 

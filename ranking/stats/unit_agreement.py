@@ -77,7 +77,7 @@ def _pair_kappas(
     order = np.argsort(item * n_r + rater, kind="stable")
     rater, v, pos = rater[order], v[order], pos[order]
     lo, hi = run_pairs(item[order])
-    pid, pairs, lo, hi = rater_pairs(rater, n_r, lo, hi, min_common)
+    pid, pairs = rater_pairs(rater, n_r, lo, hi, min_common)
     cells = joint_tables(pid, len(pairs), v[lo], v[hi], n_c)
     # The same operations as the frame formulas (``agreement.cohen_kappa`` per pair): exact
     # integer counts, then the same float divisions.
@@ -85,19 +85,19 @@ def _pair_kappas(
     agree = np.trace(cells, axis1=1, axis2=2).astype(float)
     po = agree / n
     pe = (cells.sum(axis=2) * cells.sum(axis=1)).sum(axis=1) / n**2
-    keep = pe < 1.0  # and >= min_common common items: ``rater_pairs``
+    keep = pe < 1.0  # and >= min_common common items, two raters: ``rater_pairs``
     with np.errstate(all="ignore"):
         kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
-    number = np.cumsum(keep) - 1
-    rows = keep[pid]
-    kp, lo, hi = number[pid[rows]], pos[lo[rows]], pos[hi[rows]]
+    # Each row pair's kappa number; the pairs without a kappa share a spare last slot.
+    number = np.r_[np.where(keep, np.cumsum(keep) - 1, len(kappa)), len(kappa)][pid]
+    lo, hi = pos[lo], pos[hi]
     span = int(pos.max()) + 1 if len(pos) else 1
     big = np.iinfo(np.int64).max
-    key_lo_hi, key_hi_lo = np.full(len(kappa), big), np.full(len(kappa), big)
-    np.minimum.at(key_lo_hi, kp, lo * span + hi)
-    np.minimum.at(key_hi_lo, kp, hi * span + lo)
+    key_lo_hi, key_hi_lo = np.full(len(kappa) + 1, big), np.full(len(kappa) + 1, big)
+    np.minimum.at(key_lo_hi, number, lo * span + hi)
+    np.minimum.at(key_hi_lo, number, hi * span + lo)
     kept = pairs[keep]
-    return _PairKappas(kept // n_r, kept % n_r, kappa, key_lo_hi, key_hi_lo)
+    return _PairKappas(kept // n_r, kept % n_r, kappa, key_lo_hi[:-1], key_hi_lo[:-1])
 
 
 def _ranks(rater: np.ndarray, n_r: int) -> np.ndarray:
