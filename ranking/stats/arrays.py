@@ -55,3 +55,46 @@ def first_ratings(j: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
         return j
     first = j["is_first"].to_numpy(bool)
     return j if bool(first.all()) else j.loc[first, cols]
+
+
+def run_pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every two positions a < b within a run of equal values of ``key`` (equal values
+    contiguous, e.g. sorted): the runs by length (ascending), then by position, each run's pairs
+    in ``np.triu_indices`` order."""
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[starts, len(key)])
+    a_idx, b_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for m in distinct(sizes[sizes >= 2]):
+        base = starts[sizes == m]
+        a, b = np.triu_indices(int(m), k=1)
+        a_idx.append((base[:, None] + a[None, :]).ravel())
+        b_idx.append((base[:, None] + b[None, :]).ravel())
+    return np.concatenate(a_idx), np.concatenate(b_idx)
+
+
+def rater_pairs(
+    rater: np.ndarray, n_r: int, a: np.ndarray, b: np.ndarray, min_common: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pair id per row pair, pair keys ``rater[a] * n_r + rater[b]``) of the rater pairs of the
+    row pairs (a, b): the pairs of two different raters with at least ``min_common`` row pairs,
+    in order of first appearance (``pd.factorize`` of the keys, the pairs kept renumbered in
+    their order); the row pairs of the other pairs get the id ``len(keys)`` (a spare slot, so
+    no row pair is filtered out)."""
+    # The keys fit 32 bits for fewer than 46341 raters: a cheaper hash table, the same order.
+    r = rater.astype(np.int32) if n_r * n_r < 2**31 else rater.astype(np.int64)
+    pid, pairs = pd.factorize(r[a] * r.dtype.type(n_r) + r[b])
+    pairs = pairs.astype(np.int64)
+    # Most pairs share an item or two: their tables are not counted.
+    kept = (np.bincount(pid, minlength=len(pairs)) >= min_common) & (pairs // n_r != pairs % n_r)
+    if kept.all():
+        return pid, pairs
+    new_id = np.where(kept, np.cumsum(kept) - 1, int(kept.sum()))
+    return new_id[pid], pairs[kept]
+
+
+def joint_tables(pid: np.ndarray, n_p: int, va: np.ndarray, vb: np.ndarray, k: int) -> np.ndarray:
+    """Per pair id (0..n_p-1): the k x k counts of its (va, vb) value codes (0..k-1); ids of
+    n_p and more (``rater_pairs``' spare slot) are not counted."""
+    cells = np.bincount((pid * k + va) * k + vb, minlength=(n_p + 1) * k * k)
+    out: np.ndarray = cells[: n_p * k * k].reshape(n_p, k, k)
+    return out

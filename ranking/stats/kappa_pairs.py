@@ -15,7 +15,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from . import intervals as iv
-from .arrays import distinct, first_ratings, mode_criterion_groups
+from .arrays import (
+    distinct,
+    first_ratings,
+    joint_tables,
+    mode_criterion_groups,
+    rater_pairs,
+    run_pairs,
+)
 from .kappa_kernel import cohen_intervals_fast
 from .schema import codes_and_names, empty_frame
 
@@ -62,30 +69,12 @@ def pair_tables(
     order = np.argsort(item.astype(np.int64) * n_r + rater, kind="stable")
     item, rater, value = item[order], rater[order], value[order]
     # Every pair of judgements within an item: items are contiguous after the sort.
-    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]])
-    sizes = np.diff(np.r_[starts, len(item)])
-    i_idx, j_idx = [], []
-    for m in distinct(sizes[sizes >= 2]):
-        base = starts[sizes == m]
-        a, b = np.triu_indices(int(m), k=1)
-        i_idx.append((base[:, None] + a[None, :]).ravel())
-        j_idx.append((base[:, None] + b[None, :]).ravel())
+    ii, jj = run_pairs(item)
     k = len(cats)
-    if not i_idx:
+    if not len(ii):
         return np.zeros(0, int), np.zeros(0, int), np.zeros((0, k, k))
-    ii, jj = np.concatenate(i_idx), np.concatenate(j_idx)
-    ok = rater[ii] != rater[jj]
-    ii, jj = ii[ok], jj[ok]
-    pid, pairs = pd.factorize(rater[ii] * n_r + rater[jj])
-    # Most pairs share an item or two: drop them before their tables are counted.
-    kept = np.bincount(pid, minlength=len(pairs)) >= min_common
-    if not kept.all():
-        new_id = np.cumsum(kept) - 1
-        rows = kept[pid]
-        ii, jj, pid, pairs = ii[rows], jj[rows], new_id[pid[rows]], pairs[kept]
-    cells = np.bincount(
-        (pid * k + value[ii]) * k + value[jj], minlength=len(pairs) * k * k
-    ).reshape(len(pairs), k, k)
+    pid, pairs = rater_pairs(rater, n_r, ii, jj, min_common)
+    cells = joint_tables(pid, len(pairs), value[ii], value[jj], k)
     return pairs // n_r, pairs % n_r, cells
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .arrays import distinct
+from .arrays import joint_tables, rater_pairs, run_pairs
 from .intervals import alpha_batch, fleiss_batch, patterns
 from .schema import codes_and_names
 
@@ -27,16 +27,8 @@ from .schema import codes_and_names
 def within_item_pairs(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every two rows p < q of the same item (positions into ``item``)."""
     order = np.argsort(item, kind="stable")
-    it = item[order]
-    starts = np.flatnonzero(np.r_[True, it[1:] != it[:-1]])
-    sizes = np.diff(np.r_[starts, len(it)])
-    i_idx, j_idx = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for m in distinct(sizes[sizes >= 2]):
-        base = starts[sizes == m]
-        a, b = np.triu_indices(int(m), k=1)
-        i_idx.append(order[(base[:, None] + a[None, :]).ravel()])
-        j_idx.append(order[(base[:, None] + b[None, :]).ravel()])
-    return np.concatenate(i_idx), np.concatenate(j_idx)
+    a, b = run_pairs(item[order])
+    return order[a], order[b]
 
 
 def mean_cohen_codes(
@@ -49,6 +41,7 @@ def mean_cohen_codes(
         return float("nan"), 0
     v, cats = pd.factorize(value, sort=True)
     rater = pd.factorize(rater)[0].astype(np.int64)
+    item = pd.factorize(item)[0].astype(np.int64)
     pk = _pair_kappas(item, rater, v.astype(np.int64), len(cats), min_common)
     return _subset_mean(pk, _ranks(rater, int(rater.max()) + 1))
 
@@ -78,37 +71,33 @@ def _pair_kappas(
     """``_PairKappas`` of rows with item codes ``item``, rater codes ``rater`` (>= 0) and value
     codes ``v`` (0..n_c-1, in sorted order); ``pos``: the rows' positions (default 0..n-1)."""
     pos = np.arange(len(item), dtype=np.int64) if pos is None else pos
-    p, q = within_item_pairs(item)
-    swap = rater[p] > rater[q]
-    lo, hi = np.where(swap, q, p), np.where(swap, p, q)
-    ok = rater[lo] != rater[hi]
-    lo, hi = lo[ok], hi[ok]
     n_r = int(rater.max()) + 1 if len(rater) else 1
-    pid, pairs = pd.factorize(rater[lo] * n_r + rater[hi])
-    n_p = len(pairs)
-    v1, v2 = v[lo], v[hi]
+    # The pairs in any order (``_subset_mean`` orders them by key): by item, then rater, so a
+    # pair's lower rater comes first, and the row pairs are near each other.
+    order = np.argsort(item * n_r + rater, kind="stable")
+    rater, v, pos = rater[order], v[order], pos[order]
+    lo, hi = run_pairs(item[order])
+    pid, pairs = rater_pairs(rater, n_r, lo, hi, min_common)
+    cells = joint_tables(pid, len(pairs), v[lo], v[hi], n_c)
     # The same operations as the frame formulas (``agreement.cohen_kappa`` per pair): exact
-    # integer counts, then the same float divisions; the sums over a pair do not depend on
-    # which of its raters is counted first.
-    n = np.bincount(pid, minlength=n_p).astype(float)
-    agree = np.bincount(pid, weights=v1 == v2, minlength=n_p)
-    m1 = np.bincount(pid * n_c + v1, minlength=n_p * n_c).reshape(n_p, n_c)
-    m2 = np.bincount(pid * n_c + v2, minlength=n_p * n_c).reshape(n_p, n_c)
+    # integer counts, then the same float divisions.
+    n = cells.sum(axis=(1, 2)).astype(float)
+    agree = np.trace(cells, axis1=1, axis2=2).astype(float)
     po = agree / n
-    pe = (m1 * m2).sum(axis=1) / n**2
-    keep = (n >= min_common) & (pe < 1.0)
+    pe = (cells.sum(axis=2) * cells.sum(axis=1)).sum(axis=1) / n**2
+    keep = pe < 1.0  # and >= min_common common items, two raters: ``rater_pairs``
     with np.errstate(all="ignore"):
         kappa = (po[keep] - pe[keep]) / (1.0 - pe[keep])
-    number = np.cumsum(keep) - 1
-    rows = keep[pid]
-    kp, lo, hi = number[pid[rows]], pos[lo[rows]], pos[hi[rows]]
-    span = int(pos[-1]) + 1 if len(pos) else 1
+    # Each row pair's kappa number; the pairs without a kappa share a spare last slot.
+    number = np.r_[np.where(keep, np.cumsum(keep) - 1, len(kappa)), len(kappa)][pid]
+    lo, hi = pos[lo], pos[hi]
+    span = int(pos.max()) + 1 if len(pos) else 1
     big = np.iinfo(np.int64).max
-    key_lo_hi, key_hi_lo = np.full(len(kappa), big), np.full(len(kappa), big)
-    np.minimum.at(key_lo_hi, kp, lo * span + hi)
-    np.minimum.at(key_hi_lo, kp, hi * span + lo)
+    key_lo_hi, key_hi_lo = np.full(len(kappa) + 1, big), np.full(len(kappa) + 1, big)
+    np.minimum.at(key_lo_hi, number, lo * span + hi)
+    np.minimum.at(key_hi_lo, number, hi * span + lo)
     kept = pairs[keep]
-    return _PairKappas(kept // n_r, kept % n_r, kappa, key_lo_hi, key_hi_lo)
+    return _PairKappas(kept // n_r, kept % n_r, kappa, key_lo_hi[:-1], key_hi_lo[:-1])
 
 
 def _ranks(rater: np.ndarray, n_r: int) -> np.ndarray:
@@ -175,11 +164,17 @@ def _groups(
     for k in np.flatnonzero(np.bincount(key, minlength=len(mode_names) * len(crit_names))):
         rows = np.flatnonzero(key == k)
         m, c = str(mode_names[mode[rows[0]]]), str(crit_names[crit[rows[0]]])
-        pool_of[rater[rows]] = pool[rows]
-        whole = bool((pool_of[rater[rows]] == pool[rows]).all())
+        in_pool, of_rater = pool[rows], rater[rows]
+        pool_of[of_rater] = in_pool
+        whole = bool((pool_of[of_rater] == in_pool).all())
         yield (m, "all", c), rows, whole
-        for code in distinct(pool[rows]):
-            yield (m, str(pool_names[code]), c), rows[pool[rows] == code], whole
+        # The pools' rows in ascending order: one stable sort of the group's pool codes.
+        ends = np.cumsum(np.bincount(in_pool, minlength=len(pool_names)))
+        narrow = in_pool.astype(np.int16) if len(pool_names) <= 2**15 else in_pool
+        by_pool = rows[np.argsort(narrow, kind="stable")]
+        for code in np.flatnonzero(np.diff(np.r_[0, ends])):
+            start = ends[code - 1] if code else 0
+            yield (m, str(pool_names[code]), c), by_pool[start : ends[code]], whole
 
 
 def agreement_rows(
@@ -200,12 +195,13 @@ def agreement_rows(
     for (mode, pool, crit), rows, whole in _groups(f, rater_all):
         level = "ordinal" if mode == "star" else "nominal"
         item = item_all[rows]
-        sizes = np.bincount(item)
-        rows = rows[sizes[item] >= 2]
+        two = np.bincount(item)[item] >= 2
+        if not two.all():
+            rows, item = rows[two], item[two]
         if not len(rows) and pool != "all":
             # No item of this pool has two raters (e.g. one judge per item): nothing to agree on.
             continue
-        item = item_all[rows]
+        rater = rater_all[rows]
         if coded:
             v, cats = _sub_codes(vcode_all[rows], vcats_all)
         else:  # a missing value: the subset's own factorisation, as the frame formulas do
@@ -216,9 +212,9 @@ def agreement_rows(
             pk = None
             if len(rows):
                 codes = v.astype(np.int64)
-                pk = _pair_kappas(item, rater_all[rows], codes, len(cats), min_common, rows)
+                pk = _pair_kappas(item, rater, codes, len(cats), min_common, rows)
         ck, n_pairs = (
-            _subset_mean(pk, _ranks(rater_all[rows], n_r))
+            _subset_mean(pk, _ranks(rater, n_r))
             if pk is not None and len(rows)
             else (float("nan"), 0)
         )

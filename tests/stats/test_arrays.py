@@ -67,3 +67,42 @@ def test_first_ratings_selects_once():
     # Already the first ratings: the frame itself, not another copy.
     assert first_ratings(f, ["a"]) is f
     assert first_ratings(j.iloc[:0], ["a"]).empty
+
+
+def test_run_pairs_lists_runs_by_length_then_position_in_triu_order() -> None:
+    from ranking.stats.arrays import run_pairs
+
+    key = np.array([5, 5, 5, 6, 7, 7, 8, 8])
+    a, b = run_pairs(key)
+    assert list(zip(a.tolist(), b.tolist(), strict=True)) == [
+        (4, 5),
+        (6, 7),
+        (0, 1),
+        (0, 2),
+        (1, 2),
+    ]
+    assert run_pairs(np.array([1, 2, 3]))[0].shape == (0,)
+
+
+def test_rater_pairs_numbers_pairs_the_same_with_32_and_64_bit_keys() -> None:
+    from ranking.stats.arrays import rater_pairs
+
+    rng = np.random.default_rng(0)
+    rater = rng.integers(0, 40, 3000)
+    a = rng.integers(0, 3000, 5000)
+    b = rng.integers(0, 3000, 5000)
+    small = rater_pairs(rater, 40, a, b, 3)  # 32-bit keys
+    big = rater_pairs(rater * 1000, 50_000, a, b, 3)  # 50_000**2 >= 2**31: 64-bit keys
+    assert np.array_equal(small[0], big[0])
+    assert np.array_equal(small[1] // 40 * 1000, big[1] // 50_000)
+    assert small[1].dtype == big[1].dtype == np.int64
+    # The kept pairs: two different raters, >= 3 row pairs, numbered by first appearance; the
+    # other row pairs in the spare slot.
+    pid, keys = small
+    n_p = len(keys)
+    ra, rb = rater[a], rater[b]
+    counts = pd.Series(ra * 40 + rb).value_counts()
+    want = [k for k in pd.unique(ra * 40 + rb) if counts[k] >= 3 and k // 40 != k % 40]
+    assert keys.tolist() == want and n_p > 0
+    assert np.array_equal(keys[pid[pid < n_p]], (ra * 40 + rb)[pid < n_p])
+    assert ((pid == n_p) == ~np.isin(ra * 40 + rb, keys)).all()
