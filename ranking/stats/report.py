@@ -180,10 +180,13 @@ class ReportOptions:
         return d
 
 
-# Worker threads of one report: the leaderboards, the PPI++ section, the per-pair kappa bootstrap
-# and the judge section's tables that need no other table. 0 runs everything in the calling thread, in the same order (the figures are the same
-# either way: each table draws from its own seeded stream).
-REPORT_THREADS = 4
+# Worker threads of one report for the leaderboards, the PPI++ section, the per-pair kappa
+# bootstrap and the judge section's tables that need no other table (queued in that order; the
+# compiled kernels run on ``parallel``'s own threads). 0 runs everything in the calling thread,
+# in the same order; the figures are the same either way, as each table draws from its own seeded
+# stream. Two, not four: on two cores the first 1M-rating report took 4.66 / 4.71 s at 8.5 CPU s
+# with two workers and 4.67 / 4.80 s at 8.9-9.2 CPU s with four (docs/decisions/report-speed.md).
+REPORT_THREADS = 2
 
 
 class _Inline(Executor):
