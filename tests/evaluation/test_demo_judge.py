@@ -71,7 +71,10 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", DEMO_KEY))}
     env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'demo.sqlite3'}", DEMO_PORT=str(_free_port()))
     demo = subprocess.Popen(
-        ["bin/demo"],
+        # Started as a terminal starts it, with Ctrl-C's signal at its default: a test run that
+        # was itself started in the background of a script (CI) inherits SIGINT ignored, and
+        # every process of the demo would then ignore the Ctrl-C below.
+        [sys.executable, "-c", _WITH_DEFAULT_SIGINT, "bin/demo"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -102,6 +105,12 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
     # Whatever else of the demo's group may still be stopping.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(demo.pid, signal.SIGKILL)
+
+
+_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
