@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from .elo import HAVE_NUMBA, numba
+from .intervals import nan_quantiles
 
 ELO_SCALE = 400.0 / np.log(10.0)
 
@@ -324,16 +325,7 @@ def table(
     boot_r = 1500.0 + ELO_SCALE * boot
     with np.errstate(all="ignore"):
         if n_rounds:
-            lo = (
-                np.nanquantile(boot_r, lo_q, axis=0)
-                if np.isfinite(boot_r).any()
-                else np.full(m, np.nan)
-            )
-            hi = (
-                np.nanquantile(boot_r, hi_q, axis=0)
-                if np.isfinite(boot_r).any()
-                else np.full(m, np.nan)
-            )
+            lo, hi = nan_quantiles(boot_r, [lo_q, hi_q])
             # Rank intervals: rank of each model within each bootstrap round.
             br = np.where(np.isnan(boot_r), -np.inf, boot_r)
             ranks = (br[:, None, :] > br[:, :, None]).sum(axis=2) + 1

@@ -15,12 +15,24 @@ Intervals are percentile intervals (2.5 % and 97.5 % of the resampled values, Na
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import numpy.typing as npt
 
 N_BOOTSTRAP = 1000
+
+
+def nan_quantiles(values: np.ndarray, qs: list[float], axis: int = 0) -> np.ndarray:
+    """``np.nanquantile(values, qs, axis)`` where a slice with no finite value (a figure
+    undefined in every resample) gives NaN without numpy's "All-NaN slice" warning: only the
+    slices with a value are passed to numpy (the same numbers), and no warning filter is
+    changed (those are process-wide, and reports run on several threads)."""
+    moved = np.moveaxis(np.asarray(values, dtype=float), axis, 0)
+    flat = moved.reshape(moved.shape[0], -1)
+    out = np.full((len(qs), flat.shape[1]), np.nan)
+    ok = ~np.isnan(flat).all(axis=0)
+    if ok.any():
+        out[:, ok] = np.nanquantile(flat[:, ok], qs, axis=0)
+    return out.reshape((len(qs), *moved.shape[1:]))
 
 
 def percentile_interval(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -28,10 +40,7 @@ def percentile_interval(values: np.ndarray, axis: int = 0) -> tuple[np.ndarray, 
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return np.full(values.shape[1:], np.nan), np.full(values.shape[1:], np.nan)
-    with warnings.catch_warnings():
-        # An all-NaN column (a figure undefined in every resample) is reported as NaN.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = np.nanpercentile(values, [2.5, 97.5], axis=axis)
+    lo, hi = nan_quantiles(values, [0.025, 0.975], axis=axis)
     return lo, hi
 
 
