@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from . import elo as elo_mod
-from . import parallel
+from . import memory, parallel
 from .agreement import (
     accuracy_by_criterion,
     accuracy_by_rater,
@@ -398,6 +398,7 @@ def build_report(
     are recomputed without them). ``bt_ties`` is "half" (a tie is half a win) or "exclude".
     ``n_bootstrap`` resamples (default 1,000) feed every interval; ``seed`` makes them repeat.
     """
+    memory.keep_freed_memory()  # once per process: reuse freed arrays (ranking/stats/memory.py)
     with parallel.sequential(REPORT_THREADS <= 0):
         return _build(star_df, pair_df, options)
 
