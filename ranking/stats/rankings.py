@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,6 +9,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from . import rank_tests
 from .grouped import dense_codes, group_means, whole_numbers
 from .schema import CHOICE_SCORE_A, codes_and_names, empty_frame
 
@@ -360,7 +359,8 @@ def points_table(
 
 
 def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
-    """Spearman rho and Kendall tau-b (with p-values) of two model -> score series.
+    """Spearman rho and Kendall tau-b (with permutation p-values: ``rank_tests``) of two
+    model -> score series.
 
     Computed on the models both rankings contain. Scores are used directly: both coefficients
     depend on the order only, and tied scores become tied ranks (tau-b corrects for them).
@@ -385,36 +385,13 @@ def _correlations(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> d
         }
     rho = stats.spearmanr(xv, yv)
     tau = stats.kendalltau(xv, yv, variant="b")
-    p = _spearman_exact_p(xv, yv) if n <= SPEARMAN_EXACT_MAX else float(rho.pvalue)
     return {
         "n_models": n,
         "spearman_rho": float(rho.statistic),
-        "spearman_p": p,
+        "spearman_p": rank_tests.spearman_p(xv, yv),
         "kendall_tau_b": float(tau.statistic),
-        "kendall_p": float(tau.pvalue),
+        "kendall_p": rank_tests.kendall_p(xv, yv),
     }
-
-
-# Up to this many models Spearman's p is exact (every order of one ranking: 40,320 at 8);
-# scipy's t approximation calls 4 models in the same order p = 0 where the exact p is 2/24.
-SPEARMAN_EXACT_MAX = 8
-
-
-@functools.cache
-def _orders(n: int) -> npt.NDArray[np.intp]:
-    """Every permutation of range(n), one per row."""
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def _spearman_exact_p(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> float:
-    """Two-sided permutation p of Spearman's rho: the share of all n! pairings of the two
-    rankings' ranks (ties as mid-ranks, kept) whose |rho| is at least the observed one. Every
-    pairing has the same rank variances, so |rho| orders as |sum of centred x-rank * y-rank|."""
-    rx, ry = stats.rankdata(xv), stats.rankdata(yv)
-    cx = rx - rx.mean()
-    observed = abs(float(ry @ cx))
-    null = np.abs(ry[_orders(len(ry))] @ cx)
-    return float(np.mean(null >= observed - 1e-9 * max(1.0, observed)))
 
 
 def _scored(ranking: pd.Series) -> tuple[dict[object, int], npt.NDArray[np.float64]]:

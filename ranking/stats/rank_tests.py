@@ -1,0 +1,126 @@
+"""Two-sided p-values of Spearman's rho and Kendall's tau-b between two rankings of few models.
+
+Both come from the permutation distribution: every pairing of the two rankings' ranks (ties kept
+as mid-ranks) is equally likely when the rankings are unrelated. Up to ``EXACT_MAX`` models every
+one of the n! pairings is counted (the exact p); beyond, Spearman's p is estimated from
+``N_RANDOM`` random pairings drawn from a fixed seed, (1 + hits) / (1 + N_RANDOM), and Kendall's is
+scipy's exact p when neither ranking has ties, the same random pairings when one does.
+
+The statistics are whole numbers, so no tolerance decides a tie with the observed value: with
+a = 2 x-rank - (n + 1) and b = 2 y-rank (mid-ranks doubled), rho is proportional to sum a_i b_i
+and tau-b to S = sum over i < j of sign(x_i - x_j) sign(y_i - y_j); the factors are the same in
+every pairing, so |rho| and |tau-b| order the pairings as |sum a b| and |S| do.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+# n! pairings are counted up to 9 models (362,880; about 0.1 s for both null distributions).
+EXACT_MAX = 9
+# Random pairings beyond: the p of a test at 0.05 is within 0.0014 (two standard errors).
+N_RANDOM = 100_000
+SEED = 0
+
+IntArray = npt.NDArray[np.int64]
+
+
+@functools.cache
+def _orders(n: int) -> npt.NDArray[np.uint8]:
+    """The pairings counted for n models, one per row: all n! up to EXACT_MAX, else N_RANDOM
+    uniform random orders from the fixed seed."""
+    if n <= EXACT_MAX:
+        return _all_orders(n)
+    rng = np.random.default_rng(SEED)
+    return rng.permuted(np.tile(np.arange(n, dtype=np.uint8), (N_RANDOM, 1)), axis=1)
+
+
+def _all_orders(n: int) -> npt.NDArray[np.uint8]:
+    """All n! permutations of range(n), built by inserting k into every place of each
+    permutation of range(k) (the rows in another order than itertools', the same set)."""
+    out = np.zeros((1, 0), dtype=np.uint8)
+    for k in range(n):
+        m = len(out)
+        grown = np.empty((m * (k + 1), k + 1), dtype=np.uint8)
+        for place in range(k + 1):
+            block = grown[place * m : (place + 1) * m]
+            block[:, :place], block[:, place], block[:, place + 1 :] = (
+                out[:, :place],
+                k,
+                out[:, place:],
+            )
+        out = grown
+    return out
+
+
+def doubled_ranks(v: npt.NDArray[np.float64]) -> IntArray:
+    """2 x the mid-ranks (1 = lowest; ties share their mean rank): whole numbers."""
+    doubled: IntArray = np.rint(2 * stats.rankdata(v)).astype(np.int64)
+    return doubled
+
+
+def _spearman_sums(a: IntArray, b: IntArray) -> IntArray:
+    """|sum a_i b_order(i)| for every counted order."""
+    # In floating point (a matrix product through BLAS), exact: every term and sum is a whole
+    # number far below 2**53.
+    sums = np.abs(b.astype(np.float64)[_orders(len(b))] @ a.astype(np.float64))
+    whole: IntArray = np.rint(sums).astype(np.int64)
+    return whole
+
+
+def _kendall_sums(a: IntArray, b: IntArray) -> IntArray:
+    """|S| for every counted order (the pairs of models looped over, the orders vectorised; the
+    doubled ranks, at most 2n, and S, at most n(n - 1)/2 in size, fit small integers)."""
+    y = np.ascontiguousarray(b.astype(np.int16)[_orders(len(b))].T)  # one row per model
+    s = np.zeros(y.shape[1], dtype=np.int32)
+    for i, j in itertools.combinations(range(len(a)), 2):
+        if a[i] != a[j]:  # the pair's sign in y, turned by its sign in x
+            hi, lo = (y[i], y[j]) if a[i] > a[j] else (y[j], y[i])
+            s += hi > lo
+            s -= hi < lo
+    return np.abs(s).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=16)
+def _null(kind: str, a: tuple[int, ...], b: tuple[int, ...]) -> IntArray:
+    """The sorted null distribution of |statistic|; it depends on the two sets of ranks only
+    (not on which model holds which), so every tie-free pair of n models shares one."""
+    fn = _spearman_sums if kind == "spearman" else _kendall_sums
+    null: IntArray = np.sort(fn(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)))
+    return null
+
+
+def _p(kind: str, observed: int, a: IntArray, b: IntArray) -> float:
+    """Share of the counted orders at least as extreme; (1 + hits) / (1 + draws) when drawn."""
+    null = _null(kind, tuple(sorted(a.tolist())), tuple(sorted(b.tolist())))
+    hits = len(null) - int(np.searchsorted(null, observed, side="left"))
+    if len(a) <= EXACT_MAX:
+        return hits / len(null)
+    return (1 + hits) / (1 + len(null))
+
+
+def kendall_s(x: IntArray, y: IntArray) -> int:
+    """S = concordant - discordant pairs (pairs tied in either ranking count 0)."""
+    i, j = np.triu_indices(len(x), k=1)
+    return int((np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])).sum())
+
+
+def spearman_p(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
+    """Two-sided permutation p of Spearman's rho (exact up to EXACT_MAX models)."""
+    a, b = doubled_ranks(x) - (len(x) + 1), doubled_ranks(y)
+    return _p("spearman", abs(int(a @ b)), a, b)
+
+
+def kendall_p(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64]) -> float:
+    """Two-sided permutation p of Kendall's tau-b; beyond EXACT_MAX models without ties,
+    scipy's exact p (the same distribution, counted by recursion)."""
+    a, b = doubled_ranks(x), doubled_ranks(y)
+    tied = len(np.unique(a)) < len(a) or len(np.unique(b)) < len(b)
+    if len(a) > EXACT_MAX and not tied:
+        return float(stats.kendalltau(x, y, method="exact").pvalue)
+    return _p("kendall", abs(kendall_s(a, b)), a, b)
