@@ -390,7 +390,7 @@ def _correlations(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> d
         "spearman_rho": float(rho.statistic),
         "spearman_p": rank_tests.spearman_p(xv, yv),
         "kendall_tau_b": float(tau.statistic),
-        "kendall_p": rank_tests.kendall_p(xv, yv),
+        "kendall_p": rank_tests.kendall_p(xv, yv, float(tau.pvalue)),
     }
 
 
