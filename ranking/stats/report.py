@@ -8,7 +8,7 @@ Keys and one row of each table:
 key                         one row is ...
 ==========================  =====================================================================
 meta                        dict: options used, counts, excluded raters, numba in use, notes
-leaderboard_star            (rater_kind, model, criterion incl. "overall"): mean, n, rank
+leaderboard_star            (rater_kind, model, criterion incl. "overall"): mean, n, rank, ci_low/high (cut to the rubric's scale)
 leaderboard_total           (rater_kind, model): LLMEval-2 total score (0-100), n_subjects, rank
 leaderboard_points          (rater_kind, model): games, wins, draws, losses, points, score, rank
 leaderboard_elo             (rater_kind, model): games, elo (time order), rank
@@ -457,7 +457,10 @@ def _build(
         _collect(report, laps, "leaderboards", boards)
         _collect(report, laps, "ppi", ppi)
     report["meta"] = _meta(star, pair, o, excluded, crit_max, t0)
-    report["meta"]["star_ci_clipped"] = int(report["leaderboard_star"]["ci_clipped"].sum())
+    # The count of star intervals cut to the scale; the table keeps its published columns.
+    star_table = report["leaderboard_star"]
+    report["meta"]["star_ci_clipped"] = int(star_table["ci_clipped"].sum())
+    report["leaderboard_star"] = star_table.drop(columns="ci_clipped")
     report["meta"]["timings"] = laps.seconds
     report["meta"]["cpu_timings"] = laps.cpu
     return {k: report[k] for k in REPORT_KEYS}
