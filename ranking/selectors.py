@@ -350,6 +350,16 @@ def criterion_max(study: Study) -> dict[str, float]:
     }
 
 
+def criterion_min(study: Study) -> dict[str, float]:
+    """Lowest score per criterion key, from the study's rubric (star-mean intervals stay in it)."""
+    return {
+        key: float(lo)
+        for key, lo in Criterion.objects.filter(rubric_id=study.rubric_id).values_list(
+            "key", "min_score"
+        )
+    }
+
+
 def judge_run_frame(study: Study) -> pd.DataFrame:
     """One row per judge run of the study, for the report's price / time / parse-share figures
     (``ranking.stats.judge_report.JUDGE_RUN_COLUMNS``). Counters come from the run itself

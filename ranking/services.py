@@ -175,6 +175,7 @@ def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     kwargs = filters.build_kwargs()
     frames, quality_tables = _quality_in_scope(study, frames, kwargs)
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
+    kwargs.setdefault("criterion_min", selectors.criterion_min(study) or None)
     kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
     computed_at = timezone.now()
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -11,6 +9,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from . import rank_tests
 from .grouped import dense_codes, group_means, whole_numbers
 from .schema import CHOICE_SCORE_A, codes_and_names, empty_frame
 
@@ -39,9 +38,13 @@ _STAR_COLS = {
     "rank": "int64",
     "ci_low": "float64",
     "ci_high": "float64",
+    "ci_clipped": "bool",
 }
 
 Z95 = 1.959963984540054
+
+# criterion -> (lowest, highest) score the rubric allows; a side not given is not clipped.
+Bounds = Mapping[str, tuple[float, float]]
 
 
 def _normal_interval(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -50,13 +53,46 @@ def _normal_interval(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.S
     return mean - half, mean + half
 
 
-def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
+def scale_bounds(
+    criterion_min: Mapping[str, float] | None, criterion_max: Mapping[str, float] | None
+) -> dict[str, tuple[float, float]]:
+    """The rubric's (min, max) per criterion; -inf / +inf where the rubric gives no bound."""
+    lo, hi = dict(criterion_min or {}), dict(criterion_max or {})
+    return {c: (float(lo.get(c, -np.inf)), float(hi.get(c, np.inf))) for c in {*lo, *hi}}
+
+
+def _criterion_bounds(m: pd.DataFrame, g: pd.DataFrame, bounds: Bounds) -> pd.DataFrame:
+    """Per (model, criterion) row of ``m``: the scale its mean can take, ``lo`` and ``hi``: the
+    rubric's range widened to the scores seen (out-of-range scores are used as given)."""
+    seen = g.groupby("criterion", observed=True)["score"].agg(["min", "max"])
+    crit = m["criterion"].astype(str)
+    rubric_lo = crit.map(lambda c: bounds.get(c, (-np.inf, np.inf))[0]).astype(float)
+    rubric_hi = crit.map(lambda c: bounds.get(c, (-np.inf, np.inf))[1]).astype(float)
+    seen_lo = m["criterion"].map(seen["min"]).astype(float)
+    seen_hi = m["criterion"].map(seen["max"]).astype(float)
+    return pd.DataFrame(
+        {"lo": np.fmin(rubric_lo, seen_lo), "hi": np.fmax(rubric_hi, seen_hi)}, index=m.index
+    )
+
+
+def _clip(t: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> pd.DataFrame:
+    """The interval cut to the scale [lo, hi]; ``ci_clipped`` marks the rows where it was."""
+    low, high = t["ci_low"].clip(lower=lo), t["ci_high"].clip(upper=hi)
+    cut_low = t["ci_low"].notna() & (low != t["ci_low"])
+    t["ci_clipped"] = cut_low | (t["ci_high"].notna() & (high != t["ci_high"]))
+    t["ci_low"], t["ci_high"] = low, high
+    return t
+
+
+def _overall(g: pd.DataFrame, m: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
     """``overall`` = mean of the criterion means; its interval from the per-rating averages.
 
     The criteria of one rating are correlated, so treating criteria as independent would make the
     interval too narrow; the rating's own average over its criteria carries that correlation.
     """
     o = m.groupby("model", observed=True).agg(mean=("mean", "mean")).reset_index()
+    # The overall mean is the mean of the criterion means, so its scale is the mean of theirs.
+    edges = scale.groupby(m["model"].to_numpy()).mean()
     # The mean per (model, rating) in (model, rating id) order, as the groupby of the two
     # columns lists them (``group_means``), then their spread per model.
     model, names = codes_and_names(g["model"])
@@ -68,6 +104,8 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     sd = o["model"].map(spread["std"]).astype(float)
     k = o["model"].map(spread["size"]).astype(float)
     o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
+    lo, hi = (o["model"].map(edges[side]).astype(float) for side in ("lo", "hi"))
+    o = _clip(o, lo, hi)
     # The ratings, each counted once (what the interval is over and what the report's "Ratings"
     # column says), not the scores of all criteria added up.
     o["n"] = k.astype("int64")
@@ -75,9 +113,12 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame) -> pd.DataFrame:
     return o
 
 
-def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.DataFrame:
+def star_means(
+    star_df: pd.DataFrame, *, include_repeats: bool = True, bounds: Bounds | None = None
+) -> pd.DataFrame:
     """Mean stars per (rater kind, model, criterion) plus ``overall`` = mean of criterion means,
-    each with a 95% normal-approximation interval (``ci_low``, ``ci_high``; see docs/statistics.md).
+    each with a 95% normal-approximation interval (``ci_low``, ``ci_high``; see docs/statistics.md)
+    cut to the rubric's scale (``bounds``, from ``scale_bounds``; ``ci_clipped`` marks a cut).
 
     Rater kind is "all", "human" and "judge". ``overall`` averages the per-criterion means with
     equal weight (the paper's Table 6: GPT-4's overall 2.917 is the mean of its five criteria).
@@ -95,7 +136,9 @@ def star_means(star_df: pd.DataFrame, *, include_repeats: bool = True) -> pd.Dat
         m = g.groupby(["model", "criterion"])["score"].agg(mean="mean", n="size", sd="std")
         m = m.reset_index()
         m["ci_low"], m["ci_high"] = _normal_interval(m["mean"], m["sd"], m["n"])
-        m = pd.concat([m.drop(columns="sd"), _overall(g, m)], ignore_index=True)
+        scale = _criterion_bounds(m, g, bounds or {})
+        m = _clip(m, scale["lo"], scale["hi"])
+        m = pd.concat([m.drop(columns="sd"), _overall(g, m, scale)], ignore_index=True)
         m.insert(0, "rater_kind", kind)
         parts.append(m)
     out = pd.concat(parts, ignore_index=True)
@@ -316,7 +359,8 @@ def points_table(
 
 
 def rank_correlation(x: pd.Series, y: pd.Series) -> dict[str, float]:
-    """Spearman rho and Kendall tau-b (with p-values) of two model -> score series.
+    """Spearman rho and Kendall tau-b (with permutation p-values: ``rank_tests``) of two
+    model -> score series.
 
     Computed on the models both rankings contain. Scores are used directly: both coefficients
     depend on the order only, and tied scores become tied ranks (tau-b corrects for them).
@@ -341,36 +385,13 @@ def _correlations(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> d
         }
     rho = stats.spearmanr(xv, yv)
     tau = stats.kendalltau(xv, yv, variant="b")
-    p = _spearman_exact_p(xv, yv) if n <= SPEARMAN_EXACT_MAX else float(rho.pvalue)
     return {
         "n_models": n,
         "spearman_rho": float(rho.statistic),
-        "spearman_p": p,
+        "spearman_p": rank_tests.spearman_p(xv, yv),
         "kendall_tau_b": float(tau.statistic),
-        "kendall_p": float(tau.pvalue),
+        "kendall_p": rank_tests.kendall_p(xv, yv, float(tau.pvalue)),
     }
-
-
-# Up to this many models Spearman's p is exact (every order of one ranking: 40,320 at 8);
-# scipy's t approximation calls 4 models in the same order p = 0 where the exact p is 2/24.
-SPEARMAN_EXACT_MAX = 8
-
-
-@functools.cache
-def _orders(n: int) -> npt.NDArray[np.intp]:
-    """Every permutation of range(n), one per row."""
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def _spearman_exact_p(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> float:
-    """Two-sided permutation p of Spearman's rho: the share of all n! pairings of the two
-    rankings' ranks (ties as mid-ranks, kept) whose |rho| is at least the observed one. Every
-    pairing has the same rank variances, so |rho| orders as |sum of centred x-rank * y-rank|."""
-    rx, ry = stats.rankdata(xv), stats.rankdata(yv)
-    cx = rx - rx.mean()
-    observed = abs(float(ry @ cx))
-    null = np.abs(ry[_orders(len(ry))] @ cx)
-    return float(np.mean(null >= observed - 1e-9 * max(1.0, observed)))
 
 
 def _scored(ranking: pd.Series) -> tuple[dict[object, int], npt.NDArray[np.float64]]:

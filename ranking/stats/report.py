@@ -8,7 +8,7 @@ Keys and one row of each table:
 key                         one row is ...
 ==========================  =====================================================================
 meta                        dict: options used, counts, excluded raters, numba in use, notes
-leaderboard_star            (rater_kind, model, criterion incl. "overall"): mean, n, rank
+leaderboard_star            (rater_kind, model, criterion incl. "overall"): mean, n, rank, ci_low/high (cut to the rubric's scale)
 leaderboard_total           (rater_kind, model): LLMEval-2 total score (0-100), n_subjects, rank
 leaderboard_points          (rater_kind, model): games, wins, draws, losses, points, score, rank
 leaderboard_elo             (rater_kind, model): games, elo (time order), rank
@@ -94,6 +94,7 @@ from .rankings import (
     infer_criterion_max,
     labels,
     points_table,
+    scale_bounds,
     star_means,
     total_score,
 )
@@ -154,6 +155,7 @@ class ReportOptions:
     min_accuracy: float | None = None
     min_consistency: float | None = None
     criterion_max: Mapping[str, float] | None = None
+    criterion_min: Mapping[str, float] | None = None
     both_bad: str = "draw"
     bt_ties: str = "half"
     include_repeats: bool = True
@@ -171,7 +173,11 @@ class ReportOptions:
             raise ValueError(f"bt_ties must be one of {BT_TIES}")
 
     def meta(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k not in ("criterion_max", "judge_runs")}
+        d = {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in ("criterion_max", "criterion_min", "judge_runs")
+        }
         for key in ("pools", "rater_kinds", "criteria", "task_types", "length_thresholds"):
             d[key] = list(d[key]) if d[key] is not None else None
         d["start"] = None if self.start is None else str(self.start)
@@ -276,7 +282,11 @@ def _leaderboard_section(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "leaderboard_star": star_means(star, include_repeats=o.include_repeats),
+        "leaderboard_star": star_means(
+            star,
+            include_repeats=o.include_repeats,
+            bounds=scale_bounds(o.criterion_min, o.criterion_max),
+        ),
         "leaderboard_total": total_score(star, crit_max, include_repeats=o.include_repeats),
         "leaderboard_points": points_table(
             pair, both_bad=o.both_bad, include_repeats=o.include_repeats
@@ -364,6 +374,8 @@ def _meta(
         "options": o.meta(),
         "criterion_max": {k: float(v) for k, v in crit_max.items()},
         "criterion_max_source": max_source,
+        # The rubric's lowest scores (given only: a star-mean interval is cut to the scale).
+        "criterion_min": {k: float(v) for k, v in (o.criterion_min or {}).items()},
         "numba": elo_mod.HAVE_NUMBA,
         "seconds": round(time.perf_counter() - t0, 3),
     }
@@ -446,6 +458,10 @@ def _build(
         _collect(report, laps, "leaderboards", boards)
         _collect(report, laps, "ppi", ppi)
     report["meta"] = _meta(star, pair, o, excluded, crit_max, t0)
+    # The count of star intervals cut to the scale; the table keeps its published columns.
+    star_table = report["leaderboard_star"]
+    report["meta"]["star_ci_clipped"] = int(star_table["ci_clipped"].sum())
+    report["leaderboard_star"] = star_table.drop(columns="ci_clipped")
     report["meta"]["timings"] = laps.seconds
     report["meta"]["cpu_timings"] = laps.cpu
     return {k: report[k] for k in REPORT_KEYS}

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Assignment
-from ranking.selectors import criterion_max, study_filter_choices, study_frames
+from ranking.selectors import criterion_max, criterion_min, study_filter_choices, study_frames
 from ranking.stats.schema import PAIR_COLUMNS, STAR_COLUMNS, coerce_pair, coerce_star
 
 from .conftest import OBJECTIVE, PAIR_CHOICES, STAR_SCORES, SUBJECTIVE, T0
@@ -128,6 +128,21 @@ def test_filter_choices_and_full_marks_come_from_the_study(star_study):
     full = criterion_max(star_study.study)
     assert full["correctness"] == 3.0 and full["explanation_correctness"] == 2.0
     assert full["accuracy"] == 5.0
+    assert set(criterion_min(star_study.study).values()) == {1.0}
+
+
+def test_the_report_cuts_star_intervals_to_the_rubric_of_the_study(star_study):
+    from ranking.services import report_build
+
+    report = report_build(study=star_study.study, use_cache=False)
+    meta = report.tables["meta"]
+    assert meta["criterion_min"] == criterion_min(star_study.study)
+    star = report.table("leaderboard_star")
+    top = star["criterion"].map(criterion_max(star_study.study))
+    inside = star["criterion"] == "overall"
+    inside |= (star["ci_low"] >= 1) & (star["ci_high"] <= top) | star["ci_low"].isna()
+    assert inside.all()
+    assert meta["star_ci_clipped"] > 0
 
 
 def test_label_columns_are_categoricals_of_the_names_used_sorted(star_study, pair_study):
