@@ -21,8 +21,8 @@ from django.utils.translation import gettext_lazy as _
 logger = logging.getLogger(__name__)
 
 CONFLICT = _(
-    "Something with the same name was saved at the same moment (a double click, or another "
-    "tab?), so nothing was written by this request. Reload the page and try again."
+    "This conflicts with something saved at the same moment (the same name twice: a double "
+    "click, another tab?), so nothing was written by this request. Reload the page and try again."
 )
 
 
