@@ -85,6 +85,7 @@ JSON_BODIES = [
     '{"x": "\\ud800"}',
     "{" * 5000,
 ]
+HTMX = {"HX-Request": "true", "HX-Current-URL": "http://testserver/%FF", "HX-Target": "x"}
 FIELD_RE = re.compile(r'name="([A-Za-z0-9_\-\.\[\]]+)"')
 
 
@@ -232,6 +233,8 @@ def test_fuzz_every_route(organizer, other_organizer, settings):
         for who in clients:
             fz.send(who, "get", url)
             fz.send(who, "post", url)
+            fz.send(who, "get", url, headers=HTMX)
+            fz.send(who, "post", url, headers=HTMX)
         for bad in _hostile_paths(route, good):
             for who in ("anon", "alice", "crowd"):
                 fz.send(who, "get", _url(route.pattern, bad))
@@ -251,6 +254,8 @@ def _fuzz_fields(fz, who, url, names, words):
             fz.send(who, "get", url, data=query)
             fz.send(who, "post", url, data=query)
             fz.send(who, "post", url, data={n: [word, "1"] for n in names})
+            fz.send(who, "get", url, data=query, headers=HTMX)
+            fz.send(who, "post", url, data=query, headers=HTMX)
         body = "{" + ",".join(f'"{n}": {_json(word)}' for n in names) + "}"
         fz.send(who, "post", url, data=body, content_type="application/json")
         fz.send(who, "patch", url, data=body, content_type="application/json")
