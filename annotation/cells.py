@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 else:
     openpyxl = lazy_module("openpyxl")
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# ASCII operators, then their full-width and small forms (spreadsheets set up for East Asian
+# input may read those as the ASCII operator; escaping them costs an apostrophe).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "＝", "＋", "－", "＠", "﹦", "﹢", "﹣", "﹫")
 XLSX_CELL_MAX = 32767  # Excel's limit on characters in a cell
 TRUNCATED = " [truncated: xlsx]"
 

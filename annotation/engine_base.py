@@ -39,7 +39,7 @@ class AssignmentGone(Exception):
 def check_admission(*, study: Study, rater: Rater) -> None:
     if study.status != Study.Status.LIVE:
         raise StudyUnavailable(study.status)
-    if rater.kind != Rater.Kind.HUMAN or not study.admits(rater.pool):
+    if rater.kind != Rater.Kind.HUMAN or not study.admits_rater(rater):
         raise NotAdmitted(rater.pool)
 
 

@@ -70,6 +70,25 @@ def check_ratings(study: Study) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=[*CHECK_COLUMNS, "item_id", "rating_id"])
 
 
+def skipped_attention_checks(study: Study) -> pd.DataFrame:
+    """An attention check a human skipped, as a failed check (``CHECK_COLUMNS``): its text says
+    what to answer, so skipping it is the only way to dodge it. A skipped gold item, which looks
+    like any item, is no failure."""
+    rows = (
+        Assignment.objects.filter(
+            study=study,
+            status=Assignment.Status.SKIPPED,
+            is_repeat=False,
+            item__check_kind=Item.CheckKind.ATTENTION,
+            rater__kind=Rater.Kind.HUMAN,
+        )
+        .values_list("rater__pseudonym", "rater__pool")
+        .order_by("pk")
+    )
+    records = [(who, pool, Item.CheckKind.ATTENTION, False) for who, pool in rows]
+    return pd.DataFrame.from_records(records, columns=list(CHECK_COLUMNS))
+
+
 def excluded_pseudonyms(study: Study) -> set[str]:
     return set(Exclusion.objects.filter(study=study).values_list("rater__pseudonym", flat=True))
 
@@ -78,7 +97,11 @@ def study_quality(study: Study) -> pd.DataFrame:
     """Per human annotator of the study: figures, flags and whether they are excluded (all
     annotators, excluded ones included, so an exclusion can be reviewed and lifted)."""
     frames = study_frames(study)
-    table = annotator_flags(frames.star_df, frames.pair_df, check_ratings(study))
+    checks, skipped = check_ratings(study), skipped_attention_checks(study)
+    if not skipped.empty:
+        frames_ = [f for f in (checks[list(CHECK_COLUMNS)], skipped) if not f.empty]
+        checks = pd.concat(frames_, ignore_index=True)
+    table = annotator_flags(frames.star_df, frames.pair_df, checks)
     reasons = dict(Exclusion.objects.filter(study=study).values_list("rater__pseudonym", "reason"))
     table["excluded"] = table["rater_id"].isin(reasons)
     table["exclusion_reason"] = [reasons.get(r, "") for r in table["rater_id"]]

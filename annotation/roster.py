@@ -20,6 +20,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from annotation.models import Rater
+from annotation.permissions import ORGANIZERS_GROUP
 
 MAX_BULK = 500
 USERNAME_MAX = 150
@@ -127,7 +128,21 @@ def _own_account(rater: Rater, by) -> User:
         raise ValidationError("Only onsite accounts are managed here.")
     if not (by.is_superuser or rater.invited_by_id == by.id):
         raise PermissionDenied("This annotator belongs to another organizer.")
-    return rater.user
+    user = rater.user
+    if not by.is_superuser and _has_organizer_rights(user):
+        # Promoted since the organizer made it: a new invitation would hand them a link that
+        # signs in with those rights, and deactivating would lock a colleague out.
+        raise PermissionDenied(
+            "This account has organizer rights now; only a superuser manages it."
+        )
+    return user
+
+
+def _has_organizer_rights(user: User) -> bool:
+    """Superuser, staff or organizer, whether or not the account is active now."""
+    if user.is_superuser or user.is_staff:
+        return True
+    return user.groups.filter(name=ORGANIZERS_GROUP).exists()
 
 
 @transaction.atomic

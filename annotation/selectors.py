@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Q, QuerySet
 
 from annotation.limits import parse_id
@@ -41,6 +42,9 @@ def _given(**lookups: Any) -> dict[str, Any]:
     return {lookup: value for lookup, value in lookups.items() if value}
 
 
+MAX_SEARCH = 1000
+
+
 def question_list(user, query: Mapping[str, str] | None = None) -> QuerySet[Question]:
     """Questions of the datasets `user` may read, with their number of responses. `query` (the
     data API's query string) filters by dataset (id or name), task_type, kind and search (in the
@@ -52,6 +56,8 @@ def question_list(user, query: Mapping[str, str] | None = None) -> QuerySet[Ques
         qs = _in_dataset(qs, q["dataset"], path="dataset")
     qs = qs.filter(**_given(task_type=q.get("task_type"), kind=q.get("kind")))
     if search := q.get("search"):
+        if len(search) > MAX_SEARCH:  # SQLite refuses a LIKE pattern over 50,000 bytes
+            raise ValidationError({"search": f"Search for at most {MAX_SEARCH} characters."})
         qs = qs.filter(Q(text__icontains=search) | Q(external_id__icontains=search))
     return qs.order_by("dataset_id", "id")
 

@@ -205,7 +205,15 @@ def study_update(*, study: Study, **definition: Any) -> Study:
     return study_save(study=study, **definition)
 
 
+@transaction.atomic
 def study_set_status(*, study: Study, status: str) -> Study:
+    """Move the study to `status` when its current status allows it. The current status is read
+    from the locked row, not from `study` (read earlier by the request): otherwise a Close and a
+    Resume sent at the same moment both pass, and the Resume saved last makes a closed study
+    live again. `study` is given the status it ends with."""
+    study.status = (
+        Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).get()
+    )
     allowed: dict[str, set[str]] = {
         Study.Status.DRAFT: {Study.Status.LIVE, Study.Status.CLOSED},
         Study.Status.LIVE: {Study.Status.PAUSED, Study.Status.CLOSED},

@@ -12,7 +12,9 @@ the net under them:
   pass through) raised UnicodeEncodeError: now refused like any malformed header.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
-  beyond the column's range) become a 400 with the messages, after DRF's own handling.
+  beyond the column's range) become a 400 with the messages, after DRF's own handling; an
+  IntegrityError (two requests created the same name at the same moment: both passed the "name
+  is free" check before either committed) is a 409 (``config.conflicts``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError
+from django.db import DataError, IntegrityError
 from rest_framework import status
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, ParseError
@@ -102,6 +104,12 @@ def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         set_rollback()
         return Response(validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, IntegrityError):
+        from config.conflicts import CONFLICT, log_conflict
+
+        set_rollback()
+        log_conflict(context.get("request"), exc)
+        return Response({"detail": str(CONFLICT)}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, DataError):
         set_rollback()
         logger.info("API input refused by the database: %s", exc)

@@ -123,6 +123,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.conflicts.ConflictMiddleware",  # a unique value written twice at once: 409
 ]
 if not DEBUG:
     # Static files from the app server itself, hashed and compressed: collectstatic's output,

@@ -215,6 +215,9 @@ def judge_run_resume(*, run: JudgeRun, force: bool = False) -> JudgeRun:
     with transaction.atomic():
         locked = JudgeRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == JudgeRun.Status.FAILED:
+            # A failed run comes back only while no other run of its judge on its study is
+            # active: both would send the same requests and pay for them twice.
+            services.refuse_second_active_run(study=run.study, judge=run.judge, run=run)
             locked.status = JudgeRun.Status.QUEUED
             locked.save(update_fields=["status"])
     judge_run_execute.enqueue(run.pk, force=force)

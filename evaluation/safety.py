@@ -102,9 +102,16 @@ def check_key_host(name: str, url: str) -> None:
     if hosts is None:
         return
     try:
-        host = (urlsplit(url or "").hostname or "").lower().rstrip(".")
+        parts = urlsplit(url or "")
+        host = (parts.hostname or "").lower().rstrip(".")
     except ValueError:
-        host = ""
+        parts, host = None, ""
+    if host in hosts and parts is not None and parts.scheme != "https":
+        # In clear text, anyone on the network path would read the operator's key.
+        raise ValidationError(
+            _("The key in %(name)s is only sent over https; the URL must start with https://.")
+            % {"name": name}
+        )
     if host not in hosts:
         raise ValidationError(
             _(

@@ -153,6 +153,23 @@ def judge_run_snapshot(run: JudgeRun) -> JudgeRun:
     return run
 
 
+def refuse_second_active_run(*, study: Study, judge: JudgeConfig, run: JudgeRun | None = None):
+    """ValidationError when another run of this judge on this study is active (queued or
+    running). Two active runs would send the same requests side by side and pay for each twice
+    (the cache reuses a call only once it was answered). The judge's row is locked until the
+    caller's transaction ends, so two starts at the same moment (a double click) are checked one
+    after the other. Call it inside the transaction that makes `run` (or another) active."""
+    JudgeConfig.objects.select_for_update().filter(pk=judge.pk).exists()
+    active = JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE)
+    if run is not None:
+        active = active.exclude(pk=run.pk)
+    if (first := active.order_by("pk").first()) is not None:
+        raise ValidationError(
+            f"Run {first.pk} of this judge on this study is still active: cancel or "
+            "resume it first."
+        )
+
+
 @transaction.atomic
 def judge_run_create(
     *,
@@ -177,12 +194,7 @@ def judge_run_create(
         raise ValidationError({"study": "The study has no items to judge."})
     if run.mode not in JudgeRun.Mode.values:
         raise ValidationError({"mode": "Unknown run mode."})
-    active = JudgeRun.objects.filter(study=study, judge=judge, status__in=JudgeRun.ACTIVE)
-    if (first := active.first()) is not None:
-        raise ValidationError(
-            f"Run {first.pk} of this judge on this study is still active: cancel or "
-            "resume it first."
-        )
+    refuse_second_active_run(study=study, judge=judge)
     run.cost_estimate = cost_estimate
     judge_run_snapshot(run).save()
     return run

@@ -58,7 +58,9 @@ QUESTION_FILTERS = [
     OpenApiParameter("dataset", str, description="Dataset id or name."),
     OpenApiParameter("task_type", str),
     OpenApiParameter("kind", str, enum=["objective", "subjective", ""]),
-    OpenApiParameter("search", str, description="In the text and the external id."),
+    OpenApiParameter(
+        "search", str, description="In the text and the external id; at most 1000 characters."
+    ),
 ]
 
 

@@ -182,6 +182,17 @@ class Study(models.Model):
         # to know about.
         check_name_free(self, "name", with_shared=False)
 
+    def admits_rater(self, rater: Rater) -> bool:
+        """The study takes the rater's pool; an onsite account also needs to be one the study's
+        organizer made (or a shared one, made without an inviter, or a study without an owner):
+        otherwise an organizer could sign in with an account of their own roster and read
+        another organizer's questions and answers by rating their onsite study."""
+        if not self.admits(rater.pool):
+            return False
+        if rater.pool != Rater.Pool.ONSITE or self.owner_id is None:
+            return True
+        return rater.invited_by_id is None or rater.invited_by_id == self.owner_id
+
     def admits(self, pool: str) -> bool:
         admitted: dict[str, bool] = {
             Rater.Pool.ONSITE: self.admit_onsite,

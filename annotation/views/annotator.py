@@ -21,6 +21,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -262,7 +263,7 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
     """The study's landing page: instructions, how to join, a start button."""
     study = _study(study_pid)
     rater = _rater_for(request, study)
-    admitted = rater is not None and study.admits(rater.pool)
+    admitted = rater is not None and study.admits_rater(rater)
     progress = None
     if rater is not None and admitted:
         progress = engine.rater_progress(study=study, rater=rater)
@@ -278,7 +279,7 @@ def study_start(request: HttpRequest, study_pid: str) -> HttpResponse:
 def study_next(request: HtmxHttpRequest, study: Study, rater: Rater) -> HttpResponse:
     if _throttled(rater):
         return _too_many()
-    if study.status != Study.Status.LIVE or not study.admits(rater.pool):
+    if study.status != Study.Status.LIVE or not study.admits_rater(rater):
         return redirect("annotate:study", study_pid=study.public_id)
     if rater.pool == Rater.Pool.CROWD and not has_consented(rater, study):
         # Nothing is reserved before the worker has read the instructions and agreed.
@@ -492,4 +493,6 @@ def my_studies(request: HttpRequest) -> HttpResponse:
             return redirect(f"{reverse('login')}?{urlencode({'next': request.path})}")
         raise Http404
     studies = Study.objects.filter(status=Study.Status.LIVE, admit_onsite=True)
+    if rater.invited_by_id is not None:  # an organizer's account: that organizer's studies
+        studies = studies.filter(Q(owner=None) | Q(owner_id=rater.invited_by_id))
     return render(request, "annotation/my_studies.html", {"studies": studies, "rater": rater})

@@ -426,3 +426,30 @@ def test_the_pairwise_fragment_follows_each_requests_language(annotator_client, 
     assert "Which answer is better?" not in pages["zh-CN"]
     assert "Which answer is better?" in pages["en"] and "Left is better" in pages["en"]
     assert "左边好" not in pages["en"]
+
+
+def test_another_organizers_annotator_account_cannot_read_or_rate_an_onsite_study(
+    client, db, organizer, other_organizer
+):
+    """Bob makes an onsite account of his own roster, signs in with it and tries Alice's onsite
+    study: it is not listed, nothing is served and none of her questions or answers is shown.
+    (It used to be listed and served: Bob read Alice's private dataset by rating it.)"""
+    from annotation.roster import onsite_annotator_create
+
+    study = make_study(owner=organizer, dataset_kw={"questions": ["alice-private question"]})
+    bobs, _ = onsite_annotator_create(
+        username="bobs-helper", password="", invited_by=other_organizer
+    )
+    client.force_login(bobs.user)
+    listing = client.get(reverse("annotate:my_studies")).content.decode()
+    assert study.public_id not in listing and study.name not in listing
+    page = client.get(reverse("annotate:next", args=[study.public_id]), follow=True)
+    assert "alice-private" not in page.content.decode()
+    assert not Assignment.objects.filter(rater=bobs).exists()
+    # Alice's own annotator, and a shared account made without an inviter, still rate it.
+    alices, _ = onsite_annotator_create(username="alices-helper", password="", invited_by=organizer)
+    shared = make_rater()
+    for rater in (alices, shared):
+        client.force_login(rater.user)
+        client.get(reverse("annotate:next", args=[study.public_id]))
+        assert Assignment.objects.filter(rater=rater, study=study).count() == 1

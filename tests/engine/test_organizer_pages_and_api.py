@@ -4,11 +4,13 @@ links; organizer-only and owner-only."""
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from annotation import engine
 from annotation.models import Rater, Rubric, Study
+from annotation.services import study_set_status
 
 from .conftest import answer, make_dataset, make_rater, make_study, star_scores
 
@@ -232,3 +234,19 @@ def test_api_annotators_is_organizer_only(client, annotator_user):
     c = api(client, annotator_user)
     assert c.get("/api/annotators/").status_code == 403
     assert c.post("/api/annotators/", {"username": "x"}).status_code == 403
+
+
+def test_a_close_and_a_resume_at_the_same_moment_never_reopen_the_study(
+    organizer_client, organizer
+):
+    # Found on PostgreSQL: POST close/ and launch/ at once on a paused study, both 200, and the
+    # study ended live in 1 run of 12. Each request had read "paused" before the other saved.
+    study = make_study(owner=organizer)
+    study_set_status(study=study, status=Study.Status.PAUSED)
+    stale = Study.objects.get(pk=study.pk)  # the Resume's request read the study here
+    closed = organizer_client.post(f"/api/studies/{study.pk}/close/")
+    assert closed.status_code == 200
+    with pytest.raises(ValidationError):
+        study_set_status(study=stale, status=Study.Status.LIVE)
+    assert stale.status == Study.Status.CLOSED
+    assert Study.objects.get(pk=study.pk).status == Study.Status.CLOSED

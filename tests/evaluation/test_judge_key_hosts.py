@@ -61,3 +61,18 @@ def test_an_old_judge_row_never_sends_the_bound_key_elsewhere(
     assert result.status == "failed" and "JUDGE_KEY_HOSTS" in result.error
     assert "sk-operator-secret" not in result.error
     assert fake.log == []  # no request left, so no key either
+
+
+def test_the_bound_key_is_never_sent_in_clear_text_even_to_its_own_host(organizer_client):
+    with pytest.raises(ValidationError, match="only sent over https"):
+        judge_config_create(
+            name="plain", api_key_env="OPENAI_API_KEY", base_url="http://api.openai.com/v1"
+        )
+    body = {
+        "name": "plain",
+        "api_key_env": "OPENAI_API_KEY",
+        "base_url": "http://API.openai.com./v1",
+    }
+    r = organizer_client.post(reverse("judges_api:judge_create"), body, "application/json")
+    assert r.status_code == 400 and "https" in str(r.json()["base_url"])
+    assert not JudgeConfig.objects.exists()

@@ -180,3 +180,31 @@ def test_the_annotator_api_lists_accounts_without_pseudonyms(client, organizer):
         }
     ]
     assert rater.pseudonym not in str(listed)
+
+
+@pytest.mark.parametrize("promotion", ["organizers group", "staff", "superuser"])
+def test_an_annotator_promoted_to_organizer_is_no_longer_the_inviters_to_reset(
+    organizer_client, promotion
+):
+    """Alice created eve's account; a superuser later made eve an organizer (or staff, or a
+    superuser). A new invitation would hand Alice a link that signs in as eve, and Alice could
+    lock eve out: both are refused (403) and eve's account is unchanged."""
+    from django.contrib.auth.models import Group
+
+    from annotation.permissions import ORGANIZERS_GROUP
+
+    bulk(organizer_client, "eve")
+    rater = Rater.objects.get(user__username="eve")
+    eve = rater.user
+    if promotion == "organizers group":
+        eve.groups.add(Group.objects.get_or_create(name=ORGANIZERS_GROUP)[0])
+    else:
+        User.objects.filter(pk=eve.pk).update(**{f"is_{promotion}": True})
+    password_before = User.objects.get(pk=eve.pk).password
+    invite = organizer_client.post(reverse("organize:annotator_invite", args=[rater.pk]))
+    assert invite.status_code == 403
+    assert not re.search(r"/invite/[\w-]+/[\w-]+/", invite.content.decode())
+    active = reverse("organize:annotator_active", args=[rater.pk])
+    assert organizer_client.post(active, {"active": "0"}).status_code == 403
+    eve = User.objects.get(pk=eve.pk)
+    assert eve.is_active and eve.password == password_before

@@ -132,3 +132,12 @@ def test_a_pairwise_csv_time_outside_the_years_1_to_9999_is_refused(api):
     before = _counts()
     response = api.post("/api/imports/", {"format": "csv", "dataset": "p", "files": [upload]})
     assert "submitted_at must be an ISO 8601 time" in _assert_refused(response, before)
+
+
+def test_an_overlong_search_is_a_400_not_a_database_error(client, organizer):
+    # SQLite refuses a LIKE pattern over 50,000 bytes ("LIKE or GLOB pattern too complex"): a
+    # 70,000-character search was a 500, found by test_hostile_input's Hypothesis run.
+    client.force_login(organizer)
+    response = client.get("/api/questions/", {"search": "x" * 70_000})
+    assert response.status_code == 400 and "at most 1000" in str(response.json()["search"])
+    assert client.get("/api/questions/", {"search": "x" * 1000}).status_code == 200

@@ -87,6 +87,14 @@ def test_escape_formula_prefixes_only_what_would_run():
     assert escape_formula("") == ""
 
 
+@pytest.mark.parametrize("text", ["＝1+1", "＋1", "－1", "＠SUM(A1)", "﹦1+1"])
+def test_escape_formula_prefixes_full_width_operators(text):
+    # Spreadsheets set up for East Asian input may read a full-width (or small form) operator
+    # as its ASCII one, so these are escaped too; "a＝1" is left alone like "a=1".
+    assert escape_formula(text) == "'" + text
+    assert escape_formula("a" + text) == "a" + text
+
+
 def test_xlsx_value_cuts_over_long_text_to_the_cell_limit_and_drops_control_characters():
     assert len(xlsx_value("x" * (XLSX_CELL_MAX + 5))) == XLSX_CELL_MAX
     assert xlsx_value("a\x00b\x07c") == "abc"
