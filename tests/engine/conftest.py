@@ -43,7 +43,7 @@ def answer(a: Assignment, rater: Rater, **kw):
 def mark_checks(study, n: int, kind: str = "gold") -> list[int]:
     """Make the study's first n items hidden checks of `kind`; their primary keys."""
     pks = list(Item.objects.filter(study=study).order_by("pk").values_list("pk", flat=True)[:n])
-    answer_ = {"choices": ["A"]} if study.mode == "pairwise" else {"scores": {}}
+    answer_: dict[str, object] = {"choices": ["A"]} if study.mode == "pairwise" else {"scores": {}}
     Item.objects.filter(pk__in=pks).update(check_kind=kind, check_answer=answer_)
     return pks
 
