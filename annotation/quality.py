@@ -89,6 +89,23 @@ def skipped_attention_checks(study: Study) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=list(CHECK_COLUMNS))
 
 
+def skipped_repeats(study: Study) -> pd.DataFrame:
+    """One row per hidden repeat a human skipped (rater_id, pool): the annotator has rated the
+    item before, so the skip is the way to dodge the self-consistency measure (flag
+    ``repeat_skipped``)."""
+    rows = (
+        Assignment.objects.filter(
+            study=study,
+            status=Assignment.Status.SKIPPED,
+            is_repeat=True,
+            rater__kind=Rater.Kind.HUMAN,
+        )
+        .values_list("rater__pseudonym", "rater__pool")
+        .order_by("pk")
+    )
+    return pd.DataFrame.from_records(list(rows), columns=["rater_id", "pool"])
+
+
 def excluded_pseudonyms(study: Study) -> set[str]:
     return set(Exclusion.objects.filter(study=study).values_list("rater__pseudonym", flat=True))
 
@@ -101,7 +118,7 @@ def study_quality(study: Study) -> pd.DataFrame:
     if not skipped.empty:
         frames_ = [f for f in (checks[list(CHECK_COLUMNS)], skipped) if not f.empty]
         checks = pd.concat(frames_, ignore_index=True)
-    table = annotator_flags(frames.star_df, frames.pair_df, checks)
+    table = annotator_flags(frames.star_df, frames.pair_df, checks, skipped_repeats(study))
     reasons = dict(Exclusion.objects.filter(study=study).values_list("rater__pseudonym", "reason"))
     table["excluded"] = table["rater_id"].isin(reasons)
     table["exclusion_reason"] = [reasons.get(r, "") for r in table["rater_id"]]

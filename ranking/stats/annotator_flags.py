@@ -15,7 +15,11 @@ Flags (a flag is a reason to look, not a verdict):
   ``FAST_BASE_S + characters shown / FAST_CHARS_PER_S`` seconds (over ``MIN_RATINGS`` or more
   timed ratings);
 * ``disagrees``: pairwise, a Dawid-Skene reliability below ``DS_MIN``; star, a noise sigma above
-  ``SIGMA_RATIO`` times the study's median (over ``MIN_RATINGS`` or more ratings).
+  ``SIGMA_RATIO`` times the study's median (over ``MIN_RATINGS`` or more ratings);
+* ``repeat_skipped``: at least one hidden repeat skipped (``repeat_skips``). A repeat shows an
+  item the annotator has already rated, so an honest annotator has no reason to skip it, and a
+  worker who recognises repeats could otherwise skip them all and never be measured for
+  self-consistency.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ FAST_CHARS_PER_S = 50.0
 FAST_SHARE = 0.5
 DS_MIN = 0.5
 SIGMA_RATIO = 2.0
-FLAG_CODES = ("gold", "attention", "straight_lining", "too_fast", "disagrees")
+FLAG_CODES = ("gold", "attention", "straight_lining", "too_fast", "disagrees", "repeat_skipped")
 COLUMNS = (
     "rater_id",
     "pool",
@@ -135,17 +139,26 @@ def _flags(row: pd.Series, median_sigma: float) -> str:
         "too_fast": row["n_timed"] >= MIN_RATINGS and row["fast_share"] >= FAST_SHARE,
         "disagrees": enough
         and (row["ds_reliability"] < DS_MIN or row["star_sigma"] > SIGMA_RATIO * median_sigma),
+        "repeat_skipped": row["repeats_skipped"] > 0,
     }
     return " ".join(code for code in FLAG_CODES if bool(flags[code]))
 
 
 def annotator_flags(
-    star_df: pd.DataFrame, pair_df: pd.DataFrame, checks: pd.DataFrame
+    star_df: pd.DataFrame,
+    pair_df: pd.DataFrame,
+    checks: pd.DataFrame,
+    repeat_skips: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per human annotator (``COLUMNS``); ``flags`` is a space-separated list of codes."""
+    """One row per human annotator (``COLUMNS``); ``flags`` is a space-separated list of codes.
+    ``repeat_skips``: one row per hidden repeat a human skipped (``rater_id``, ``pool``)."""
     star, pair = _humans(star_df), _humans(pair_df)
     ratings = _ratings(star, pair)
-    pools = pd.concat([ratings[["rater_id", "pool"]], checks[["rater_id", "pool"]]])
+    skips = repeat_skips if repeat_skips is not None else pd.DataFrame(columns=["rater_id", "pool"])
+    pools = pd.concat(
+        [f for f in (ratings[["rater_id", "pool"]], checks[["rater_id", "pool"]], skips) if len(f)]
+        or [ratings[["rater_id", "pool"]]]
+    )
     if pools.empty:
         return pd.DataFrame(columns=list(COLUMNS))
     base = pools.drop_duplicates("rater_id").set_index("rater_id")
@@ -154,14 +167,26 @@ def annotator_flags(
     base = base.join(_speed(ratings)).join(_checks(checks))
     for table in (pair_reliability(pair), star_reliability(star)):
         base = base.join(table.set_index("rater_id").drop(columns="n_ratings"))
-    base = base.reindex(columns=[*COLUMNS[1:-1], "n_timed"])
-    for col in ("n_ratings", "n_gold", "n_attention", "attention_failed", "n_timed"):
+    base["repeats_skipped"] = skips.groupby("rater_id").size() if len(skips) else 0
+    base = base.reindex(columns=[*COLUMNS[1:-1], "n_timed", "repeats_skipped"])
+    for col in (
+        "n_ratings",
+        "n_gold",
+        "n_attention",
+        "attention_failed",
+        "n_timed",
+        "repeats_skipped",
+    ):
         base[col] = base[col].fillna(0).astype(np.int64)
     median_sigma = (
         float(base["star_sigma"].median()) if base["star_sigma"].notna().any() else np.inf
     )
     base["flags"] = base.apply(_flags, axis=1, median_sigma=median_sigma)
-    out = base.drop(columns="n_timed").reset_index().rename(columns={"index": "rater_id"})
+    out = (
+        base.drop(columns=["n_timed", "repeats_skipped"])
+        .reset_index()
+        .rename(columns={"index": "rater_id"})
+    )
     return out.sort_values("rater_id", kind="stable").reset_index(drop=True)[list(COLUMNS)]
 
 

@@ -46,3 +46,38 @@ def test_skipping_every_attention_check_is_flagged_as_failing_them(organizer):
     row = _row(study, dodger)
     assert row["n_attention"] == skipped and row["attention_failed"] == skipped
     assert "attention" in row["flags"]
+
+
+def _rate_skipping_repeats(study, rater) -> tuple[int, int]:
+    """Answer every first showing and skip every hidden repeat: (answered, repeats skipped)."""
+    rng, answered, skipped = random.Random(9), 0, 0
+    for _ in range(400):
+        a = engine.assignment_next(study=study, rater=rater, rng=rng)
+        if a is None:
+            break
+        if a.is_repeat:
+            engine.assignment_skip(assignment=a, rater=rater)
+            skipped += 1
+        else:
+            answer(a, rater)
+            answered += 1
+    return answered, skipped
+
+
+def test_skipping_the_hidden_repeats_is_flagged(organizer):
+    """A worker who recognises repeats and skips them would never be measured for
+    self-consistency: the quality table flags the skip; an annotator who rates the repeats is
+    not flagged."""
+    study = make_study(owner=organizer, n_questions=30, repeat_rate=0.3, admit_crowd=True)
+    dodger, honest = make_rater(pool="crowd"), make_rater(pool="crowd")
+    answered, skipped = _rate_skipping_repeats(study, dodger)
+    assert answered >= 10 and skipped >= 1
+    run_honest = random.Random(3)
+    for _ in range(400):
+        a = engine.assignment_next(study=study, rater=honest, rng=run_honest)
+        if a is None:
+            break
+        answer(a, honest)
+    assert Assignment.objects.filter(rater=honest, is_repeat=True, status="submitted").exists()
+    assert "repeat_skipped" in _row(study, dodger)["flags"].split()
+    assert "repeat_skipped" not in _row(study, honest)["flags"].split()
