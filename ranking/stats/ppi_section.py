@@ -42,7 +42,7 @@ from .ppi_groups import (
     positions,
     sort_codes,
 )
-from .rankings import OVERALL
+from .rankings import OVERALL, Bounds
 from .schema import CHOICE_SCORE_A, empty_frame, str_values
 
 PPI_KEYS: tuple[str, ...] = ("ppi", "ppi_curve")
@@ -243,9 +243,11 @@ def mean_row(
     y: npt.NDArray[np.float64],
     f: npt.NDArray[np.float64],
     n_ratings: npt.NDArray[np.int64],
+    scale: tuple[float, float] = (-np.inf, np.inf),
     **labels: str,
 ) -> dict[str, Any]:
-    """One ``ppi`` row for a mean over items: the item table's y, f and n_ratings columns."""
+    """One ``ppi`` row for a mean over items: the item table's y, f and n_ratings columns.
+    Both intervals are cut to ``scale`` (the values the mean can take)."""
     labelled = ~np.isnan(y)
     y_lab = y[labelled]
     r = ppi.ppi_mean(y_lab, f[labelled], f[~labelled])
@@ -266,7 +268,10 @@ def mean_row(
         row["ppi"] = float(r.estimate) if n else np.nan
         return row
     per_item = row["n_human_ratings"] / n
-    return {**row, **_interval_cells(r.human, r.human_se, r.estimate, r.se, n, per_item)}
+    cells = _interval_cells(r.human, r.human_se, r.estimate, r.se, n, per_item)
+    for key in ("human_low", "human_high", "ppi_low", "ppi_high"):
+        cells[key] = float(np.clip(cells[key], *scale))
+    return {**row, **cells}
 
 
 def _interval_cells(
@@ -382,9 +387,12 @@ def _model_index(values: pd.Series, idx: dict[str, int]) -> npt.NDArray[np.int64
 
 
 def _mean_rows(
-    items: pd.DataFrame, judge: str, statistic: str, by: list[str]
+    items: pd.DataFrame, judge: str, statistic: str, by: list[str], bounds: Bounds | None = None
 ) -> list[dict[str, Any]]:
-    """One ``mean_row`` per group of ``by``, in sorted key order, each over its rows' arrays."""
+    """One ``mean_row`` per group of ``by``, in sorted key order, each over its rows' arrays.
+    Intervals are cut to the scale: [0, 1] for win rates; for star means the criterion's range in
+    ``bounds`` (``overall``: the mean of the criteria's), widened to the values seen, unbounded
+    where the rubric gives none (docs/statistics.md)."""
     numbers, keys = group_numbers(items, by)
     y = items["y"].to_numpy(dtype=float)
     f = items["f"].to_numpy(dtype=float)
@@ -393,20 +401,43 @@ def _mean_rows(
     for key, pos in zip(keys, positions(numbers, len(keys)), strict=True):
         labels = dict(zip(by, (str(k) for k in key), strict=True))
         labels.setdefault("criterion", "")
-        row = mean_row(y[pos], f[pos], n_ratings[pos], judge=judge, statistic=statistic, **labels)
+        scale = _scale(statistic, labels["criterion"], bounds or {}, y[pos], f[pos])
+        row = mean_row(
+            y[pos], f[pos], n_ratings[pos], scale, judge=judge, statistic=statistic, **labels
+        )
         rows.append(row)
     return rows
 
 
+def _scale(
+    statistic: str, criterion: str, bounds: Bounds, y: np.ndarray, f: np.ndarray
+) -> tuple[float, float]:
+    """The values a mean of ``statistic`` can take (see ``_mean_rows``)."""
+    if statistic == "win_rate":
+        return 0.0, 1.0
+    lo, hi = bounds.get(criterion, (-np.inf, np.inf))
+    if criterion == OVERALL and bounds and OVERALL not in bounds:
+        lo = float(np.mean([b[0] for b in bounds.values()]))
+        hi = float(np.mean([b[1] for b in bounds.values()]))
+    seen = np.concatenate([y[~np.isnan(y)], f[~np.isnan(f)]])
+    if len(seen):
+        lo, hi = min(float(lo), float(seen.min())), max(float(hi), float(seen.max()))
+    return float(lo), float(hi)
+
+
 def _judge_tables(
-    star_rows: pd.DataFrame, pair_rows: pd.DataFrame, judge: str, rng: np.random.Generator
+    star_rows: pd.DataFrame,
+    pair_rows: pd.DataFrame,
+    judge: str,
+    rng: np.random.Generator,
+    bounds: Bounds | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ``ppi`` rows and the curve rows of one judge."""
     rows: list[dict[str, Any]] = []
     curve: list[dict[str, Any]] = []
     if (star_rows["rater_id"] == judge).any():
         items = item_table(star_rows, judge, ["item_id", "model", "criterion"])
-        rows += _mean_rows(items, judge, "star_mean", ["criterion", "model"])
+        rows += _mean_rows(items, judge, "star_mean", ["criterion", "model"], bounds)
         overall = items[items["criterion"] == OVERALL]
         curve += width_curve(overall, judge, "star_mean", rng)
     if (pair_rows["rater_id"] == judge).any():
@@ -441,10 +472,11 @@ def _frame(rows: list[dict[str, Any]], cols: dict[str, str]) -> pd.DataFrame:
 
 
 def ppi_section(
-    star: pd.DataFrame, pair: pd.DataFrame, *, seed: int = 0
+    star: pd.DataFrame, pair: pd.DataFrame, *, seed: int = 0, bounds: Bounds | None = None
 ) -> dict[str, pd.DataFrame]:
     """The ``ppi`` and ``ppi_curve`` tables (see the module docstring) from the report's
-    coerced, filtered frames. Never raises on thin data: it says "not enough data" instead."""
+    coerced, filtered frames. Never raises on thin data: it says "not enough data" instead.
+    ``bounds``: the rubric's (min, max) per criterion (``rankings.scale_bounds``)."""
     star_rows, pair_rows = star_outcomes(star), pair_outcomes(pair)
     judges = judge_order(star_rows, pair_rows)
     has_human = (star_rows["rater_kind"] == "human").any() or (
@@ -461,7 +493,7 @@ def ppi_section(
     else:
         rng = np.random.default_rng([seed, zlib.crc32(b"ppi_curve")])
         for judge in judges:
-            r, c = _judge_tables(star_rows, pair_rows, judge, rng)
+            r, c = _judge_tables(star_rows, pair_rows, judge, rng, bounds)
             rows += [{**row, "default_judge": judge == judges[0]} for row in r]
             curve += c
     return {"ppi": _frame(rows, PPI_COLS), "ppi_curve": _frame(curve, CURVE_COLS)}

@@ -429,6 +429,7 @@ def _build(
     # own random stream, so the figures do not depend on when they run. Without accuracy or
     # consistency thresholds nobody is left out, so they start before the quality tables.
     early = o.min_accuracy is None and o.min_consistency is None
+    bounds = scale_bounds(o.criterion_min, o.criterion_max)
     with _pool() as pool:
 
         def boards_job() -> Future[Any]:  # on the frames and flags as they are when called
@@ -436,7 +437,11 @@ def _build(
                 parallel.timed, _leaderboard_section, star, pair, flags, o, crit_max, rng
             )
 
-        ppi = pool.submit(parallel.timed, ppi_section, star, pair, seed=o.seed) if early else None
+        ppi = (
+            pool.submit(parallel.timed, ppi_section, star, pair, seed=o.seed, bounds=bounds)
+            if early
+            else None
+        )
         j, flags, crit_max = _judged(star, pair, o)
         boards = boards_job() if early else None
         quality, excluded = _quality_section(j, flags, o)
@@ -446,7 +451,9 @@ def _build(
         report: dict[str, Any] = dict(quality)
         laps.lap("quality")
         boards = boards or boards_job()
-        ppi = ppi or pool.submit(parallel.timed, ppi_section, star, pair, seed=o.seed)
+        ppi = ppi or pool.submit(
+            parallel.timed, ppi_section, star, pair, seed=o.seed, bounds=bounds
+        )
         pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
         # The judge section's tables that need no other table run meanwhile on a worker thread.
         jobs = start_judge_jobs(star, pair_r, j, o, pool) if REPORT_THREADS > 0 else None

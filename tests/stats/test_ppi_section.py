@@ -232,3 +232,33 @@ def test_mean_rows_are_the_mean_row_of_each_group_in_key_order():
         assert row.keys() == expected.keys()
         for key, value in expected.items():
             assert row[key] == value or (np.isnan(row[key]) and np.isnan(value)), key
+
+
+def test_intervals_stay_on_the_scale():
+    """Means near the top of the scale: the normal intervals (est +- 1.96 se) would end past it.
+    Star means are cut to the criterion's range (widened to the values seen), win rates to
+    [0, 1]; without a rubric range a star mean is not cut."""
+    n = 40
+    y = np.full(n, 5.0)  # human per-item means: the top star but for one item
+    y[20] = 4.0
+    f = y.copy()
+    f[[5, 25]] = 4.0
+    y[:10] = np.nan  # items the judge rated alone
+    ones = np.ones(n, np.int64)
+    raw = mean_row(y, f, ones, judge="j", statistic="star_mean", criterion="c", model="m")
+    assert raw["human_high"] > 5.0 or raw["ppi_high"] > 5.0  # the uncut interval passes 5
+    cut = mean_row(y, f, ones, (1.0, 5.0), judge="j", statistic="star_mean")
+    for key in ("human_low", "human_high", "ppi_low", "ppi_high"):
+        assert 1.0 <= cut[key] <= 5.0
+    assert cut["human_high"] == 5.0
+    assert cut["ppi"] == raw["ppi"] and cut["saved_items"] == raw["saved_items"]
+    items = pd.DataFrame({"criterion": "c", "model": "m", "y": y, "f": f, "n_ratings": ones})
+    (row,) = _mean_rows(items, "j", "star_mean", ["criterion", "model"], {"c": (1.0, 5.0)})
+    assert row["human_high"] == 5.0 and row["ppi_high"] <= 5.0
+    (row,) = _mean_rows(items, "j", "star_mean", ["criterion", "model"], {"c": (1.0, 3.0)})
+    assert row["human_high"] == 5.0  # scores above the rubric's top widen the scale to them
+    wins = items.assign(y=(y == 5.0).astype(float), f=(f == 5.0).astype(float))
+    wins.loc[:9, "y"] = np.nan
+    (row,) = _mean_rows(wins.drop(columns="criterion"), "j", "win_rate", ["model"])
+    assert 0.0 <= row["human_low"] <= row["human_high"] <= 1.0
+    assert 0.0 <= row["ppi_low"] <= row["ppi_high"] <= 1.0
