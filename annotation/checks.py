@@ -110,7 +110,10 @@ def scores_clean(study: Study, value: Any) -> dict[str, list[int]]:
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_id=study.rubric_id)}
     unknown = [str(k)[:40] for k in value if k not in criteria]
     if unknown:
-        raise ValidationError(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(unknown[:5])})
+        raise ValidationError(
+            _("Unknown criteria: %(keys)s. This study's criteria: %(known)s.")
+            % {"keys": ", ".join(unknown[:5]), "known": ", ".join(criteria)}
+        )
     return {key: _range(v, criteria[key]) for key, v in value.items()}
 
 
