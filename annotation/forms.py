@@ -109,6 +109,10 @@ def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
     return _number(DecimalNumberField, label, min_value=0, max_value=0.5, **kwargs)
 
 
+def _rubric_label(rubric: Rubric) -> str:
+    return rubric.display_name
+
+
 class StudyForm(forms.Form):
     """Everything study_create and study_update need; the model's own checks run again in the
     service. The task-type and LLM pickers list what the chosen dataset has."""
@@ -129,7 +133,9 @@ class StudyForm(forms.Form):
         label=_("Rubric"),
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
     )
-    instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, label=_("Instructions")
+    )
     task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
     max_questions = _optional_count(_("Max questions"), limits.MAX_QUESTIONS)
     llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))
@@ -185,6 +191,7 @@ class StudyForm(forms.Form):
         # and its task types and LLMs are never offered.
         self.datasets = datasets_visible(user)
         _field(self, "dataset", forms.ModelChoiceField).queryset = self.datasets
+        _field(self, "rubric", forms.ModelChoiceField).label_from_instance = _rubric_label
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []

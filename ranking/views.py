@@ -10,6 +10,7 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
 from annotation.htmx import HtmxHttpRequest
@@ -44,7 +45,12 @@ def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, Report
     return form, form.to_filters()
 
 
-FORMAT_LABELS = {"json": "JSON", "csv": "CSV", "excel-csv": "CSV for Excel", "xlsx": "XLSX"}
+FORMAT_LABELS = {
+    "json": "JSON",
+    "csv": "CSV",
+    "excel-csv": gettext_lazy("CSV for Excel"),
+    "xlsx": "XLSX",
+}
 TABLES = (
     "correlations",
     "accuracy_by_pool",

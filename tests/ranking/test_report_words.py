@@ -114,3 +114,24 @@ def test_the_cost_caption_holds_for_imported_judges(
 ):
     html = _page(organizer_client, pair_study.study, language).content.decode()
     assert caption in html
+
+
+def test_chinese_pages_name_the_rubric_and_the_excel_download_in_chinese(
+    organizer_client,
+    star_study,  # noqa: F811
+):
+    # On zh pages the rubric stayed "LLMEval-2 objective and subjective" (it has a Chinese name),
+    # the report's "CSV for Excel" link stayed English, and the language menu offered "英语"
+    # (English in Chinese) to a reader looking for English.
+    study = star_study.study
+    html = _page(organizer_client, study, "zh-hans").content.decode()
+    assert "LLMEval-2 客观题与主观题" in html and "LLMEval-2 objective and subjective" not in html
+    assert "适用于 Excel 的 CSV" in html and "CSV for Excel" not in html
+    assert ">English</option>" in html and "英语" not in html
+    pages = [reverse("organize:study", args=[study.pk]), reverse("organize:study_new")]
+    for url in pages:
+        page = organizer_client.get(url).content.decode()
+        assert "LLMEval-2 客观题与主观题" in page and "objective and subjective" not in page
+    assert "说明" in page and "Instructions" not in page  # the new-study form's label
+    html = _page(organizer_client, study, "en").content.decode()
+    assert "LLMEval-2 objective and subjective" in html and ">简体中文</option>" in html
