@@ -109,8 +109,11 @@ def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
     return _number(DecimalNumberField, label, min_value=0, max_value=0.5, **kwargs)
 
 
-def _rubric_label(rubric: Rubric) -> str:
-    return rubric.display_name
+class RubricChoiceField(forms.ModelChoiceField):
+    """Rubrics by their name in the page's language."""
+
+    def label_from_instance(self, obj: Rubric) -> str:
+        return obj.display_name
 
 
 class StudyForm(forms.Form):
@@ -128,7 +131,7 @@ class StudyForm(forms.Form):
         label=_("Mode"),
         error_messages={"invalid_choice": _("Mode %(value)s is neither star nor pairwise.")},
     )
-    rubric = forms.ModelChoiceField(
+    rubric = RubricChoiceField(
         Rubric.objects.all(),
         label=_("Rubric"),
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
@@ -191,7 +194,6 @@ class StudyForm(forms.Form):
         # and its task types and LLMs are never offered.
         self.datasets = datasets_visible(user)
         _field(self, "dataset", forms.ModelChoiceField).queryset = self.datasets
-        _field(self, "rubric", forms.ModelChoiceField).label_from_instance = _rubric_label
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
