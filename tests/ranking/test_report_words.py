@@ -135,3 +135,29 @@ def test_chinese_pages_name_the_rubric_and_the_excel_download_in_chinese(
     assert "说明" in page and "Instructions" not in page  # the new-study form's label
     html = _page(organizer_client, study, "en").content.decode()
     assert "LLMEval-2 objective and subjective" in html and ">简体中文</option>" in html
+
+
+def _chart_texts(html: str) -> str:
+    import base64
+    import re
+
+    uris = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)
+    assert uris, "the report draws charts"
+    return "\n".join(base64.b64decode(u).decode("utf-8") for u in uris)
+
+
+def test_the_charts_speak_the_pages_language(
+    organizer_client,
+    star_study,  # noqa: F811
+):
+    # The charts (SVG images) kept English titles, axes and legends on Chinese pages.
+    study = star_study.study
+    english = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    assert "Mean stars (overall)" in english and "Accuracy per pool" in english
+    chinese = _chart_texts(_page(organizer_client, study, "zh-hans").content.decode())
+    assert "平均星级（总体）" in chinese and "各来源准确率" in chinese and "平均星级" in chinese
+    for words in ("Mean stars (overall)", "Accuracy per pool", ">human<", ">judge<"):
+        assert words not in chinese
+    # Each language keeps its own cached drawing.
+    again = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    assert again == english
