@@ -140,6 +140,8 @@ def test_a_star_studys_quality_page_names_its_criterion_keys_and_only_its_modes_
     top = ", ".join(f"{c.key}={c.max_score}" for c in star.rubric.criteria.all())
     assert organizer_client.post(url, {**data, "stars": top}).status_code == 302
     assert Item.objects.filter(study=star, check_kind="attention").exists()
+    page = organizer_client.get(reverse("organize:study_quality", args=[star.pk])).content.decode()
+    assert "Gold items: 0, attention checks: 1;" in page  # was "1 attention checks"
 
 
 def test_attention_check_needs_a_valid_answer_and_writes_nothing_otherwise(pair, organizer_client):
