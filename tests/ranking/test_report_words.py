@@ -135,6 +135,8 @@ def test_chinese_pages_name_the_rubric_and_the_excel_download_in_chinese(
     assert "说明" in page and "Instructions" not in page  # the new-study form's label
     html = _page(organizer_client, study, "en").content.decode()
     assert "LLMEval-2 objective and subjective" in html and ">简体中文</option>" in html
+    # The total is LLMEval-2's method, over whatever rubric the study has (own rubrics too).
+    assert "Ordered by the total out of 100 (each criterion scaled to its range" in html
 
 
 def _chart_texts(html: str) -> str:
