@@ -102,7 +102,7 @@ class RubricForm(forms.Form):
     )
     criteria = forms.CharField(
         max_length=20000,
-        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+        widget=forms.Textarea(attrs={"rows": 6, "class": "wide"}),
         label=gettext_lazy("Criteria"),
         help_text=CRITERIA_HELP,
     )
