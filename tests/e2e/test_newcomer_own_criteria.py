@@ -76,4 +76,4 @@ def test_a_study_on_the_newcomers_own_criteria_from_rubric_to_ratings(
     page.goto(f"/judges/studies/{study.pk}/run/")
     expect(page.locator("#no-judge").get_by_role("link", name="New judge")).to_be_visible()
     tops = [box["y"] for box in (f.bounding_box() for f in page.locator("#run-form .field").all())]
-    assert len(tops) == 7 and tops == sorted(tops) and len(set(tops)) == 7
+    assert len(tops) == 6 and tops == sorted(tops) and len(set(tops)) == 6

@@ -327,7 +327,8 @@ def test_the_run_page_without_judges_links_to_a_new_judge_and_lays_fields_out_on
     url = reverse("judges:run_start", args=[study.pk])
     page = organizer_client.get(url).content.decode()
     assert 'id="no-judge"' in page and f'href="{reverse("judges:new")}"' in page
-    fields = ["judge", "both_orders", "repeat_rate", "limit", "seed", "budget", "mode"]
+    fields = ["judge", "repeat_rate", "limit", "seed", "budget", "mode"]
     assert page.count('<div class="field">') == len(fields)
+    assert 'name="both_orders"' not in page  # a star study has no pairs
     make_judge()
     assert 'id="no-judge"' not in organizer_client.get(url).content.decode()
