@@ -60,6 +60,8 @@ def _stacked(labels: list[str], parts: dict[str, np.ndarray], title: str) -> str
 
 def correlation_heatmap(df: pd.DataFrame) -> str | None:
     """Spearman rho between every two rankings, as a colour matrix."""
+    from ranking.presenters import label  # the tables' words for the rankings
+
     if not _has(df, "ranking_a", "ranking_b", "spearman_rho"):
         return None
     names = list(dict.fromkeys([*df["ranking_a"].astype(str), *df["ranking_b"].astype(str)]))
@@ -75,8 +77,9 @@ def correlation_heatmap(df: pd.DataFrame) -> str | None:
         fig = _figure(size + 0.8, size)
         ax = fig.add_subplot()
         im = ax.imshow(m, vmin=-1, vmax=1, cmap="RdBu")
-        ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
-        ax.set_yticks(range(len(names)), names)
+        words = [str(label("ranking_a", n)) for n in names]  # "Elo / human", as the tables
+        ax.set_xticks(range(len(names)), words, rotation=60, ha="right")
+        ax.set_yticks(range(len(names)), words)
         ax.set_title(_("Spearman ρ between rankings"))
         fig.colorbar(im, ax=ax, shrink=0.7)
     return _svg(fig)

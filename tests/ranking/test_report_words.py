@@ -160,6 +160,9 @@ def test_the_charts_speak_the_pages_language(
     assert "平均星级（总体）" in chinese and "各来源准确率" in chinese and "平均星级" in chinese
     for words in ("Mean stars (overall)", "Accuracy per pool", ">human<", ">judge<"):
         assert words not in chinese
+    # The rank-correlation matrix names rankings as the tables do, not by code.
+    assert "Mean stars / human" in english and ">star/human<" not in english
+    assert "平均星级 / 人工" in chinese
     # Each language keeps its own cached drawing.
     again = _chart_texts(_page(organizer_client, study, "en").content.decode())
     assert again == english
