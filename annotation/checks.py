@@ -110,7 +110,10 @@ def scores_clean(study: Study, value: Any) -> dict[str, list[int]]:
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_id=study.rubric_id)}
     unknown = [str(k)[:40] for k in value if k not in criteria]
     if unknown:
-        raise ValidationError(_("Unknown criteria: %(keys)s.") % {"keys": ", ".join(unknown[:5])})
+        raise ValidationError(
+            _("Unknown criteria: %(keys)s. This study's criteria: %(known)s.")
+            % {"keys": ", ".join(unknown[:5]), "known": ", ".join(criteria)}
+        )
     return {key: _range(v, criteria[key]) for key, v in value.items()}
 
 
@@ -300,14 +303,14 @@ def check_items(study: Study):
 
 
 def scores_from_text(text: str) -> dict[str, str]:
-    """Star ranges typed in a form: "relevance=4-5, fluency=5" (commas or new lines)."""
+    """Star ranges typed in a form: "accuracy=4-5, fluency=3" (commas or new lines)."""
     text = _text(text, _("Accepted stars"))
     pairs = [p.strip() for p in re.split(r"[,\n;]+", text) if p.strip()]
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise ValidationError(_("Write each criterion as key=stars, e.g. relevance=4-5."))
+            raise ValidationError(_("Write each criterion as key=stars, e.g. accuracy=4-5."))
         out[key.strip()] = value.strip()
     return out
 

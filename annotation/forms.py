@@ -109,6 +109,13 @@ def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
     return _number(DecimalNumberField, label, min_value=0, max_value=0.5, **kwargs)
 
 
+class RubricChoiceField(forms.ModelChoiceField):
+    """Rubrics by their name in the page's language."""
+
+    def label_from_instance(self, obj: Rubric) -> str:
+        return obj.display_name
+
+
 class StudyForm(forms.Form):
     """Everything study_create and study_update need; the model's own checks run again in the
     service. The task-type and LLM pickers list what the chosen dataset has."""
@@ -124,12 +131,14 @@ class StudyForm(forms.Form):
         label=_("Mode"),
         error_messages={"invalid_choice": _("Mode %(value)s is neither star nor pairwise.")},
     )
-    rubric = forms.ModelChoiceField(
+    rubric = RubricChoiceField(
         Rubric.objects.all(),
         label=_("Rubric"),
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
     )
-    instructions = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False, label=_("Instructions")
+    )
     task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
     max_questions = _optional_count(_("Max questions"), limits.MAX_QUESTIONS)
     llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))

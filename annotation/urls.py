@@ -20,7 +20,15 @@ from annotation.api import checks as checks_api
 from annotation.api import data, engine
 from annotation.views import annotator as v
 from annotation.views import entry
-from annotation.views.organizer import annotators, downloads, imports, llms, quality, studies
+from annotation.views.organizer import (
+    annotators,
+    downloads,
+    imports,
+    llms,
+    quality,
+    rubrics,
+    studies,
+)
 
 # GET on a read-only resource: its list, or one of it.
 LIST: dict[str, Any] = {"get": "list"}
@@ -103,6 +111,7 @@ organizer_pages = [
             ("active/", annotators.annotator_active, "annotator_active"),
         ],
     ),
+    path("organize/rubrics/", rubrics.rubrics, name="rubrics"),
     path("organize/import/", imports.import_page, name="import"),
     path("organize/import/confirm/", imports.import_confirm, name="import_confirm"),
     path("organize/import/formats/", imports.import_formats, name="import_formats"),

@@ -157,8 +157,10 @@ class RunStartForm(forms.Form):
     # Set once the organizer has seen the pre-flight and the cost estimate.
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, judges=None, **kwargs):
+    def __init__(self, *args, judges=None, pairwise=True, **kwargs):
         super().__init__(*args, **kwargs)
+        if not pairwise:  # a star study has no pairs to judge in both orders
+            del self.fields["both_orders"]
         if judges is not None:
             self.fields["judge"].queryset = judges
         self.fields["judge"].label_from_instance = judge_label
@@ -167,7 +169,7 @@ class RunStartForm(forms.Form):
         data = self.cleaned_data
         return {
             "judge": data["judge"],
-            "both_orders": data["both_orders"],
+            "both_orders": data.get("both_orders", False),
             "repeat_rate": data["repeat_rate"],
             "limit": data["limit"],
             "seed": data["seed"] or 0,

@@ -56,7 +56,7 @@ def run_estimate(
     *, study: Study, judge: JudgeConfig, **options: Unpack[RunOptions]
 ) -> tuple[int, int, int]:
     """(items, calls, input tokens) of the run, from the prompts it would send."""
-    n_items = study.items.count()
+    n_items = study.items.filter(check_kind="").count()  # judges never get hidden checks
     if limit := options.get("limit"):
         n_items = min(n_items, limit)
     sample = min(n_items, ESTIMATE_SAMPLE)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.htmx import HtmxHttpRequest
+from annotation.models import Rubric
 from annotation.permissions import get_study_for_organizer, organizer_required
 from evaluation import launch, recording, safety, selectors, services
 from evaluation.forms import JudgeConfigForm, PromptTemplateForm, RunStartForm
@@ -122,7 +123,8 @@ def run_start(request: HttpRequest, study_id: int) -> HttpResponse:
     POST checks again and starts the run. Nothing is written until then."""
     study = get_study_for_organizer(request.user, study_id)
     judges = services.judges_for(request.user)
-    form = RunStartForm(request.POST or None, judges=judges)
+    pairwise = study.mode == Rubric.Mode.PAIRWISE
+    form = RunStartForm(request.POST or None, judges=judges, pairwise=pairwise)
     estimate = None
     if request.method == "POST" and form.is_valid():
         options = form.run_options()
@@ -140,7 +142,8 @@ def run_start(request: HttpRequest, study_id: int) -> HttpResponse:
         except ValidationError as e:
             _errors_to_form(form, e)
         else:
-            form = RunStartForm(dict(request.POST.items(), confirmed="on"), judges=judges)
+            confirmed = dict(request.POST.items(), confirmed="on")
+            form = RunStartForm(confirmed, judges=judges, pairwise=pairwise)
             form.is_valid()
     runs = selectors.runs_for(request.user).filter(study=study)
     context = {"study": study, "form": form, "runs": runs, "estimate": estimate}

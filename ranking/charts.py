@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,16 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from django.utils.translation import gettext as _  # noqa: E402
 from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
+
+# Text stays text in the SVG and the browser draws it (Chinese too); matplotlib only measures it
+# and would warn once per Chinese character its own font lacks.
+warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
 
 POOL_ORDER = ("onsite", "crowd", "public", "judge")
 PALETTE = ("#0969da", "#1a7f37", "#9a6700", "#cf222e", "#8250df", "#bf3989", "#1b7c83", "#656d76")
@@ -59,6 +65,17 @@ def _has(df: pd.DataFrame, *columns: str) -> bool:
     return isinstance(df, pd.DataFrame) and not df.empty and set(columns) <= set(df.columns)
 
 
+def word(code: str) -> str:
+    """A code of the tables (pool, rater kind, mode) in the page's language, as the report's
+    tables say it; any other text as it is."""
+    words = {
+        "onsite": _("onsite"), "crowd": _("crowd"), "public": _("public"),
+        "judge": _("judge"), "human": _("human"), "all": _("all"),
+        "star": _("star"), "pairwise": _("pairwise"),
+    }  # fmt: skip
+    return words.get(code, code)
+
+
 def _pool_key(pool: str) -> tuple[int, str]:
     return (POOL_ORDER.index(pool) if pool in POOL_ORDER else len(POOL_ORDER), pool)
 
@@ -81,7 +98,7 @@ def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
     with matplotlib.rc_context(_RC):
         fig = _figure(max(3.2, 0.9 * len(groups) + 1.4), 3.0)
         ax = fig.add_subplot()
-        data = [vals for _, vals in groups]
+        data = [vals for _group, vals in groups]
         ax.boxplot(data, widths=0.55, showfliers=False)
         rng = np.random.default_rng(0)
         for i, vals in enumerate(data, start=1):
@@ -90,10 +107,12 @@ def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
             )
         ax.set_xticks(
             range(1, len(groups) + 1),
-            [f"{pool}\n({mode}, n={len(v)})" for (mode, pool), v in groups],
+            [f"{word(pool)}\n({word(mode)}, n={len(v)})" for (mode, pool), v in groups],
         )
         ax.set_ylim(-0.03, 1.03)
-        ax.set_ylabel(value)
+        ax.set_ylabel(
+            {"accuracy": _("accuracy"), "consistency": _("consistency")}.get(value, value)
+        )
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     return _svg(fig)
@@ -124,9 +143,9 @@ def leaderboard_bars(
                 table[table["rater_kind"].astype(str) == kind]["model"].astype(str)
             )
             vals = [float(t[value].get(m, np.nan)) for m in models]
-            ax.barh(y + j * height, vals, height=height, color=PALETTE[j], label=kind)
+            ax.barh(y + j * height, vals, height=height, color=PALETTE[j], label=word(kind))
         ax.set_yticks(y + height * (len(shown) - 1) / 2, models)
-        ax.set_xlabel(value)
+        ax.set_xlabel({"mean": _("mean stars"), "score": _("share of points")}.get(value, value))
         ax.set_title(title)
         finite = table[value].replace([np.inf, -np.inf], np.nan).dropna()
         if len(finite) and value in ("elo", "rating"):
@@ -157,8 +176,8 @@ def bradley_terry(table: pd.DataFrame, kind: str = "all") -> str | None:
             rating, y, xerr=[lo, hi], fmt="o", color=PALETTE[0], ecolor="#8c959f", capsize=3
         )
         ax.set_yticks(y, t["model"].astype(str).tolist())
-        ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% bootstrap interval")
-        ax.set_title(f"Bradley-Terry ({kind})")
+        ax.set_xlabel(_("Bradley-Terry rating (Elo scale), 95% bootstrap interval"))
+        ax.set_title(_("Bradley-Terry (%(kind)s)") % {"kind": word(kind)})
         ax.grid(axis="x", alpha=0.3)
     return _svg(fig)
 
@@ -185,9 +204,10 @@ def elo_trajectory(traj: pd.DataFrame, kind: str = "all", *, top: int = 8) -> st
         for j, m in enumerate(models):
             g = t[t["model"].astype(str) == m].sort_values("round")
             ax.plot(g["round"], g["rating"], color=PALETTE[j % len(PALETTE)], lw=1.2, label=m)
-        ax.set_xlabel("match (time order)")
-        ax.set_ylabel("Elo rating")
-        ax.set_title(f"Elo over the last {t['round'].nunique() - 1} matches ({kind})")
+        ax.set_xlabel(_("match (time order)"))
+        ax.set_ylabel(_("Elo rating"))
+        n = t["round"].nunique() - 1
+        ax.set_title(_("Elo over the last %(n)d matches (%(kind)s)") % {"n": n, "kind": word(kind)})
         ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
         ax.grid(alpha=0.3)
     return _svg(fig)
@@ -206,8 +226,9 @@ def elo_shuffles(shuffles: pd.DataFrame, kind: str = "all") -> str | None:
         ax = fig.add_subplot()
         ax.boxplot(data, orientation="horizontal", widths=0.6, showfliers=True)
         ax.set_yticks(range(1, len(order) + 1), [str(m) for m in order])
-        ax.set_xlabel("final Elo rating")
-        ax.set_title(f"Elo over {n_shuffles} shuffles of the same matches ({kind})")
+        ax.set_xlabel(_("final Elo rating"))
+        title = _("Elo over %(n)d shuffles of the same matches (%(kind)s)")
+        ax.set_title(title % {"n": n_shuffles, "kind": word(kind)})
         ax.grid(axis="x", alpha=0.3)
     return _svg(fig)
 
@@ -223,12 +244,14 @@ def report_charts(tables: dict) -> dict[str, str | None]:
     if _has(star, "criterion"):
         star = star[star["criterion"].astype(str) == "overall"]
     return {
-        "accuracy": box_by_pool(table("accuracy_by_rater"), "accuracy", "Accuracy per pool"),
+        "accuracy": box_by_pool(table("accuracy_by_rater"), "accuracy", _("Accuracy per pool")),
         "consistency": box_by_pool(
-            table("consistency_by_rater"), "consistency", "Consistency per pool"
+            table("consistency_by_rater"), "consistency", _("Consistency per pool")
         ),
-        "star": leaderboard_bars(star, "mean", "Mean stars (overall)"),
-        "points": leaderboard_bars(table("leaderboard_points"), "score", "Points (points / games)"),
+        "star": leaderboard_bars(star, "mean", _("Mean stars (overall)")),
+        "points": leaderboard_bars(
+            table("leaderboard_points"), "score", _("Points (points / games)")
+        ),
         "bt": bradley_terry(table("leaderboard_bt")),
         "elo_trajectory": elo_trajectory(table("elo_trajectory")),
         "elo_shuffles": elo_shuffles(table("elo_shuffles")),

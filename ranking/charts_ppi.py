@@ -4,11 +4,13 @@ human-only beside judge-assisted (PPI++). Same conventions as ``ranking.charts``
 from __future__ import annotations
 
 import pandas as pd
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from matplotlib import rc_context
 
 from ranking.charts import _RC, PALETTE, _figure, _has, _svg
 
-TITLES = {"star_mean": "Mean stars (overall)", "win_rate": "Win rate"}
+TITLES = {"star_mean": gettext_lazy("Mean stars (overall)"), "win_rate": gettext_lazy("Win rate")}
 
 
 def width_curve(curve: pd.DataFrame) -> str | None:
@@ -27,14 +29,17 @@ def width_curve(curve: pd.DataFrame) -> str | None:
             judges = list(dict.fromkeys(c["judge"].astype(str)))
             first = c[c["judge"].astype(str) == judges[0]].sort_values("n_human_ratings")
             ax.plot(first["n_human_ratings"], first["width_human"], "o--", color="#656d76",
-                    lw=1.2, label="humans only")  # fmt: skip
+                    lw=1.2, label=_("humans only"))  # fmt: skip
             for j, judge in enumerate(judges):
                 g = c[c["judge"].astype(str) == judge].sort_values("n_human_ratings")
                 ax.plot(g["n_human_ratings"], g["width_ppi"], "o-", lw=1.4,
-                        color=PALETTE[j % len(PALETTE)], label=f"humans + {judge}")  # fmt: skip
-            ax.set_xlabel("human ratings spent")
-            ax.set_ylabel("mean 95% interval width")
-            ax.set_title(f"{TITLES[stat]}: interval width against human ratings")
+                        color=PALETTE[j % len(PALETTE)], label=_("humans + %(judge)s") % {"judge": judge})  # fmt: skip
+            ax.set_xlabel(_("human ratings spent"))
+            ax.set_ylabel(_("mean 95% interval width"))
+            ax.set_title(
+                _("%(statistic)s: interval width against human ratings")
+                % {"statistic": TITLES[stat]}
+            )
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, frameon=False)

@@ -5,6 +5,7 @@ conventions as ``ranking.charts``: SVG text, ``None`` when there is nothing to d
 from __future__ import annotations
 
 import pandas as pd
+from django.utils.translation import gettext as _
 
 from ranking.charts import _has
 from ranking.charts_sections import _barh
@@ -25,11 +26,11 @@ def reliability(df: pd.DataFrame) -> str | None:
     )
     pairwise_only = set(d["mode"]) == {"pairwise"}
     xlabel = (
-        "Dawid-Skene expected accuracy"
+        _("Dawid-Skene expected accuracy")
         if pairwise_only
-        else "reliability (DS accuracy; stars: 1/sigma)"
+        else _("reliability (DS accuracy; stars: 1/sigma)")
     )
-    return _barh(labels, d["reliability"], "Reliability per annotator", xlabel)
+    return _barh(labels, d["reliability"], _("Reliability per annotator"), xlabel)
 
 
 def gold_accuracy(df: pd.DataFrame) -> str | None:
@@ -38,7 +39,7 @@ def gold_accuracy(df: pd.DataFrame) -> str | None:
         return None
     labels = list(df["pool"].astype(str) + " · " + df["check_kind"].astype(str))
     return _barh(
-        labels, df["accuracy"], "Check accuracy per pool", "answered as accepted", share=True
+        labels, df["accuracy"], _("Check accuracy per pool"), _("answered as accepted"), share=True
     )
 
 

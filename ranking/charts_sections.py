@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from django.utils.translation import gettext as _
 from matplotlib import rc_context
 
-from ranking.charts import _RC, PALETTE, _figure, _has, _svg
+from ranking.charts import _RC, PALETTE, _figure, _has, _svg, word
 
 MAX_BARS = 30
 
@@ -51,7 +52,7 @@ def _stacked(labels: list[str], parts: dict[str, np.ndarray], title: str) -> str
             left += v
         ax.set_yticks(y, labels)
         ax.set_xlim(0, 100)
-        ax.set_xlabel("share (%)")
+        ax.set_xlabel(_("share (%)"))
         ax.set_title(title)
         fig.legend(ncols=len(parts), fontsize=7, frameon=False, loc="outside lower center")
     return _svg(fig)
@@ -59,6 +60,8 @@ def _stacked(labels: list[str], parts: dict[str, np.ndarray], title: str) -> str
 
 def correlation_heatmap(df: pd.DataFrame) -> str | None:
     """Spearman rho between every two rankings, as a colour matrix."""
+    from ranking.presenters import label  # the tables' words for the rankings
+
     if not _has(df, "ranking_a", "ranking_b", "spearman_rho"):
         return None
     names = list(dict.fromkeys([*df["ranking_a"].astype(str), *df["ranking_b"].astype(str)]))
@@ -74,9 +77,10 @@ def correlation_heatmap(df: pd.DataFrame) -> str | None:
         fig = _figure(size + 0.8, size)
         ax = fig.add_subplot()
         im = ax.imshow(m, vmin=-1, vmax=1, cmap="RdBu")
-        ax.set_xticks(range(len(names)), names, rotation=60, ha="right")
-        ax.set_yticks(range(len(names)), names)
-        ax.set_title("Spearman ρ between rankings")
+        words = [str(label("ranking_a", n)) for n in names]  # "Elo / human", as the tables
+        ax.set_xticks(range(len(names)), words, rotation=60, ha="right")
+        ax.set_yticks(range(len(names)), words)
+        ax.set_title(_("Spearman ρ between rankings"))
         fig.colorbar(im, ax=ax, shrink=0.7)
     return _svg(fig)
 
@@ -89,13 +93,16 @@ def length_bias(df: pd.DataFrame) -> str | None:
     group = df["group"].astype(str)
     if "group_by" in df.columns:
         group = df["group_by"].astype(str) + ": " + group
-    labels = [f"{g} (≥{int(d)} chars)" for g, d in zip(group, df["min_delta"], strict=True)]
+    chars = _("%(group)s (≥%(n)d chars)")
+    labels = [
+        chars % {"group": g, "n": int(d)} for g, d in zip(group, df["min_delta"], strict=True)
+    ]
     parts = {
-        "longer won": df["win_share"].to_numpy(),
-        "draw": df["draw_share"].to_numpy(),
-        "longer lost": df["loss_share"].to_numpy(),
+        _("longer won"): df["win_share"].to_numpy(),
+        _("draw"): df["draw_share"].to_numpy(),
+        _("longer lost"): df["loss_share"].to_numpy(),
     }
-    return _stacked(labels, parts, "Does the longer answer win?")
+    return _stacked(labels, parts, _("Does the longer answer win?"))
 
 
 def gaps(df: pd.DataFrame) -> str | None:
@@ -103,7 +110,9 @@ def gaps(df: pd.DataFrame) -> str | None:
         return None
     df = df.sort_values(["criterion", "k"])
     labels = [f"{c}, |Δ| ≥ {k:g}" for c, k in zip(df["criterion"], df["k"], strict=True)]
-    return _barh(labels, df["share"], "Items where humans and judges differ", "items", share=True)
+    return _barh(
+        labels, df["share"], _("Items where humans and judges differ"), _("items"), share=True
+    )
 
 
 def discrimination(df: pd.DataFrame) -> str | None:
@@ -112,14 +121,14 @@ def discrimination(df: pd.DataFrame) -> str | None:
     d = df.sort_values("spread", ascending=False)
     kind = d["rater_kind"].astype(str) + ": " if "rater_kind" in d.columns else ""
     labels = list(kind + d["dimension"].astype(str) + " " + d["value"].astype(str))
-    return _barh(labels, d["spread"], "Best minus worst model", "spread")
+    return _barh(labels, d["spread"], _("Best minus worst model"), _("spread"))
 
 
 def hint_effect(df: pd.DataFrame) -> str | None:
     if not _has(df, "metric", "criterion", "diff"):
         return None
     labels = list(df["metric"].astype(str) + " / " + df["criterion"].astype(str))
-    return _barh(labels, df["diff"], "With hint minus without", "difference")
+    return _barh(labels, df["diff"], _("With hint minus without"), _("difference"))
 
 
 def agreement(df: pd.DataFrame) -> str | None:
@@ -127,7 +136,7 @@ def agreement(df: pd.DataFrame) -> str | None:
         return None
     d = df[df["alpha"].notna()]
     labels = list(d["pool"].astype(str) + " / " + d["criterion"].astype(str))
-    return _barh(labels, d["alpha"], "Krippendorff's α (1 = perfect, 0 = chance)", "α")
+    return _barh(labels, d["alpha"], _("Krippendorff's α (1 = perfect, 0 = chance)"), "α")
 
 
 def position_bias(df: pd.DataFrame) -> str | None:
@@ -136,11 +145,11 @@ def position_bias(df: pd.DataFrame) -> str | None:
     labels = list(df["group"].astype(str))
     if "group_by" in df.columns:
         labels = list(df["group_by"].astype(str) + ": " + df["group"].astype(str))
-    parts = {"left": df["left_share"].to_numpy(), "right": df["right_share"].to_numpy(),
-             "tie": df["tie_share"].to_numpy()}  # fmt: skip
+    parts = {_("left"): df["left_share"].to_numpy(), _("right"): df["right_share"].to_numpy(),
+             _("tie"): df["tie_share"].to_numpy()}  # fmt: skip
     if "both_bad_share" in df.columns:
-        parts["both bad"] = df["both_bad_share"].to_numpy()
-    return _stacked(labels, parts, "Which side was chosen")
+        parts[_("both bad")] = df["both_bad_share"].to_numpy()
+    return _stacked(labels, parts, _("Which side was chosen"))
 
 
 def annotators(df: pd.DataFrame) -> str | None:
@@ -148,9 +157,9 @@ def annotators(df: pd.DataFrame) -> str | None:
     if not _has(df, "rater_id", "n_ratings"):
         return None
     d = df.sort_values("n_ratings", ascending=False)
-    pool = " (" + d["pool"].astype(str) + ")" if "pool" in d.columns else ""
+    pool = " (" + d["pool"].astype(str).map(word) + ")" if "pool" in d.columns else ""
     labels = list(d["rater_id"].astype(str) + pool)
-    return _barh(labels, d["n_ratings"], "Ratings per rater", "ratings")
+    return _barh(labels, d["n_ratings"], _("Ratings per rater"), _("ratings"))
 
 
 def section_charts(tables: dict) -> dict[str, str | None]:

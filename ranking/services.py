@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pandas as pd
 from django.core.cache import cache
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from annotation import quality as annotator_quality
 from annotation.models import Study
@@ -245,6 +245,8 @@ def report_charts(report: StudyReport) -> dict[str, str | None]:
     if report.cache_key is None:
         return charts.report_charts(report.tables)
     charts_svg = cache.get_or_set(
-        f"{report.cache_key}:charts", lambda: charts.report_charts(report.tables), CACHE_SECONDS
+        f"{report.cache_key}:charts:{translation.get_language()}",  # their words are translated
+        lambda: charts.report_charts(report.tables),
+        CACHE_SECONDS,
     )
     return cast("dict[str, str | None]", charts_svg)  # what the default above returns

@@ -112,8 +112,8 @@ def _star_board(report: StudyReport, kind: str) -> Board | None:
     columns.append(_("Ratings"))
     note = (
         _(
-            "Ordered by the LLMEval-2 total (each criterion scaled to its range, out of 100); "
-            "ties share a rank."
+            "Ordered by the total out of 100 (each criterion scaled to its range, as LLMEval-2 "
+            "totals them); ties share a rank."
         )
         if has_total
         else _("Mean stars over all criteria; equal means share a rank.")

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, cast
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
 
 from annotation.htmx import HtmxHttpRequest
@@ -44,7 +46,12 @@ def _filters_from(request: HttpRequest, study) -> tuple[ReportFilterForm, Report
     return form, form.to_filters()
 
 
-FORMAT_LABELS = {"json": "JSON", "csv": "CSV", "excel-csv": "CSV for Excel", "xlsx": "XLSX"}
+FORMAT_LABELS = {
+    "json": "JSON",
+    "csv": "CSV",
+    "excel-csv": gettext_lazy("CSV for Excel"),
+    "xlsx": "XLSX",
+}
 TABLES = (
     "correlations",
     "accuracy_by_pool",
@@ -73,7 +80,7 @@ def _section_charts(report) -> dict[str, str | None]:
     if report.cache_key is None:
         return charts_sections.section_charts(report.tables)
     svgs = cache.get_or_set(
-        f"{report.cache_key}:section-charts",
+        f"{report.cache_key}:section-charts:{translation.get_language()}",
         lambda: charts_sections.section_charts(report.tables),
         services.CACHE_SECONDS,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models._ids import _public_id  # noqa: F401
@@ -153,6 +153,12 @@ class Rubric(models.Model):
 
     def __str__(self) -> str:
         return self.name_en
+
+    @property
+    def display_name(self) -> str:
+        """The name in the active language: the Chinese one on Chinese pages, when it has one."""
+        zh = (translation.get_language() or "").startswith("zh")
+        return (self.name_zh if zh else "") or self.name_en
 
     def criteria_for(self, question: Question) -> list[Criterion]:
         """The criteria that apply to this question (by its kind or AlignBench answer type)."""

@@ -119,6 +119,7 @@ def criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
                 "key": c.key,
                 "label": (c.label_zh if zh else c.label_en) or c.label_en,
                 "stars": stars,
+                "described": any(s["desc"] for s in stars),  # no "1★ ; 2★★" without meanings
                 "selected": values.get(c.key),
             }
         )

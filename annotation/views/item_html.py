@@ -184,7 +184,7 @@ def _criterion(row: dict, *, first: bool) -> str:
     out = [
         f'\n      <fieldset class="criterion{" current" if first else ""}" data-criterion="{key}">',
         f"\n        <legend>{_e(row['label'])}</legend>",
-        f'\n        <p class="star-help">{help_text}</p>',
+        "\n        " + (f'<p class="star-help">{help_text}</p>' if row["described"] else ""),
         '\n        <div class="stars">\n          ',
     ]
     for s in stars:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from django import template
 from django.core.cache import cache
 from django.http import QueryDict
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from config.lazy import lazy_module
@@ -93,7 +94,7 @@ def _chart(report) -> str | None:
     if report.cache_key is None:
         return charts_ppi.width_curve(report.table("ppi_curve"))
     return cache.get_or_set(
-        f"{report.cache_key}:ppi-chart",
+        f"{report.cache_key}:ppi-chart:{translation.get_language()}",
         lambda: charts_ppi.width_curve(report.table("ppi_curve")),
         services.CACHE_SECONDS,
     )

@@ -21,7 +21,15 @@ def test_report_and_study_pages_fit_a_phone_and_pass_axe(page, login, star_study
         page.set_viewport_size(viewport)
     login("alice", "alice-pass-123")
     pk = star_study.study.pk
-    for path in (f"/studies/{pk}/report/", f"/organize/studies/{pk}/", "/organize/studies/"):
+    paths = (
+        f"/studies/{pk}/report/",
+        f"/organize/studies/{pk}/",
+        "/organize/studies/",
+        "/organize/rubrics/",
+        f"/judges/studies/{pk}/run/",
+        f"/organize/studies/{pk}/quality/",
+    )
+    for path in paths:
         page.goto(path)
         width = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], (path, width)

@@ -143,3 +143,21 @@ def test_the_last_rating_still_needed_is_said_in_the_singular(db, organizer):
     template, by_hand = _both(a, rater)
     assert by_hand == template
     assert "Done 0 · 1 rating still needed in this study" in by_hand
+
+
+def test_a_criterion_without_star_meanings_gets_no_empty_help_line(db, organizer):
+    # An organizer's own rubric may leave out what each star means: the line under the label
+    # read "1★ ; 2★★" on both renderings.
+    from annotation.models import Criterion, Rubric
+
+    rubric = Rubric.objects.create(key="mine", name_en="Mine", mode="star")
+    Criterion.objects.create(rubric=rubric, key="bare", label_en="Bare", max_score=2)
+    Criterion.objects.create(
+        rubric=rubric, key="told", label_en="Told", max_score=2,
+        descriptions=[{"en": "bad", "zh": "差"}, {"en": "good", "zh": "好"}], order=1,
+    )  # fmt: skip
+    study = make_study(owner=organizer, admit_public=True, instructions="", rubric="mine")
+    rater = make_rater("public")
+    template, by_hand = _both(_served(study, rater), rater)
+    assert by_hand == template
+    assert by_hand.count('class="star-help"') == 1 and "1★ bad; 2★★ good" in by_hand

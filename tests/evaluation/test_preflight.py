@@ -317,3 +317,28 @@ def test_the_largest_estimate_the_limits_allow_is_served_and_stored(
     run, estimate = judge_run_start(study=study, judge=judge, repeat_rate=0, enqueue=False)
     run.refresh_from_db()
     assert run.cost_estimate == estimate.total_max
+
+
+def test_the_estimate_leaves_out_hidden_checks_and_says_when_nothing_is_left(
+    make_study, make_judge, fake, organizer_client
+):
+    # The page said "31 items / 0 calls" for a study of 30 answers and one attention check,
+    # already judged: the check counted, and nothing said why there was no call to make.
+    from django.urls import reverse
+
+    from annotation import checks
+
+    study = make_study(["Q1?", "Q2?"], n_llms=1)
+    checks.attention_check_create(
+        study=study, instruction="Top stars.", text_a="a",
+        answer={"scores": {"accuracy": [5, 5]}},
+    )  # fmt: skip
+    judge = make_judge()
+    estimate = judge_run_preflight(study=study, judge=judge, repeat_rate=0)
+    assert estimate.items == 2 and estimate.calls == 2
+    run, _estimate = judge_run_start(study=study, judge=judge, repeat_rate=0, enqueue=False)
+    execute_run(run.pk, backoff=0.01)
+    form = {"judge": judge.pk, "repeat_rate": "0", "seed": "0"}
+    page = organizer_client.post(reverse("judges:run_start", args=[study.pk]), form)
+    html = page.content.decode()
+    assert 'id="estimate-total"' in html and 'id="nothing-to-judge"' in html

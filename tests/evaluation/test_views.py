@@ -316,3 +316,19 @@ def test_a_judge_with_runs_is_not_edited(organizer_client, alice_run, fake):
     assert (judge.name, judge.model) == ("alice-gpt4", model)
     html = organizer_client.get(reverse("judges:list")).content.decode()
     assert url not in html
+
+
+def test_the_run_page_without_judges_links_to_a_new_judge_and_lays_fields_out_one_a_row(
+    organizer_client, make_study, make_judge
+):
+    # A newcomer's first visit: an empty judge menu was a dead end, and the fields ran together
+    # on one line ("Judge: [menu]Judge each pair in both orders: Repeat rate: ...").
+    study = make_study(["Q?"])
+    url = reverse("judges:run_start", args=[study.pk])
+    page = organizer_client.get(url).content.decode()
+    assert 'id="no-judge"' in page and f'href="{reverse("judges:new")}"' in page
+    fields = ["judge", "repeat_rate", "limit", "seed", "budget", "mode"]
+    assert page.count('<div class="field">') == len(fields)
+    assert 'name="both_orders"' not in page  # a star study has no pairs
+    make_judge()
+    assert 'id="no-judge"' not in organizer_client.get(url).content.decode()

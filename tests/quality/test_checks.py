@@ -121,6 +121,29 @@ def test_attention_check_on_the_page_creates_a_hidden_item_under_reserved_names(
     assert other.items.count() == pair.items.count() - 1
 
 
+def test_a_star_studys_quality_page_names_its_criterion_keys_and_only_its_modes_fields(
+    star, organizer_client
+):
+    # A newcomer could not know the keys: the example said "relevance=4-5", a key of no rubric,
+    # and the refusal did not say which keys exist.
+    page = organizer_client.get(reverse("organize:study_quality", args=[star.pk])).content.decode()
+    keys = list(star.rubric.criteria.values_list("key", flat=True))
+    assert keys and 'id="criterion-keys"' in page
+    assert all(f"<code>{key}</code>" in page for key in keys)
+    assert 'name="text_b"' not in page and 'name="choices"' not in page
+    url = reverse("organize:study_attention_create", args=[star.pk])
+    data = {"instruction": "Give top stars.", "text_a": "a", "stars": "relevance=4-5"}
+    r = organizer_client.post(url, data)
+    assert r.status_code == 400
+    assert f"This study&#x27;s criteria: {', '.join(keys)}." in r.content.decode()
+    assert r.content.decode().count("Give top stars.") == 1  # the input is kept
+    top = ", ".join(f"{c.key}={c.max_score}" for c in star.rubric.criteria.all())
+    assert organizer_client.post(url, {**data, "stars": top}).status_code == 302
+    assert Item.objects.filter(study=star, check_kind="attention").exists()
+    page = organizer_client.get(reverse("organize:study_quality", args=[star.pk])).content.decode()
+    assert "Gold items: 0, attention checks: 1;" in page  # was "1 attention checks"
+
+
 def test_attention_check_needs_a_valid_answer_and_writes_nothing_otherwise(pair, organizer_client):
     url = reverse("organize:study_attention_create", args=[pair.pk])
     for data in (

@@ -114,3 +114,55 @@ def test_the_cost_caption_holds_for_imported_judges(
 ):
     html = _page(organizer_client, pair_study.study, language).content.decode()
     assert caption in html
+
+
+def test_chinese_pages_name_the_rubric_and_the_excel_download_in_chinese(
+    organizer_client,
+    star_study,  # noqa: F811
+):
+    # On zh pages the rubric stayed "LLMEval-2 objective and subjective" (it has a Chinese name),
+    # the report's "CSV for Excel" link stayed English, and the language menu offered "英语"
+    # (English in Chinese) to a reader looking for English.
+    study = star_study.study
+    html = _page(organizer_client, study, "zh-hans").content.decode()
+    assert "LLMEval-2 客观题与主观题" in html and "LLMEval-2 objective and subjective" not in html
+    assert "适用于 Excel 的 CSV" in html and "CSV for Excel" not in html
+    assert ">English</option>" in html and "英语" not in html
+    pages = [reverse("organize:study", args=[study.pk]), reverse("organize:study_new")]
+    for url in pages:
+        page = organizer_client.get(url).content.decode()
+        assert "LLMEval-2 客观题与主观题" in page and "objective and subjective" not in page
+    assert "说明" in page and "Instructions" not in page  # the new-study form's label
+    html = _page(organizer_client, study, "en").content.decode()
+    assert "LLMEval-2 objective and subjective" in html and ">简体中文</option>" in html
+    # The total is LLMEval-2's method, over whatever rubric the study has (own rubrics too).
+    assert "Ordered by the total out of 100 (each criterion scaled to its range" in html
+
+
+def _chart_texts(html: str) -> str:
+    import base64
+    import re
+
+    uris = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)
+    assert uris, "the report draws charts"
+    return "\n".join(base64.b64decode(u).decode("utf-8") for u in uris)
+
+
+def test_the_charts_speak_the_pages_language(
+    organizer_client,
+    star_study,  # noqa: F811
+):
+    # The charts (SVG images) kept English titles, axes and legends on Chinese pages.
+    study = star_study.study
+    english = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    assert "Mean stars (overall)" in english and "Accuracy per pool" in english
+    chinese = _chart_texts(_page(organizer_client, study, "zh-hans").content.decode())
+    assert "平均星级（总体）" in chinese and "各来源准确率" in chinese and "平均星级" in chinese
+    for words in ("Mean stars (overall)", "Accuracy per pool", ">human<", ">judge<"):
+        assert words not in chinese
+    # The rank-correlation matrix names rankings as the tables do, not by code.
+    assert "Mean stars / human" in english and ">star/human<" not in english
+    assert "平均星级 / 人工" in chinese
+    # Each language keeps its own cached drawing.
+    again = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    assert again == english

@@ -78,8 +78,16 @@ class AttentionForm(forms.Form):
     stars = forms.CharField(
         required=False,
         max_length=checks.MAX_CELL,
-        label=gettext_lazy("Accepted stars (star; e.g. relevance=4-5, fluency=5)"),
+        label=gettext_lazy("Accepted stars (e.g. accuracy=4-5, fluency=3)"),
     )
+
+    def __init__(self, *args, study: Study | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Only the fields of the study's mode: a star study has no answer B and no choices.
+        if study is not None:
+            pairwise = study.mode == Rubric.Mode.PAIRWISE
+            for name in ("stars",) if pairwise else ("text_b", "choices"):
+                del self.fields[name]
 
     def answer(self, study: Study) -> dict:
         if study.mode == Rubric.Mode.PAIRWISE:
@@ -89,7 +97,7 @@ class AttentionForm(forms.Form):
 
 def _page(request: HttpRequest, study: Study, *, status: int = 200, **context) -> HttpResponse:
     context.setdefault("gold_form", GoldUploadForm())
-    context.setdefault("attention_form", AttentionForm())
+    context.setdefault("attention_form", AttentionForm(study=study))
     table = quality.study_quality(study)
     context.update(
         study=study,
@@ -98,6 +106,7 @@ def _page(request: HttpRequest, study: Study, *, status: int = 200, **context) -
         annotators=table.astype(object).where(table.notna(), None).to_dict("records"),
         platforms=[("prolific", "Prolific"), ("mturk", "MTurk")],
         pairwise=study.mode == Rubric.Mode.PAIRWISE,
+        criteria=study.rubric.criteria.all(),
     )
     return render(request, "annotation/organizer/quality.html", context, status=status)
 
@@ -135,14 +144,14 @@ def gold_upload(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_POST
 def attention_create(request: HttpRequest, study_id: int) -> HttpResponse:
     study = get_study_for_organizer(request.user, study_id)
-    form = AttentionForm(request.POST)
+    form = AttentionForm(request.POST, study=study)
     if form.is_valid():
         try:
             checks.attention_check_create(
                 study=study,
                 instruction=form.cleaned_data["instruction"],
                 text_a=form.cleaned_data["text_a"],
-                text_b=form.cleaned_data["text_b"],
+                text_b=form.cleaned_data.get("text_b", ""),
                 answer=form.answer(study),
             )
         except ValidationError as e:

@@ -69,8 +69,9 @@ def _refresh_initial(post) -> dict:
 def _study_form_page(request: HtmxHttpRequest, *, study: Study | None) -> HttpResponse:
     """Create (study None) or edit a draft: one form, one template, the same checks."""
     initial = StudyForm.initial_for(study) if study else {}
-    if request.GET.get("dataset"):
-        initial["dataset"] = request.GET["dataset"]
+    for key in ("dataset", "rubric"):  # after an import, after a new rubric
+        if request.GET.get(key):
+            initial[key] = request.GET[key]
     refresh = request.method == "POST" and "refresh" in request.POST
     if refresh:
         form = StudyForm(initial=_refresh_initial(request.POST), user=request.user)
@@ -106,7 +107,8 @@ def _warn_questions_without_criteria(request: HttpRequest, study: Study) -> None
             "a kind in your file and import it again."
         )
         messages.warning(
-            request, message % {"n": n, "ids": ", ".join(first), "rubric": study.rubric}
+            request,
+            message % {"n": n, "ids": ", ".join(first), "rubric": study.rubric.display_name},
         )
 
 
