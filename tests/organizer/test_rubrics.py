@@ -67,6 +67,9 @@ def test_a_new_rubric_is_saved_and_picked_for_the_next_study(
         ("Helpful | Helpful | | 1-3", "Helpful is not a key"),
         ("helpful | Helpful | | 3-1", "stars must be written low-high"),
         ("helpful | Helpful | | 1-11", "stars must be written low-high"),
+        ("helpful | Helpful | | \u0661-\u0665", "stars must be written low-high"),  # ١-٥
+        ("helpful | Helpful | | 1-\uff15", "stars must be written low-high"),  # full-width 5
+        ("helpful | Helpful | | 1-99999999999999999999", "stars must be written low-high"),
         ("helpful | Helpful | | 1-3 | good; bad", "3 stars need 3 meanings"),
         ("helpful | Helpful", "write key | English label"),
         ("a | A | | 1-2\na | A again | | 1-2", "Each key once: a."),

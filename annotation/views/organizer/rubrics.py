@@ -24,7 +24,7 @@ from annotation.permissions import organizer_required
 MAX_CRITERIA = 20
 MAX_STARS = 10  # the annotator's keys give 1-9 and 0 for 10
 KEY = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-RANGE = re.compile(r"^(\d{1,2})\s*-\s*(\d{1,2})$")
+RANGE = re.compile(r"^(\d{1,2})\s*-\s*(\d{1,2})$", re.ASCII)  # ASCII digits only
 CRITERIA_HELP = gettext_lazy(
     "One criterion a line: key | English label | Chinese label | stars | what each star means, "
     "separated by ; (optional, as “English / 中文”). Keys: lower-case letters, digits and _; "
