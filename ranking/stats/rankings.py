@@ -41,15 +41,21 @@ _STAR_COLS = {
     "ci_clipped": "bool",
 }
 
-Z95 = 1.959963984540054
 
 # criterion -> (lowest, highest) score the rubric allows; a side not given is not clipped.
 Bounds = Mapping[str, tuple[float, float]]
 
 
-def _normal_interval(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """mean ± z·sd/√n (95%); NaN where fewer than 2 values."""
-    half = Z95 * sd / np.sqrt(n.where(n >= 2))
+def t95(n: pd.Series | np.ndarray | float) -> np.ndarray:
+    """Student's t quantile of a two-sided 95% interval over ``n`` values (n - 1 degrees of
+    freedom); NaN below 2 values."""
+    df = np.asarray(n, dtype=float) - 1.0
+    return np.asarray(stats.t.ppf(0.975, np.where(df >= 1, df, np.nan)))
+
+
+def _t_interval(mean: pd.Series, sd: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """mean ± t(0.975, n - 1)·sd/√n (95%, Student's t); NaN where fewer than 2 values."""
+    half = t95(n) * sd / np.sqrt(n.where(n >= 2))
     return mean - half, mean + half
 
 
@@ -103,7 +109,7 @@ def _overall(g: pd.DataFrame, m: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFr
     spread.index = pd.Index(names[spread.index.to_numpy()])
     sd = o["model"].map(spread["std"]).astype(float)
     k = o["model"].map(spread["size"]).astype(float)
-    o["ci_low"], o["ci_high"] = _normal_interval(o["mean"], sd, k)
+    o["ci_low"], o["ci_high"] = _t_interval(o["mean"], sd, k)
     lo, hi = (o["model"].map(edges[side]).astype(float) for side in ("lo", "hi"))
     o = _clip(o, lo, hi)
     # The ratings, each counted once (what the interval is over and what the report's "Ratings"
@@ -117,7 +123,7 @@ def star_means(
     star_df: pd.DataFrame, *, include_repeats: bool = True, bounds: Bounds | None = None
 ) -> pd.DataFrame:
     """Mean stars per (rater kind, model, criterion) plus ``overall`` = mean of criterion means,
-    each with a 95% normal-approximation interval (``ci_low``, ``ci_high``; see docs/statistics.md)
+    each with a 95% Student's t interval (``ci_low``, ``ci_high``; see docs/statistics.md)
     cut to the rubric's scale (``bounds``, from ``scale_bounds``; ``ci_clipped`` marks a cut).
 
     Rater kind is "all", "human" and "judge". ``overall`` averages the per-criterion means with
@@ -135,7 +141,7 @@ def star_means(
     for kind, g in [("all", df), *df.groupby("rater_kind", sort=True)]:
         m = g.groupby(["model", "criterion"])["score"].agg(mean="mean", n="size", sd="std")
         m = m.reset_index()
-        m["ci_low"], m["ci_high"] = _normal_interval(m["mean"], m["sd"], m["n"])
+        m["ci_low"], m["ci_high"] = _t_interval(m["mean"], m["sd"], m["n"])
         scale = _criterion_bounds(m, g, bounds or {})
         m = _clip(m, scale["lo"], scale["hi"])
         m = pd.concat([m.drop(columns="sd"), _overall(g, m, scale)], ignore_index=True)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from ranking.stats.rankings import Z95, scale_bounds, star_means
+from ranking.stats.rankings import scale_bounds, star_means, t95
 from ranking.stats.report import build_report
 from tests.stats.helpers import star_frame
+
+T2, T4 = float(t95(2)), float(t95(4))  # Student's t, 1 and 3 degrees of freedom
 
 
 def _two_ratings_two_criteria():
@@ -20,20 +23,26 @@ def _two_ratings_two_criteria():
     return star_means(df).set_index(["rater_kind", "criterion"]).loc["all"]
 
 
-def test_a_criterion_interval_is_mean_plus_minus_z_sd_over_root_n():
+def test_student_t_quantiles():
+    assert pytest.approx(12.7062047, abs=1e-6) == T2 and pytest.approx(3.1824463, abs=1e-6) == T4
+    assert float(t95(1000)) == pytest.approx(1.9623, abs=1e-4)  # towards the normal 1.96
+    assert np.isnan(t95(1)) and np.isnan(t95(0))
+
+
+def test_a_criterion_interval_is_mean_plus_minus_t_sd_over_root_n():
     acc = _two_ratings_two_criteria().loc["acc"]
-    # scores 1 and 3: mean 2, sd √2, n 2 -> half width z·√2/√2 = z
+    # scores 1 and 3: mean 2, sd √2, n 2 -> half width t(1)·√2/√2 = t(1)
     assert acc["mean"] == 2
-    assert acc["ci_low"] == pytest.approx(2 - Z95)
-    assert acc["ci_high"] == pytest.approx(2 + Z95)
+    assert acc["ci_low"] == pytest.approx(2 - T2)
+    assert acc["ci_high"] == pytest.approx(2 + T2)
 
 
 def test_the_overall_interval_comes_from_each_ratings_average_over_its_criteria():
     overall = _two_ratings_two_criteria().loc["overall"]
-    # per-rating averages 1.5 and 3.5: mean 2.5, sd √2, two ratings -> half width z
+    # per-rating averages 1.5 and 3.5: mean 2.5, sd √2, two ratings -> half width t(1)
     assert overall["mean"] == 2.5
-    assert overall["ci_low"] == pytest.approx(2.5 - Z95)
-    assert overall["ci_high"] == pytest.approx(2.5 + Z95)
+    assert overall["ci_low"] == pytest.approx(2.5 - T2)
+    assert overall["ci_high"] == pytest.approx(2.5 + T2)
 
 
 def test_one_rating_has_no_interval():
@@ -61,8 +70,8 @@ def _one_criterion(scores, bounds=SCALE, criterion="acc"):
 
 def test_a_near_top_sample_stays_within_the_top_of_the_scale():
     row = _one_criterion([5, 5, 5, 4]).loc["acc"]
-    # mean 4.75, sd 0.5, n 4: the normal upper end 4.75 + z·0.25 = 5.24 is past 5 stars.
-    assert row["ci_low"] == pytest.approx(4.75 - Z95 * 0.25)
+    # mean 4.75, sd 0.5, n 4: the upper end 4.75 + t(3)·0.25 = 5.55 is past 5 stars.
+    assert row["ci_low"] == pytest.approx(4.75 - T4 * 0.25)
     assert row["ci_high"] == 5.0 and row["ci_clipped"]
 
 
@@ -74,19 +83,19 @@ def test_an_all_top_sample_stays_at_the_top():
 def test_a_near_bottom_sample_stays_within_the_bottom_of_the_scale():
     row = _one_criterion([1, 1, 1, 2]).loc["acc"]
     assert row["ci_low"] == 1.0 and row["ci_clipped"]
-    assert row["ci_high"] == pytest.approx(1.25 + Z95 * 0.25)
+    assert row["ci_high"] == pytest.approx(1.25 + T4 * 0.25)
 
 
 def test_an_interval_inside_the_scale_is_not_touched():
     row = _one_criterion([2, 3, 4, 3]).loc["acc"]
-    assert row["ci_low"] == pytest.approx(3 - Z95 * math.sqrt(2 / 3) / 2)
-    assert row["ci_high"] == pytest.approx(3 + Z95 * math.sqrt(2 / 3) / 2)
+    assert row["ci_low"] == pytest.approx(3 - T4 * math.sqrt(2 / 3) / 2)
+    assert row["ci_high"] == pytest.approx(3 + T4 * math.sqrt(2 / 3) / 2)
     assert not row["ci_clipped"]
 
 
 def test_without_a_rubric_range_nothing_is_clipped():
     row = _one_criterion([5, 5, 5, 4], bounds=None).loc["acc"]
-    assert row["ci_high"] == pytest.approx(4.75 + Z95 * 0.25) and not row["ci_clipped"]
+    assert row["ci_high"] == pytest.approx(4.75 + T4 * 0.25) and not row["ci_clipped"]
 
 
 def test_a_score_below_the_rubric_is_used_as_given_and_widens_the_scale():
