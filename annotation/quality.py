@@ -70,21 +70,19 @@ def check_ratings(study: Study) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=[*CHECK_COLUMNS, "item_id", "rating_id"])
 
 
+def _skips(study: Study, **where) -> list[tuple[str, str]]:
+    """(pseudonym, pool) of each assignment a human skipped in the study, matching ``where``."""
+    rows = Assignment.objects.filter(
+        study=study, status=Assignment.Status.SKIPPED, rater__kind=Rater.Kind.HUMAN, **where
+    )
+    return list(rows.values_list("rater__pseudonym", "rater__pool").order_by("pk"))
+
+
 def skipped_attention_checks(study: Study) -> pd.DataFrame:
     """An attention check a human skipped, as a failed check (``CHECK_COLUMNS``): its text says
     what to answer, so skipping it is the only way to dodge it. A skipped gold item, which looks
     like any item, is no failure."""
-    rows = (
-        Assignment.objects.filter(
-            study=study,
-            status=Assignment.Status.SKIPPED,
-            is_repeat=False,
-            item__check_kind=Item.CheckKind.ATTENTION,
-            rater__kind=Rater.Kind.HUMAN,
-        )
-        .values_list("rater__pseudonym", "rater__pool")
-        .order_by("pk")
-    )
+    rows = _skips(study, is_repeat=False, item__check_kind=Item.CheckKind.ATTENTION)
     records = [(who, pool, Item.CheckKind.ATTENTION, False) for who, pool in rows]
     return pd.DataFrame.from_records(records, columns=list(CHECK_COLUMNS))
 
@@ -93,17 +91,7 @@ def skipped_repeats(study: Study) -> pd.DataFrame:
     """One row per hidden repeat a human skipped (rater_id, pool): the annotator has rated the
     item before, so the skip is the way to dodge the self-consistency measure (flag
     ``repeat_skipped``)."""
-    rows = (
-        Assignment.objects.filter(
-            study=study,
-            status=Assignment.Status.SKIPPED,
-            is_repeat=True,
-            rater__kind=Rater.Kind.HUMAN,
-        )
-        .values_list("rater__pseudonym", "rater__pool")
-        .order_by("pk")
-    )
-    return pd.DataFrame.from_records(list(rows), columns=["rater_id", "pool"])
+    return pd.DataFrame.from_records(_skips(study, is_repeat=True), columns=["rater_id", "pool"])
 
 
 def excluded_pseudonyms(study: Study) -> set[str]:
