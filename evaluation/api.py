@@ -77,7 +77,12 @@ class RunIn(serializers.Serializer):
     judge = WholeNumber(min_value=1, max_value=2**62)
     both_orders = serializers.BooleanField(default=False)
     repeat_rate = DecimalNumber(default=0.02, **RUN_BOUNDS["repeat_rate"])
-    limit = WholeNumber(required=False, allow_null=True, **RUN_BOUNDS["limit"])
+    limit = WholeNumber(
+        required=False,
+        allow_null=True,
+        help_text="Judge at most N items this judge has not judged yet.",
+        **RUN_BOUNDS["limit"],
+    )
     seed = WholeNumber(default=0, **RUN_BOUNDS["seed"])
     budget = ExactNumber(required=False, allow_null=True, **RUN_BOUNDS["budget"])
     mode = serializers.ChoiceField(

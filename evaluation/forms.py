@@ -139,7 +139,12 @@ class RunStartForm(forms.Form):
         help_text=_("Share of items judged twice, to measure the judge's self-consistency."),
         **RUN_BOUNDS["repeat_rate"],
     )
-    limit = forms.IntegerField(required=False, label=_("At most N items"), **RUN_BOUNDS["limit"])
+    limit = forms.IntegerField(
+        required=False,
+        label=_("At most N items"),
+        help_text=_("Items this judge has not judged yet: a second run takes the next N."),
+        **RUN_BOUNDS["limit"],
+    )
     seed = forms.IntegerField(initial=0, label=_("Seed"), **RUN_BOUNDS["seed"])
     budget = forms.DecimalField(
         required=False,

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from annotation.models import Study
+from annotation.models import Assignment, Study
 from evaluation import planning, safety, services
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.services import RunOptions
@@ -56,7 +56,11 @@ def run_estimate(
     *, study: Study, judge: JudgeConfig, **options: Unpack[RunOptions]
 ) -> tuple[int, int, int]:
     """(items, calls, input tokens) of the run, from the prompts it would send."""
-    n_items = study.items.filter(check_kind="").count()  # judges never get hidden checks
+    # Judges never get hidden checks, nor items this judge already judged in another run.
+    judged = Assignment.objects.filter(study=study, rater=judge.rater, is_repeat=False)
+    n_items = (
+        study.items.filter(check_kind="").exclude(id__in=judged.values("item_id")).count()
+    )
     if limit := options.get("limit"):
         n_items = min(n_items, limit)
     sample = min(n_items, ESTIMATE_SAMPLE)

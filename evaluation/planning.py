@@ -271,7 +271,10 @@ def plan_chunks(
             jobs += item_jobs
             n_planned += n
         last_id = page[-1].id
-        left = None if left is None else left - len(page)
+        if left is not None:
+            # "At most N items" counts the items this run judges: ones the judge already
+            # judged in another run are passed over, so a second limited run takes the next N.
+            left -= sum(1 for item in page if item.id not in ctx.judged_elsewhere)
         step = min(2 * step, size)
         yield jobs, n_planned
 

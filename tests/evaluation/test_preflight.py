@@ -342,3 +342,21 @@ def test_the_estimate_leaves_out_hidden_checks_and_says_when_nothing_is_left(
     page = organizer_client.post(reverse("judges:run_start", args=[study.pk]), form)
     html = page.content.decode()
     assert 'id="estimate-total"' in html and 'id="nothing-to-judge"' in html
+
+
+def test_at_most_n_items_takes_n_items_the_judge_has_not_judged_yet(make_study, make_judge, fake):
+    study = make_study([f"Question {i}?" for i in range(6)], n_llms=1)
+    judge = make_judge()
+    run1 = judge_run_create(study=study, judge=judge, repeat_rate=0, limit=2)
+    execute_run(run1.pk, backoff=0.01)
+    first = set(run1.calls.values_list("item_id", flat=True))
+    # The estimate counts what is left for this judge, at most the limit.
+    assert judge_run_preflight(study=study, judge=judge, repeat_rate=0, limit=3).items == 3
+    assert judge_run_preflight(study=study, judge=judge, repeat_rate=0).items == 4
+    run2 = judge_run_create(study=study, judge=judge, repeat_rate=0, limit=3)
+    execute_run(run2.pk, backoff=0.01)
+    second = set(run2.calls.values_list("item_id", flat=True))
+    assert len(first) == 2 and len(second) == 3 and not first & second
+    assert len(fake.log) == 5
+    last = judge_run_preflight(study=study, judge=judge, repeat_rate=0, limit=3)
+    assert (last.items, last.calls) == (1, 1)
