@@ -58,9 +58,7 @@ def run_estimate(
     """(items, calls, input tokens) of the run, from the prompts it would send."""
     # Judges never get hidden checks, nor items this judge already judged in another run.
     judged = Assignment.objects.filter(study=study, rater=judge.rater, is_repeat=False)
-    n_items = (
-        study.items.filter(check_kind="").exclude(id__in=judged.values("item_id")).count()
-    )
+    n_items = study.items.filter(check_kind="").exclude(id__in=judged.values("item_id")).count()
     if limit := options.get("limit"):
         n_items = min(n_items, limit)
     sample = min(n_items, ESTIMATE_SAMPLE)

@@ -44,7 +44,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         add_study_argument(parser, required=False)
         parser.add_argument("--judge", help="Judge configuration id or name.")
-        parser.add_argument("--limit", type=int, help="Judge at most N items this judge has not judged yet.")
+        parser.add_argument(
+            "--limit", type=int, help="Judge at most N items this judge has not judged yet."
+        )
         parser.add_argument(
             "--repeat-rate",
             type=float,
