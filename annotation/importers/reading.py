@@ -13,6 +13,7 @@ from typing import Any
 
 from annotation import inputs
 from annotation.importers.bundle import ImportRefused
+from annotation.importers.bundle import message as _
 from annotation.importers.results import RepairLog
 
 PROGRESS_MIN = 2000  # records; smaller files get no progress bar
@@ -67,7 +68,9 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
     repair), anything else is refused."""
     if isinstance(value, str):
         if "\x00" in value:  # PostgreSQL cannot store it in text; never data
-            raise ImportRefused(f"{at(file, record)}: {what} contains a NUL character")
+            raise ImportRefused(
+                _("%(where)s: %(what)s contains a NUL character", where=at(file, record), what=what)
+            )
         return value
     if isinstance(value, bool):
         repairs.add(f"{what} was a JSON boolean, stored as the text 'True'/'False'", file, record)
@@ -76,8 +79,17 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
         repairs.add(f"{what} was a JSON number, stored as text", file, record)
         return str(value)
     if value is None:
-        raise ImportRefused(f"{at(file, record)}: {what} is missing (null)")
-    raise ImportRefused(f"{at(file, record)}: {what} must be text, not {type(value).__name__}")
+        raise ImportRefused(
+            _("%(where)s: %(what)s is missing (null)", where=at(file, record), what=what)
+        )
+    raise ImportRefused(
+        _(
+            "%(where)s: %(what)s must be text, not %(type)s",
+            where=at(file, record),
+            what=what,
+            type=type(value).__name__,
+        )
+    )
 
 
 def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -> int:
@@ -90,7 +102,12 @@ def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -
     if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
         return int(value.strip())
     raise ImportRefused(
-        f"{at(file, record)}: score {criterion}={value!r:.40} is not a whole number"
+        _(
+            "%(where)s: score %(criterion)s=%(value)s is not a whole number",
+            where=at(file, record),
+            criterion=criterion,
+            value=f"{value!r:.40}",
+        )
     )
 
 
@@ -126,7 +143,14 @@ def check_score(
     if keep_out_of_range and KEPT_RANGE[0] <= value <= KEPT_RANGE[1]:
         return value
     raise ImportRefused(
-        f"{at(file, record)}: score {criterion}={value} is outside the rubric's range {lo}-{hi}"
+        _(
+            "%(where)s: score %(criterion)s=%(value)s is outside the rubric's range %(lo)s-%(hi)s",
+            where=at(file, record),
+            criterion=criterion,
+            value=value,
+            lo=lo,
+            hi=hi,
+        )
     )
 
 
@@ -138,17 +162,31 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
         if jsonl:
             hint = ""
             if exc.msg.startswith("Invalid control character"):  # "... at": Python's wording
-                hint = (
+                hint = _(
                     "; a tab, line break or NUL inside a text must be written as \\t, \\n, \\u0000"
                 )
             raise ImportRefused(
-                f"{where}: not valid JSON ({exc.msg.removesuffix(' at')}, column {exc.colno}{hint})"
+                _(
+                    "%(where)s: not valid JSON (%(error)s, column %(column)s%(hint)s)",
+                    where=where,
+                    error=exc.msg.removesuffix(" at"),
+                    column=exc.colno,
+                    hint=hint,
+                )
             ) from exc
         raise ImportRefused(
-            f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            _(
+                "%(where)s: not valid JSON at line %(line)s, column %(column)s: %(error)s",
+                where=where,
+                line=exc.lineno,
+                column=exc.colno,
+                error=exc.msg,
+            )
         ) from exc
     except ValueError as exc:  # a number of more than 4,300 digits, nesting, a lone surrogate
-        raise ImportRefused(f"{where}: not valid JSON: {exc}") from exc
+        raise ImportRefused(
+            _("%(where)s: not valid JSON: %(error)s", where=where, error=exc)
+        ) from exc
 
 
 def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:
@@ -156,10 +194,14 @@ def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:
     if isinstance(exc, UnicodeDecodeError):
         byte = exc.object[exc.start : exc.start + 1].hex()
         return ImportRefused(
-            f"{path.name}: the file is not UTF-8 text (byte 0x{byte} cannot be read): save it "
-            "as UTF-8 (in Excel: Save as > CSV UTF-8) and upload it again"
+            _(
+                "%(file)s: the file is not UTF-8 text (byte 0x%(byte)s cannot be read): save it as "
+                "UTF-8 (in Excel: Save as > CSV UTF-8) and upload it again",
+                file=path.name,
+                byte=byte,
+            )
         )
-    return ImportRefused(f"{path.name}: cannot read the file: {exc}")
+    return ImportRefused(_("%(file)s: cannot read the file: %(error)s", file=path.name, error=exc))
 
 
 def read_jsonl(path: Path) -> list[tuple[int, object]]:
