@@ -18,11 +18,12 @@ from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from annotation.rubrics import ALIGNBENCH_DIMENSIONS
 
 # name -> what it renders to (shown in the template form and docs/judges.md).
-PLACEHOLDERS: dict[str, str] = {
+PLACEHOLDERS: dict[str, StrOrPromise] = {
     "question": _("the question text"),
     "answer": _("the answer to score (star templates)"),
     "answer_1": _("the answer shown first (pairwise)"),

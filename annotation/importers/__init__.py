@@ -110,6 +110,19 @@ PARSERS: dict[str, Callable[[list[Path], RepairLog, Options], Bundle]] = {
 }
 
 
+def _files(paths: Sequence[str | Path], format: str) -> list[Path]:
+    """The paths to import, each an existing file (a folder only for ChineseAlpacaEval)."""
+    files = [Path(p) for p in paths]
+    if not files:
+        raise ImportRefused(_("no files given"))
+    for p in files:
+        if not p.exists():
+            raise ImportRefused(_("%(file)s: no such file", file=p))
+        if p.is_dir() and format != "chinese-alpaca-eval":
+            raise ImportRefused(_("%(file)s: a folder; give the files", file=p))
+    return files
+
+
 def dataset_import(
     *,
     format: str,
@@ -149,14 +162,7 @@ def dataset_import(
                 options=", ".join("--" + k.replace("_", "-") for k in extra),
             )
         )
-    files = [Path(p) for p in paths]
-    if not files:
-        raise ImportRefused(_("no files given"))
-    for p in files:
-        if not p.exists():
-            raise ImportRefused(_("%(file)s: no such file", file=p))
-        if p.is_dir() and format != "chinese-alpaca-eval":
-            raise ImportRefused(_("%(file)s: a folder; give the files", file=p))
+    files = _files(paths, format)
     chosen = {k: v for k, v in given.items() if k in spec.options and v not in (None, "")}
     request = ImportRequest(
         format=format,

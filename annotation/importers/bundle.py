@@ -49,7 +49,7 @@ def message(text: str, **values: Any) -> str:
     import page and in the API, in English from `manage.py import_dataset` (commands run in
     English). The modules import it as ``_`` so that makemessages collects ``text``; the
     values are named (``%(where)s`` is a record's place: its words are translated too)."""
-    return _lazy_message(text, values)  # type: ignore[no-any-return]
+    return _lazy_message(text, values)
 
 
 _ = message  # makemessages collects _("..."); see message()

@@ -9,7 +9,6 @@ round-trip a study: export -> import -> export gives the same file.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,7 +26,9 @@ from annotation.importers.base import (
     progress,
 )
 from annotation.importers.bundle import message as _
-from annotation.importers.reading import iso_time, read_jsonl, unreadable
+from annotation.importers.reading import csv_rows as _csv_rows
+from annotation.importers.reading import iso_time
+from annotation.importers.reading import jsonl_records as _jsonl_records
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
@@ -53,47 +54,6 @@ FALSE = {"0", "false", "no", "n", "f", ""}
 PLATFORMS = ("", "prolific", "mturk")
 MAX_ERRORS = 100  # per-line errors listed before the import gives up
 ACTIVE_MS_MAX = 2**31 - 1
-
-
-def _csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
-    """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
-    all held at once)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or "type" not in header:
-                raise ImportRefused(
-                    _("%(file)s: the CSV header needs a 'type' column", file=path.name)
-                )
-            width = len(header)
-            for number, row in enumerate(reader, start=2):
-                if len(row) > width:
-                    raise ImportRefused(
-                        _(
-                            "%(where)s: more cells than columns",
-                            where=f"{path.name}, line {number}",
-                        )
-                    )
-                if row:  # a blank line, as csv.DictReader skips it
-                    yield header, number, row
-    except (OSError, UnicodeDecodeError) as exc:
-        raise unreadable(path, exc) from exc
-    except csv.Error as exc:
-        raise ImportRefused(
-            _("%(file)s: cannot read the CSV: %(error)s", file=path.name, error=exc)
-        ) from exc
-
-
-def _jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
-    out = []
-    for number, rec in read_jsonl(path):
-        if not isinstance(rec, dict):
-            raise ImportRefused(
-                _("%(where)s: expected an object", where=f"{path.name}, line {number}")
-            )
-        out.append((f"line {number}", rec))
-    return iter(out)
 
 
 @dataclass(slots=True)

@@ -3,11 +3,12 @@ checks that turn a file's values into text and scores."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,45 @@ def read_json(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
     return parse_json(text, path.name)
+
+
+def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
+    """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
+    all held at once)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or "type" not in header:
+                raise ImportRefused(
+                    _("%(file)s: the CSV header needs a 'type' column", file=path.name)
+                )
+            width = len(header)
+            for number, row in enumerate(reader, start=2):
+                if len(row) > width:
+                    raise ImportRefused(
+                        _(
+                            "%(where)s: more cells than columns",
+                            where=f"{path.name}, line {number}",
+                        )
+                    )
+                if row:  # a blank line, as csv.DictReader skips it
+                    yield header, number, row
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from exc
+    except csv.Error as exc:
+        raise ImportRefused(
+            _("%(file)s: cannot read the CSV: %(error)s", file=path.name, error=exc)
+        ) from exc
+
+
+def jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
+    """('line N', object) per line of a JSONL file of objects (the generic format)."""
+    out = []
+    for number, rec in read_jsonl(path):
+        if not isinstance(rec, dict):
+            raise ImportRefused(
+                _("%(where)s: expected an object", where=f"{path.name}, line {number}")
+            )
+        out.append((f"line {number}", rec))
+    return iter(out)
