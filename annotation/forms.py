@@ -394,8 +394,8 @@ class DataImportForm(forms.Form):
         label=_("Score folder (LLMEval-2 scores)"),
         choices=[
             ("", "—"),
-            ("human-score", "human-score (LLMEval-2 human panel)"),
-            ("gpt-score", "gpt-score (GPT-4 judge)"),
+            ("human-score", _("human-score (LLMEval-2 human panel)")),
+            ("gpt-score", _("gpt-score (GPT-4 judge)")),
         ],
     )
 

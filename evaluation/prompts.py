@@ -16,26 +16,31 @@ from typing import Any
 
 from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from annotation.rubrics import ALIGNBENCH_DIMENSIONS
 
 # name -> what it renders to (shown in the template form and docs/judges.md).
-PLACEHOLDERS: dict[str, str] = {
-    "question": "the question text",
-    "answer": "the answer to score (star templates)",
-    "answer_1": "the answer shown first (pairwise)",
-    "answer_2": "the answer shown second (pairwise)",
-    "hint": "the hint / reference answer when the study shows hints, else empty",
-    "hint_section": "the template's hint format filled with the hint, or empty when hidden",
-    "reference": "the reference answer, always (AlignBench-style templates)",
-    "criteria": "the rubric's criteria for this question with a line per star",
-    "json_example": "a JSON object with one key per criterion (LLMEval-2 style)",
-    "dict_example": "a dict example with one key per dimension and the overall score",
-    "dimensions": "AlignBench dimensions for this question, numbered, with definitions",
-    "scale": "the star range, e.g. '1 to 3'; when criteria differ, each one's range, e.g. "
-    "'1 to 5 (Accuracy) and 1 to 3 (Fluency, Logicity)'",
-    "task": "the question's task type or subject",
-    "category": "the question's AlignBench answer type (or task type)",
+PLACEHOLDERS: dict[str, StrOrPromise] = {
+    "question": _("the question text"),
+    "answer": _("the answer to score (star templates)"),
+    "answer_1": _("the answer shown first (pairwise)"),
+    "answer_2": _("the answer shown second (pairwise)"),
+    "hint": _("the hint / reference answer when the study shows hints, else empty"),
+    "hint_section": _("the template's hint format filled with the hint, or empty when hidden"),
+    "reference": _("the reference answer, always (AlignBench-style templates)"),
+    "criteria": _("the rubric's criteria for this question with a line per star"),
+    "json_example": _("a JSON object with one key per criterion (LLMEval-2 style)"),
+    "dict_example": _("a dict example with one key per dimension and the overall score"),
+    "dimensions": _("AlignBench dimensions for this question, numbered, with definitions"),
+    "scale": _(
+        "the star range, e.g. '1 to 3'; when criteria differ, each one's range, e.g. "
+        "'1 to 5 (Accuracy) and 1 to 3 (Fluency, Logicity)'"
+    ),
+    "task": _("the question's task type or subject"),
+    "category": _("the question's AlignBench answer type (or task type)"),
 }
 REQUIRED: dict[str, set[str]] = {
     "star": {"question", "answer"},
@@ -58,10 +63,14 @@ def placeholders_in(text: str) -> set[str]:
             continue
         if field == "" or not field.isidentifier():
             raise ValidationError(
-                f"Placeholder {{{field}}} is not allowed: use a plain name such as {{question}}."
+                gettext("Placeholder %(name)s is not allowed: use a plain name such as {question}.")
+                % {"name": "{" + field + "}"}
             )
         if spec or conversion:
-            raise ValidationError(f"Placeholder {{{field}}} may not carry a format or conversion.")
+            raise ValidationError(
+                gettext("Placeholder %(name)s may not carry a format or conversion.")
+                % {"name": "{" + field + "}"}
+            )
         names.add(field)
     return names
 
@@ -79,31 +88,33 @@ def validate_template(template) -> None:
         unknown = names - set(PLACEHOLDERS)
         if unknown:
             errors.setdefault(field, []).append(
-                "Unknown placeholder(s): "
-                + ", ".join("{" + n + "}" for n in sorted(unknown))
-                + ". Allowed: "
-                + ", ".join("{" + n + "}" for n in PLACEHOLDERS)
-                + "."
+                gettext("Unknown placeholder(s): %(names)s. Allowed: %(allowed)s.")
+                % {
+                    "names": ", ".join("{" + n + "}" for n in sorted(unknown)),
+                    "allowed": ", ".join("{" + n + "}" for n in PLACEHOLDERS),
+                }
             )
         if field != "json_instructions":
             used |= names
     try:
         hint_names = placeholders_in(template.hint_format or "")
         if hint_names - HINT_FORMAT_FIELDS:
-            errors.setdefault("hint_format", []).append("The hint format may only use {hint}.")
+            errors.setdefault("hint_format", []).append(
+                gettext("The hint format may only use {hint}.")
+            )
     except ValidationError as e:
         errors.setdefault("hint_format", []).extend(e.messages)
     missing = REQUIRED.get(template.kind, set()) - used
     if missing and "user" not in errors:
         errors.setdefault("user", []).append(
-            "Missing required placeholder(s): "
-            + ", ".join("{" + n + "}" for n in sorted(missing))
-            + "."
+            gettext("Missing required placeholder(s): %(names)s.")
+            % {"names": ", ".join("{" + n + "}" for n in sorted(missing))}
         )
     expected = {"star": {"stars", "alignbench"}, "pairwise": {"choice", "ranking"}}
     if template.kind in expected and template.parser not in expected[template.kind]:
         errors.setdefault("parser", []).append(
-            f"A {template.kind} template needs one of: {', '.join(sorted(expected[template.kind]))}."
+            gettext("A %(kind)s template needs one of: %(parsers)s.")
+            % {"kind": template.kind, "parsers": ", ".join(sorted(expected[template.kind]))}
         )
     if errors:
         raise ValidationError(errors)

@@ -35,6 +35,7 @@ def width_curve(curve: pd.DataFrame) -> str | None:
                 ax.plot(g["n_human_ratings"], g["width_ppi"], "o-", lw=1.4,
                         color=PALETTE[j % len(PALETTE)], label=_("humans + %(judge)s") % {"judge": judge})  # fmt: skip
             ax.set_xlabel(_("human ratings spent"))
+            # xgettext:no-python-format
             ax.set_ylabel(_("mean 95% interval width"))
             ax.set_title(
                 _("%(statistic)s: interval width against human ratings")

@@ -58,6 +58,10 @@ HEADERS: dict[str, Any] = {
 # the ones the report has today, listed so that makemessages collects them for translation.
 GENERIC_HEADERS = (
     gettext_noop("Accuracy"),
+    gettext_noop("Agrees with ds"),
+    gettext_noop("Reliability"),
+    gettext_noop("Star bias"),
+    gettext_noop("Star sigma"),
     gettext_noop("Accuracy pairwise"),
     gettext_noop("Accuracy star"),
     gettext_noop("Agreement"),

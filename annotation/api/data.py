@@ -11,6 +11,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -186,7 +187,10 @@ class ImportListCreate(generics.ListAPIView):
         except ImportRefused as exc:
             # Every bad record, one line each (file, line, why), so a client can show them all.
             return ApiResponse(
-                {"detail": f"refused, nothing was written: {exc}", "errors": exc.errors},
+                {
+                    "detail": _("refused, nothing was written: %(error)s") % {"error": exc},
+                    "errors": [str(e) for e in exc.errors],
+                },
                 status=status.HTTP_400_BAD_REQUEST,
             )
         reports_warm(result.study_ids, dry_run=result.dry_run)  # large studies' reports, queued

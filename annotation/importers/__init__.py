@@ -22,6 +22,7 @@ from annotation.importers.base import (
     RepairLog,
     run_import,
 )
+from annotation.importers.bundle import message as _
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,19 @@ PARSERS: dict[str, Callable[[list[Path], RepairLog, Options], Bundle]] = {
 }
 
 
+def _files(paths: Sequence[str | Path], format: str) -> list[Path]:
+    """The paths to import, each an existing file (a folder only for ChineseAlpacaEval)."""
+    files = [Path(p) for p in paths]
+    if not files:
+        raise ImportRefused(_("no files given"))
+    for p in files:
+        if not p.exists():
+            raise ImportRefused(_("%(file)s: no such file", file=p))
+        if p.is_dir() and format != "chinese-alpaca-eval":
+            raise ImportRefused(_("%(file)s: a folder; give the files", file=p))
+    return files
+
+
 def dataset_import(
     *,
     format: str,
@@ -125,7 +139,13 @@ def dataset_import(
     """Import files of one format: everything or nothing (raises ImportRefused)."""
     spec = FORMATS.get(format)
     if spec is None:
-        raise ImportRefused(f"unknown format {format!r}: use one of {', '.join(FORMATS)}")
+        raise ImportRefused(
+            _(
+                "unknown format %(format)s: use one of %(formats)s",
+                format=repr(format),
+                formats=", ".join(FORMATS),
+            )
+        )
     given = {
         "dataset": dataset,
         "study": study,
@@ -136,16 +156,13 @@ def dataset_import(
     extra = [k for k, v in given.items() if v and k not in spec.options]
     if extra:
         raise ImportRefused(
-            f"the {format} format takes no {', '.join('--' + k.replace('_', '-') for k in extra)}"
+            _(
+                "the %(format)s format takes no %(options)s",
+                format=format,
+                options=", ".join("--" + k.replace("_", "-") for k in extra),
+            )
         )
-    files = [Path(p) for p in paths]
-    if not files:
-        raise ImportRefused("no files given")
-    for p in files:
-        if not p.exists():
-            raise ImportRefused(f"{p}: no such file")
-        if p.is_dir() and format != "chinese-alpaca-eval":
-            raise ImportRefused(f"{p}: a folder; give the files")
+    files = _files(paths, format)
     chosen = {k: v for k, v in given.items() if k in spec.options and v not in (None, "")}
     request = ImportRequest(
         format=format,
@@ -172,7 +189,13 @@ def dataset_preview(**options: Any) -> dict[str, Any]:
     try:
         result = dataset_import(**options, dry_run=True)
     except ImportRefused as exc:
-        return {"ok": False, "added": {}, "skipped": {}, "repairs": [], "errors": exc.errors}
+        return {
+            "ok": False,
+            "added": {},
+            "skipped": {},
+            "repairs": [],
+            "errors": [str(e) for e in exc.errors],
+        }
     return {
         "ok": True,
         "added": result.added,
@@ -195,12 +218,14 @@ def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     for f in files:
         name = Path(f.name).name
         if not name or name.startswith(".") or "\x00" in name:
-            raise ImportRefused(f"unusable file name {f.name!r}")
+            raise ImportRefused(_("unusable file name %(name)s", name=repr(f.name)))
         if len(name.encode()) > MAX_FILE_NAME_BYTES:  # the file system's limit is 255 bytes
-            raise ImportRefused(f"the file name {name[:40]!r}... is too long; shorten it")
+            raise ImportRefused(
+                _("the file name %(name)s... is too long; shorten it", name=repr(name[:40]))
+            )
         target = base / name
         if target in out:  # a second file of the same name would replace the first
-            raise ImportRefused(f"two files are named {name!r}; rename one")
+            raise ImportRefused(_("two files are named %(name)s; rename one", name=repr(name)))
         with open(target, "wb") as fh:
             for chunk in f.chunks():
                 fh.write(chunk)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.utils import translation
 
 from annotation import pgcopy
 from annotation.importers.bundle import (
@@ -131,7 +132,8 @@ def run_import(request: ImportRequest, parse: Callable[[RepairLog], Bundle]) -> 
         pass
     except ImportRefused as exc:
         if not request.dry_run:
-            request.record(ok=False, repairs=list(repairs), message=str(exc))
+            with translation.override("en"):  # the record keeps the message in English
+                request.record(ok=False, repairs=list(repairs), message=str(exc))
         raise
     return result
 

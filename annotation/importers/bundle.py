@@ -6,18 +6,61 @@ studies and ratings as plain dataclasses. A format module's parse() builds a `Bu
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from django.utils.functional import lazy
+from django.utils.translation import gettext
+
 from annotation.models import PairChoice
+
+# A record's place ("file, line 12 (question_id 7)"; "record 3 (question Q1, LLM x)"): its words
+# in the reader's language, when a message is shown.
+_PLACE_WORDS = re.compile(r"\b(line|record) (\d+)\b|\b(dialog|question) (?=\S)")
+
+
+def _place_word(m: re.Match[str]) -> str:
+    if m.group(1) == "line":
+        return gettext("line %(n)s") % {"n": m.group(2)}
+    if m.group(1) == "record":
+        return gettext("record %(n)s") % {"n": m.group(2)}
+    return (gettext("dialog") if m.group(3) == "dialog" else gettext("question")) + " "
+
+
+def _place(where: str) -> str:
+    return _PLACE_WORDS.sub(_place_word, where)
+
+
+def _message(text: str, values: dict[str, Any]) -> str:
+    said = gettext(text)
+    if not values:
+        return said
+    shown = {k: _place(str(v)) if k == "where" else str(v) for k, v in values.items()}
+    return said % shown
+
+
+_lazy_message = lazy(_message, str)
+
+
+def message(text: str, **values: Any) -> str:
+    """An importer's message, put in words when it is shown: in the reader's language on the
+    import page and in the API, in English from `manage.py import_dataset` (commands run in
+    English). The modules import it as ``_`` so that makemessages collects ``text``; the
+    values are named (``%(where)s`` is a record's place: its words are translated too)."""
+    return _lazy_message(text, values)
+
+
+_ = message  # makemessages collects _("..."); see message()
 
 
 class ImportRefused(Exception):
     """A file cannot be imported as it is; the message names the file and the record.
 
     `errors` lists every problem found (one line each, naming file and line) when the format
-    checks its records one by one (the generic formats); else just the message."""
+    checks its records one by one (the generic formats); else just the message. Messages are
+    lazy (``message``): ``str()`` gives them in the active language."""
 
     def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
         super().__init__(message)
@@ -86,18 +129,30 @@ class RatingSpec:
         """The rating's own consistency, before any database work."""
         if self.parse_status == "unparsed":
             if self.scores or self.choice:
-                raise ImportRefused(f"{self.where}: an unparsed rating carries no score or choice")
+                raise ImportRefused(
+                    _("%(where)s: an unparsed rating carries no score or choice", where=self.where)
+                )
             return
         if self.parse_status:
-            raise ImportRefused(f"{self.where}: parse_status must be empty or 'unparsed'")
+            raise ImportRefused(
+                _("%(where)s: parse_status must be empty or 'unparsed'", where=self.where)
+            )
         if mode == "pairwise" and self.choice not in ("first", "second", "tie", "both_bad"):
-            raise ImportRefused(f"{self.where}: unknown pairwise choice {self.choice!r}")
+            raise ImportRefused(
+                _(
+                    "%(where)s: unknown pairwise choice %(choice)s",
+                    where=self.where,
+                    choice=repr(self.choice),
+                )
+            )
         if mode == "star" and not self.scores:
-            raise ImportRefused(f"{self.where}: a star rating without any score")
+            raise ImportRefused(_("%(where)s: a star rating without any score", where=self.where))
         if self.out_of_range - set(self.scores):
-            raise ImportRefused(f"{self.where}: out_of_range names a criterion without a score")
+            raise ImportRefused(
+                _("%(where)s: out_of_range names a criterion without a score", where=self.where)
+            )
         if self.served_at and self.submitted_at and self.served_at > self.submitted_at:
-            raise ImportRefused(f"{self.where}: served_at is after submitted_at")
+            raise ImportRefused(_("%(where)s: served_at is after submitted_at", where=self.where))
 
 
 @dataclass
@@ -121,33 +176,42 @@ class Bundle:
             mine, theirs = getattr(spec, attr), getattr(have, attr)
             if mine and theirs and mine != theirs:
                 raise ImportRefused(
-                    f"{where}: question {spec.external_id!r} has {attr} {mine!r} here but "
-                    f"{theirs!r} earlier"
+                    _(
+                        "%(where)s: question %(id)s has %(field)s %(mine)s here but %(theirs)s "
+                        "earlier",
+                        where=where,
+                        id=repr(spec.external_id),
+                        field=attr,
+                        mine=repr(mine),
+                        theirs=repr(theirs),
+                    )
                 )
         return have
 
     def _check_lengths(self) -> None:
         """Names and ids fit their columns (PostgreSQL would refuse them mid-import)."""
-        checks: list[tuple[str, str, str | None, int]] = [("dataset name", self.dataset, None, 200)]
+        checks: list[tuple[str, str, str | None, int]] = [
+            (_("dataset name"), self.dataset, None, 200)
+        ]
         for q in self.questions.values():
             where = f"question {q.external_id[:40]!r}"
-            checks += [("question id", q.external_id, where, 200)]
+            checks += [(_("question id"), q.external_id, where, 200)]
             checks += [
-                ("task type", q.task_type, where, 100),
-                ("subcategory", q.subcategory, where, 100),
+                (_("task type"), q.task_type, where, 100),
+                (_("subcategory"), q.subcategory, where, 100),
             ]
-            checks += [("answer type", q.answer_type, where, 50)]
+            checks += [(_("answer type"), q.answer_type, where, 50)]
         for r in self.responses:
             checks += [
-                ("LLM name", r.llm, r.where, 200),
-                ("response id", r.external_id, r.where, 200),
+                (_("LLM name"), r.llm, r.where, 200),
+                (_("response id"), r.external_id, r.where, 200),
             ]
-        checks += [("rater name", r.name, None, 200) for r in self.raters.values()]
-        checks += [("study name", s.name, None, 200) for s in self.studies.values()]
+        checks += [(_("rater name"), r.name, None, 200) for r in self.raters.values()]
+        checks += [(_("study name"), s.name, None, 200) for s in self.studies.values()]
         for what, value, at, limit in checks:
             if len(value) > limit:
-                place = f"{at}: " if at else ""
-                raise ImportRefused(f"{place}the {what} is longer than {limit} characters")
+                said = _("the %(what)s is longer than %(n)s characters", what=what, n=limit)
+                raise ImportRefused(_("%(where)s: %(why)s", where=at, why=said) if at else said)
 
     def validate(self) -> None:
         """Everything that can be checked without the database: names fit their columns, every
@@ -157,7 +221,7 @@ class Bundle:
         for spec in self.ratings:
             study = self.studies.get(spec.study)
             if study is None or spec.rater not in self.raters:
-                raise ImportRefused(f"{spec.where}: unknown study or rater")
+                raise ImportRefused(_("%(where)s: unknown study or rater", where=spec.where))
             spec.check(study.mode)
 
 
@@ -185,4 +249,6 @@ def canonical_choice(choice: str, first_is_a: bool, where: str) -> str:
         return choice
     if choice in ("first", "second", "tie", "both_bad"):
         return _canonical(choice, first_is_a)
-    raise ImportRefused(f"{where}: unknown pairwise choice {choice!r}")
+    raise ImportRefused(
+        _("%(where)s: unknown pairwise choice %(choice)s", where=where, choice=repr(choice))
+    )

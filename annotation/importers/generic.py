@@ -9,7 +9,6 @@ round-trip a study: export -> import -> export gives the same file.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +25,10 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
-from annotation.importers.reading import iso_time, read_jsonl, unreadable
+from annotation.importers.bundle import message as _
+from annotation.importers.reading import csv_rows as _csv_rows
+from annotation.importers.reading import iso_time
+from annotation.importers.reading import jsonl_records as _jsonl_records
 
 TYPES = ("question", "response", "rating", "pairwise")
 QUESTION = ["question_id", "text", "task_type", "subcategory", "kind", "answer_type", "reference"]
@@ -54,36 +56,6 @@ MAX_ERRORS = 100  # per-line errors listed before the import gives up
 ACTIVE_MS_MAX = 2**31 - 1
 
 
-def _csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
-    """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
-    all held at once)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or "type" not in header:
-                raise ImportRefused(f"{path.name}: the CSV header needs a 'type' column")
-            width = len(header)
-            for number, row in enumerate(reader, start=2):
-                if len(row) > width:
-                    raise ImportRefused(f"{path.name}, line {number}: more cells than columns")
-                if row:  # a blank line, as csv.DictReader skips it
-                    yield header, number, row
-    except (OSError, UnicodeDecodeError) as exc:
-        raise unreadable(path, exc) from exc
-    except csv.Error as exc:
-        raise ImportRefused(f"{path.name}: cannot read the CSV: {exc}") from exc
-
-
-def _jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
-    out = []
-    for number, rec in read_jsonl(path):
-        if not isinstance(rec, dict):
-            raise ImportRefused(f"{path.name}, line {number}: expected an object")
-        out.append((f"line {number}", rec))
-    return iter(out)
-
-
 @dataclass(slots=True)
 class _Record:
     """One record of a file with the helpers that read its fields."""
@@ -95,7 +67,7 @@ class _Record:
     where: str  # "file, line N" for messages
 
     def refuse(self, why: str) -> ImportRefused:
-        return ImportRefused(f"{self.where}: {why}")
+        return ImportRefused(_("%(where)s: %(why)s", where=self.where, why=why))
 
     def text(self, key: str, *, required: bool = False) -> str:
         value = self.rec.get(key)
@@ -103,7 +75,7 @@ class _Record:
             return value
         if value in (None, ""):
             if required:
-                raise self.refuse(f"{key} is missing")
+                raise self.refuse(_("%(key)s is missing", key=key))
             return ""
         return as_text(value, what=key, file=self.path, record=self.rid, repairs=self.repairs)
 
@@ -114,7 +86,9 @@ class _Record:
         text = str(value).strip().lower()
         if text in TRUE | FALSE:
             return text in TRUE
-        raise self.refuse(f"{key} must be true or false, not {value!r:.40}")
+        raise self.refuse(
+            _("%(key)s must be true or false, not %(value)s", key=key, value=f"{value!r:.40}")
+        )
 
     def time(self, key: str) -> dt.datetime | None:
         """ISO 8601; a time without an offset is read as UTC."""
@@ -123,7 +97,13 @@ class _Record:
             return None
         when = iso_time(value)
         if when is None:
-            raise self.refuse(f"{key} must be an ISO 8601 time, not {value!r:.40}")
+            raise self.refuse(
+                _(
+                    "%(key)s must be an ISO 8601 time, not %(value)s",
+                    key=key,
+                    value=f"{value!r:.40}",
+                )
+            )
         return when
 
     def active_ms(self) -> int | None:
@@ -135,7 +115,10 @@ class _Record:
             text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= ACTIVE_MS_MAX
         ):
             raise self.refuse(
-                f"active_ms must be a whole number of milliseconds, not {value!r:.40}"
+                _(
+                    "active_ms must be a whole number of milliseconds, not %(value)s",
+                    value=f"{value!r:.40}",
+                )
             )
         return int(text)
 
@@ -157,13 +140,24 @@ def _new_rater(r: _Record) -> specs.RaterSpec:
     name = r.text("rater", required=True).strip()
     kind = r.text("rater_kind").strip() or "human"
     if kind not in ("human", "judge"):
-        raise r.refuse(f"rater_kind must be human or judge, not {kind!r:.40}")
+        raise r.refuse(_("rater_kind must be human or judge, not %(value)s", value=f"{kind!r:.40}"))
     pool = r.text("rater_pool").strip() or ("judge" if kind == "judge" else "onsite")
     if (kind == "judge") != (pool == "judge") or pool not in ("onsite", "crowd", "public", "judge"):
-        raise r.refuse(f"rater_pool {pool!r:.40} does not fit rater_kind {kind!r}")
+        raise r.refuse(
+            _(
+                "rater_pool %(pool)s does not fit rater_kind %(kind)s",
+                pool=f"{pool!r:.40}",
+                kind=repr(kind),
+            )
+        )
     platform = r.text("rater_platform").strip().lower()
     if platform not in PLATFORMS:
-        raise r.refuse(f"rater_platform must be prolific, mturk or empty, not {platform!r:.40}")
+        raise r.refuse(
+            _(
+                "rater_platform must be prolific, mturk or empty, not %(value)s",
+                value=f"{platform!r:.40}",
+            )
+        )
     return specs.RaterSpec(name, kind, pool, platform)
 
 
@@ -171,9 +165,14 @@ def _exposure(r: _Record, rater: specs.RaterSpec) -> dict[str, Any]:
     """The fields every rating record shares, as RatingSpec keyword arguments."""
     parse_status = r.text("parse_status").strip()
     if parse_status not in ("", "unparsed"):
-        raise r.refuse(f"parse_status must be empty or unparsed, not {parse_status!r:.40}")
+        raise r.refuse(
+            _(
+                "parse_status must be empty or unparsed, not %(value)s",
+                value=f"{parse_status!r:.40}",
+            )
+        )
     if parse_status and rater.kind != "judge":
-        raise r.refuse("parse_status unparsed is for judge outputs (rater_kind judge)")
+        raise r.refuse(_("parse_status unparsed is for judge outputs (rater_kind judge)"))
     return {
         "rater": rater.name,
         "hint_shown": r.flag("hint_shown"),
@@ -212,13 +211,16 @@ class _State:
 
         if not self.rubric:  # a file-wide setting: said once per file, not on every line
             raise ImportRefused(
-                f"{r.path.name}: star ratings need a rubric (“Rubric” in the import form, "
-                "“rubric” in the API, --rubric KEY on the command line), e.g. llmeval2"
+                _(
+                    "%(file)s: star ratings need a rubric (“Rubric” in the import form, “rubric” "
+                    "in the API, --rubric KEY on the command line), e.g. llmeval2",
+                    file=r.path.name,
+                )
             )
         if not self.ranges:
             rubric = Rubric.objects.filter(key=self.rubric, mode="star").first()
             if rubric is None:
-                raise ImportRefused(f"unknown star rubric {self.rubric!r}")
+                raise ImportRefused(_("unknown star rubric %(key)s", key=repr(self.rubric)))
             self.ranges = {c.key: (c.min_score, c.max_score) for c in rubric.criteria.all()}
             self.bundle.studies[self.star_key] = specs.StudySpec(
                 name=self.star_key, mode="star", rubric=self.rubric
@@ -229,7 +231,7 @@ class _State:
 def _question(state: _State, r: _Record, qid: str) -> None:
     kind = r.text("kind")
     if kind not in ("", "objective", "subjective"):
-        raise r.refuse("kind must be objective, subjective or empty")
+        raise r.refuse(_("kind must be objective, subjective or empty"))
     spec = specs.QuestionSpec(
         external_id=qid,
         text=r.text("text", required=True),
@@ -242,7 +244,10 @@ def _question(state: _State, r: _Record, qid: str) -> None:
     have = state.bundle.questions.get(qid)
     if have is not None and have.text != spec.text:
         raise r.refuse(
-            f"question id {qid!r} is used again for another text: give each question its own id"
+            _(
+                "question id %(id)s is used again for another text: give each question its own id",
+                id=repr(qid),
+            )
         )
     state.bundle.add_question(spec, where=r.where)
 
@@ -268,7 +273,7 @@ def _scores_of(r: _Record) -> tuple[dict, set[str]]:
         scores = {crit: r.rec.get("score")} if crit else {}
         flagged = [crit] if crit and r.flag("out_of_range") else []
     if not isinstance(scores, dict) or not isinstance(flagged, list):
-        raise r.refuse("scores must be an object of criterion: value, out_of_range a list")
+        raise r.refuse(_("scores must be an object of criterion: value, out_of_range a list"))
     return scores, {str(c) for c in flagged}
 
 
@@ -286,13 +291,31 @@ def _star(state: _State, r: _Record, qid: str) -> None:
     else:  # another criterion of the same rating (CSV): its exposure must be the same
         differ = [k for k, v in exposure.items() if k != "where" and getattr(spec, k) != v]
         if differ:
-            raise r.refuse(f"{', '.join(differ)} differ from the same rating's row in {spec.where}")
+            raise r.refuse(
+                _(
+                    "%(fields)s differ from the same rating's row in %(where)s",
+                    fields=", ".join(differ),
+                    where=spec.where,
+                )
+            )
     scores, flagged = _scores_of(r)
     for crit, value in scores.items():
         if crit not in ranges:
-            raise r.refuse(f"rubric {state.rubric!r} has no criterion {crit!r:.40}")
+            raise r.refuse(
+                _(
+                    "rubric %(rubric)s has no criterion %(criterion)s",
+                    rubric=repr(state.rubric),
+                    criterion=f"{crit!r:.40}",
+                )
+            )
         if crit in spec.scores:
-            raise r.refuse(f"a second score for {crit!r} by {rater.name!r} on this answer")
+            raise r.refuse(
+                _(
+                    "a second score for %(criterion)s by %(rater)s on this answer",
+                    criterion=repr(crit),
+                    rater=repr(rater.name),
+                )
+            )
         lo, hi = ranges[crit]
         keep = crit in flagged
         spec.scores[crit] = check_score(
@@ -300,7 +323,11 @@ def _star(state: _State, r: _Record, qid: str) -> None:
         )
         if keep and lo <= spec.scores[crit] <= hi:
             raise r.refuse(
-                f"out_of_range names {crit!r}, whose score {spec.scores[crit]} is in range"
+                _(
+                    "out_of_range names %(criterion)s, whose score %(score)s is in range",
+                    criterion=repr(crit),
+                    score=spec.scores[crit],
+                )
             )
         if keep:
             spec.out_of_range.add(crit)
@@ -313,15 +340,15 @@ def _pairwise(state: _State, r: _Record, qid: str) -> None:
     rater = _rater(state, r)
     a, b = r.text("llm_a", required=True), r.text("llm_b", required=True)
     if a == b:
-        raise r.refuse("llm_a and llm_b are the same model")
+        raise r.refuse(_("llm_a and llm_b are the same model"))
     exposure = _exposure(r, rater)
     raw_choice = r.text("choice", required=not exposure["parse_status"]).strip().lower()
     choice = CHOICES.get(raw_choice, "") if raw_choice else ""
     if raw_choice and not choice:
-        raise r.refuse("choice must be a, b, tie or both_bad")
+        raise r.refuse(_("choice must be a, b, tie or both_bad"))
     left = r.text("left") or a
     if left not in (a, b):
-        raise r.refuse("left must name llm_a or llm_b")
+        raise r.refuse(_("left must name llm_a or llm_b"))
     spec = specs.RatingSpec(
         study=key,
         question=qid,
@@ -403,13 +430,19 @@ HANDLERS = {"question": _question, "response": _response, "rating": _star, "pair
 def _one(state: _State, r: _Record) -> None:
     kind = str(r.rec.get("type") or "").strip()
     if kind not in TYPES:
-        raise r.refuse(f"type must be one of {', '.join(TYPES)}, not {kind!r:.40}")
+        raise r.refuse(
+            _(
+                "type must be one of %(types)s, not %(value)s",
+                types=", ".join(TYPES),
+                value=f"{kind!r:.40}",
+            )
+        )
     if not KNOWN[kind].issuperset(r.rec):
         for key in sorted(set(r.rec) - KNOWN[kind]):
             r.repairs.add(f"ignored the unknown field {key!r} on a {kind} record", r.path, r.rid)
     qid = r.text("question_id").strip()
     if not qid:
-        raise r.refuse("question_id is missing")
+        raise r.refuse(_("question_id is missing"))
     HANDLERS[kind](state, r, qid)
 
 
@@ -430,9 +463,10 @@ def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[str, di
 def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> specs.Bundle:
     """Every record is checked; the errors of up to MAX_ERRORS records are listed together."""
     if not opts.dataset:
-        raise ImportRefused("the generic formats need --dataset NAME")
+        raise ImportRefused(_("the generic formats need --dataset NAME"))
     state = _State(opts.bundle(opts.dataset, "", "import"), opts.study, opts.rubric)
     errors: list[str] = []
+    said: set[str] = set()
     for path in map(Path, paths):
         name = path.name
         records = progress(_file_records(state, path, fmt), total=None, desc=name,
@@ -441,12 +475,15 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
             try:
                 _one(state, _Record(rec, path, rid, repairs, f"{name}, {rid}"))
             except ImportRefused as exc:
-                if str(exc) in errors:  # a file-wide problem (e.g. an unknown rubric): once
+                if str(exc) in said:  # a file-wide problem (e.g. an unknown rubric): once
                     continue
-                errors.append(str(exc))
+                said.add(str(exc))
+                errors.append(exc.args[0])
                 if len(errors) >= MAX_ERRORS:
                     break
     if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ImportRefused(errors[0] + more, errors=errors)
+        first = errors[0]
+        if len(errors) > 1:
+            first = _("%(error)s (and %(n)s more)", error=first, n=len(errors) - 1)
+        raise ImportRefused(first, errors=errors)
     return state.bundle

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q
 
 from annotation.importers.bundle import ImportRefused
+from annotation.importers.bundle import message as _
 from annotation.importers.results import ImportResult
 from annotation.models import Dataset, Rater, Study
 from annotation.permissions import AmbiguousName, llms_visible, may_write_dataset, one_named
@@ -35,7 +36,11 @@ def dataset_named(owner: Any, name: str) -> Dataset | None:
     try:
         return one_named(qs, owner, name=name)
     except AmbiguousName as e:
-        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+        raise ImportRefused(_ambiguous(e)) from None
+
+
+def _ambiguous(e: AmbiguousName) -> str:
+    return _("%(error)s Import with --user OWNER to choose theirs.", error=e.args[0])
 
 
 def study_named(owner: Any, name: str) -> Study | None:
@@ -46,7 +51,7 @@ def study_named(owner: Any, name: str) -> Study | None:
     try:
         return one_named(qs, owner, name=name)
     except AmbiguousName as e:
-        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+        raise ImportRefused(_ambiguous(e)) from None
 
 
 def named_rater(owner: Any, name: str) -> Rater | None:
@@ -61,8 +66,11 @@ def check_dataset(owner: Any, dataset: Dataset) -> None:
     """Refuse an existing dataset that belongs to another organizer."""
     if dataset.owner_id is not None and not may_write_dataset(owner, dataset):
         raise ImportRefused(
-            f"the dataset name {dataset.name!r} is taken by another organizer; "
-            "import under another dataset name"
+            _(
+                "the dataset name %(name)s is taken by another organizer; import under another "
+                "dataset name",
+                name=repr(dataset.name),
+            )
         )
 
 
@@ -73,9 +81,12 @@ def check_added(owner: Any, dataset: Dataset, result: ImportResult) -> None:
         return
     if result.added.get("questions") or result.added.get("responses"):
         raise ImportRefused(
-            f"the dataset {dataset.name!r} is the shared catalogue: only an administrator adds "
-            "questions or answers to it; import them under a dataset name of your own "
-            "(scores of its stored answers may be imported into it)"
+            _(
+                "the dataset %(name)s is the shared catalogue: only an administrator adds "
+                "questions or answers to it; import them under a dataset name of your own "
+                "(scores of its stored answers may be imported into it)",
+                name=repr(dataset.name),
+            )
         )
 
 
@@ -84,8 +95,11 @@ def check_study(owner: Any, study: Study) -> None:
     if owner is None or owner.is_superuser or study.owner_id == owner.pk:
         return
     raise ImportRefused(
-        f"the study name {study.name!r} is taken by another organizer; "
-        "import under another study name"
+        _(
+            "the study name %(name)s is taken by another organizer; import under another study "
+            "name",
+            name=repr(study.name),
+        )
     )
 
 

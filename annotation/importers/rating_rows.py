@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from annotation.importers.bundle import ImportRefused, RatingSpec, canonical_choice
+from annotation.importers.bundle import message as _
 from annotation.models import Assignment, Study
 from annotation.recording import NewRating
 
@@ -24,13 +25,25 @@ def _scores(ctx: _Ctx, spec: RatingSpec, study: Study) -> tuple[dict[int, int], 
         crit = ctx.criteria.get((study.rubric_id, ckey))
         if crit is None:
             raise ImportRefused(
-                f"{spec.where}: rubric {study.rubric.key!r} has no criterion {ckey!r}"
+                _(
+                    "%(where)s: rubric %(rubric)s has no criterion %(criterion)s",
+                    where=spec.where,
+                    rubric=repr(study.rubric.key),
+                    criterion=repr(ckey),
+                )
             )
         if not crit.min_score <= value <= crit.max_score:
             if ckey not in spec.out_of_range:
                 raise ImportRefused(
-                    f"{spec.where}: score {ckey}={value} is outside the rubric's range "
-                    f"{crit.min_score}-{crit.max_score}"
+                    _(
+                        "%(where)s: score %(criterion)s=%(value)s is outside the rubric's range "
+                        "%(lo)s-%(hi)s",
+                        where=spec.where,
+                        criterion=ckey,
+                        value=value,
+                        lo=crit.min_score,
+                        hi=crit.max_score,
+                    )
                 )
             flagged.add(crit.id)
         scores[crit.id] = value
@@ -103,7 +116,11 @@ def planned(ctx: _Ctx, plan, keys: dict, rows: list[NewRating]) -> Iterator[NewR
 def _twice(spec: RatingSpec, twice: bool) -> None:
     if twice:
         raise ImportRefused(
-            f"{spec.where}: rater {spec.rater!r} rates this item twice in the same import"
+            _(
+                "%(where)s: rater %(rater)s rates this item twice in the same import",
+                where=spec.where,
+                rater=repr(spec.rater),
+            )
         )
 
 
@@ -117,5 +134,7 @@ def _skip(ctx: _Ctx, spec: RatingSpec) -> None:
 def _link_repeat(row: NewRating, spec: RatingSpec, origin: int | NewRating | None) -> None:
     """A repeat names its first exposure: an assignment id, or a rating of this import."""
     if origin is None:
-        raise ImportRefused(f"{spec.where}: a repeated rating has no first rating to repeat")
+        raise ImportRefused(
+            _("%(where)s: a repeated rating has no first rating to repeat", where=spec.where)
+        )
     row.repeat_of_id, row.repeat_of = (origin, None) if isinstance(origin, int) else (None, origin)

@@ -3,16 +3,18 @@ checks that turn a file's values into text and scores."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from annotation import inputs
 from annotation.importers.bundle import ImportRefused
+from annotation.importers.bundle import message as _
 from annotation.importers.results import RepairLog
 
 PROGRESS_MIN = 2000  # records; smaller files get no progress bar
@@ -67,7 +69,9 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
     repair), anything else is refused."""
     if isinstance(value, str):
         if "\x00" in value:  # PostgreSQL cannot store it in text; never data
-            raise ImportRefused(f"{at(file, record)}: {what} contains a NUL character")
+            raise ImportRefused(
+                _("%(where)s: %(what)s contains a NUL character", where=at(file, record), what=what)
+            )
         return value
     if isinstance(value, bool):
         repairs.add(f"{what} was a JSON boolean, stored as the text 'True'/'False'", file, record)
@@ -76,8 +80,17 @@ def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: Re
         repairs.add(f"{what} was a JSON number, stored as text", file, record)
         return str(value)
     if value is None:
-        raise ImportRefused(f"{at(file, record)}: {what} is missing (null)")
-    raise ImportRefused(f"{at(file, record)}: {what} must be text, not {type(value).__name__}")
+        raise ImportRefused(
+            _("%(where)s: %(what)s is missing (null)", where=at(file, record), what=what)
+        )
+    raise ImportRefused(
+        _(
+            "%(where)s: %(what)s must be text, not %(type)s",
+            where=at(file, record),
+            what=what,
+            type=type(value).__name__,
+        )
+    )
 
 
 def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -> int:
@@ -90,7 +103,12 @@ def whole_number(value: Any, *, criterion: str, file: str | Path, record: str) -
     if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
         return int(value.strip())
     raise ImportRefused(
-        f"{at(file, record)}: score {criterion}={value!r:.40} is not a whole number"
+        _(
+            "%(where)s: score %(criterion)s=%(value)s is not a whole number",
+            where=at(file, record),
+            criterion=criterion,
+            value=f"{value!r:.40}",
+        )
     )
 
 
@@ -126,7 +144,14 @@ def check_score(
     if keep_out_of_range and KEPT_RANGE[0] <= value <= KEPT_RANGE[1]:
         return value
     raise ImportRefused(
-        f"{at(file, record)}: score {criterion}={value} is outside the rubric's range {lo}-{hi}"
+        _(
+            "%(where)s: score %(criterion)s=%(value)s is outside the rubric's range %(lo)s-%(hi)s",
+            where=at(file, record),
+            criterion=criterion,
+            value=value,
+            lo=lo,
+            hi=hi,
+        )
     )
 
 
@@ -138,17 +163,31 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
         if jsonl:
             hint = ""
             if exc.msg.startswith("Invalid control character"):  # "... at": Python's wording
-                hint = (
+                hint = _(
                     "; a tab, line break or NUL inside a text must be written as \\t, \\n, \\u0000"
                 )
             raise ImportRefused(
-                f"{where}: not valid JSON ({exc.msg.removesuffix(' at')}, column {exc.colno}{hint})"
+                _(
+                    "%(where)s: not valid JSON (%(error)s, column %(column)s%(hint)s)",
+                    where=where,
+                    error=exc.msg.removesuffix(" at"),
+                    column=exc.colno,
+                    hint=hint,
+                )
             ) from exc
         raise ImportRefused(
-            f"{where}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            _(
+                "%(where)s: not valid JSON at line %(line)s, column %(column)s: %(error)s",
+                where=where,
+                line=exc.lineno,
+                column=exc.colno,
+                error=exc.msg,
+            )
         ) from exc
     except ValueError as exc:  # a number of more than 4,300 digits, nesting, a lone surrogate
-        raise ImportRefused(f"{where}: not valid JSON: {exc}") from exc
+        raise ImportRefused(
+            _("%(where)s: not valid JSON: %(error)s", where=where, error=exc)
+        ) from exc
 
 
 def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:
@@ -156,10 +195,14 @@ def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ImportRefused:
     if isinstance(exc, UnicodeDecodeError):
         byte = exc.object[exc.start : exc.start + 1].hex()
         return ImportRefused(
-            f"{path.name}: the file is not UTF-8 text (byte 0x{byte} cannot be read): save it "
-            "as UTF-8 (in Excel: Save as > CSV UTF-8) and upload it again"
+            _(
+                "%(file)s: the file is not UTF-8 text (byte 0x%(byte)s cannot be read): save it as "
+                "UTF-8 (in Excel: Save as > CSV UTF-8) and upload it again",
+                file=path.name,
+                byte=byte,
+            )
         )
-    return ImportRefused(f"{path.name}: cannot read the file: {exc}")
+    return ImportRefused(_("%(file)s: cannot read the file: %(error)s", file=path.name, error=exc))
 
 
 def read_jsonl(path: Path) -> list[tuple[int, object]]:
@@ -185,3 +228,45 @@ def read_json(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
     return parse_json(text, path.name)
+
+
+def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
+    """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
+    all held at once)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or "type" not in header:
+                raise ImportRefused(
+                    _("%(file)s: the CSV header needs a 'type' column", file=path.name)
+                )
+            width = len(header)
+            for number, row in enumerate(reader, start=2):
+                if len(row) > width:
+                    raise ImportRefused(
+                        _(
+                            "%(where)s: more cells than columns",
+                            where=f"{path.name}, line {number}",
+                        )
+                    )
+                if row:  # a blank line, as csv.DictReader skips it
+                    yield header, number, row
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from exc
+    except csv.Error as exc:
+        raise ImportRefused(
+            _("%(file)s: cannot read the CSV: %(error)s", file=path.name, error=exc)
+        ) from exc
+
+
+def jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
+    """('line N', object) per line of a JSONL file of objects (the generic format)."""
+    out = []
+    for number, rec in read_jsonl(path):
+        if not isinstance(rec, dict):
+            raise ImportRefused(
+                _("%(where)s: expected an object", where=f"{path.name}, line {number}")
+            )
+        out.append((f"line {number}", rec))
+    return iter(out)

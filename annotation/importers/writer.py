@@ -26,6 +26,7 @@ from annotation.importers.bundle import (
     ResponseSpec,
     StudySpec,
 )
+from annotation.importers.bundle import message as _
 from annotation.importers.counters import refresh_counters
 from annotation.importers.reading import Bar
 from annotation.importers.results import ImportResult, clock
@@ -138,15 +139,23 @@ def _questions(ctx: _Ctx) -> None:
     for eid, text in stored.values_list("external_id", "text"):
         if b.questions[eid].text != text:
             raise ImportRefused(
-                f"question {eid!r} is stored in dataset {ctx.dataset.name!r} with another text "
-                "(the files disagree about what was asked): give the new text a new question id"
+                _(
+                    "question %(id)s is stored in dataset %(dataset)s with another text (the files "
+                    "disagree about what was asked): give the new text a new question id",
+                    id=repr(eid),
+                    dataset=repr(ctx.dataset.name),
+                )
             )
     unknown = referenced - q_ids.keys() - b.questions.keys()
     for spec in rows if unknown else ():  # the first record naming one, for the message
         if spec.question in unknown:
             raise ImportRefused(
-                f"{spec.where}: question {spec.question!r} is neither in the file nor in dataset "
-                f"{ctx.dataset.name!r}"
+                _(
+                    "%(where)s: question %(id)s is neither in the file nor in dataset %(dataset)s",
+                    where=spec.where,
+                    id=repr(spec.question),
+                    dataset=repr(ctx.dataset.name),
+                )
             )
     new_q = [
         Question(dataset=ctx.dataset, **asdict(s))
@@ -171,13 +180,19 @@ def _new_responses(ctx: _Ctx) -> list[tuple[int, int, str, str]]:
     new: list[tuple[int, int, str, str]] = []  # question id, LLM id, external id, text
     for spec in ctx.bundle.responses:
         key = (ctx.q_ids[spec.question], ctx.llm_ids[spec.llm])
-        earlier = stored.get(key), "the one already stored"
+        earlier = stored.get(key), _("the one already stored")
         if key in seen:
-            earlier = seen[key][0], f"the one in {seen[key][1]}"
+            earlier = seen[key][0], _("the one in %(where)s", where=seen[key][1])
         if earlier[0] is not None and earlier[0] != spec.text:
             raise ImportRefused(
-                f"{spec.where}: the answer of {spec.llm!r} to question {spec.question!r} differs "
-                f"from {earlier[1]} (the files disagree about what was rated)"
+                _(
+                    "%(where)s: the answer of %(llm)s to question %(id)s differs from %(earlier)s "
+                    "(the files disagree about what was rated)",
+                    where=spec.where,
+                    llm=repr(spec.llm),
+                    id=repr(spec.question),
+                    earlier=earlier[1],
+                )
             )
         if key in seen:
             continue
@@ -217,7 +232,12 @@ def _raters(ctx: _Ctx) -> None:
         found = ownership.named_rater(ctx.owner, spec.name)
         if found is not None and found.kind != spec.kind:
             raise ImportRefused(
-                f"rater {spec.name!r} already exists as a {found.kind} rater, not {spec.kind}"
+                _(
+                    "rater %(name)s already exists as a %(kind)s rater, not %(new)s",
+                    name=repr(spec.name),
+                    kind=found.kind,
+                    new=spec.kind,
+                )
             )
         ctx.raters[spec.name] = _find_or_add(
             ctx,
@@ -237,13 +257,20 @@ def _raters(ctx: _Ctx) -> None:
 def _check_existing_study(study: Study, dataset: Dataset, rubric: Rubric, mode: str) -> None:
     if study.status in (Study.Status.LIVE, Study.Status.PAUSED):
         raise ImportRefused(
-            f"study {study.name!r} is {study.status}: the assignment engine owns its ratings; "
-            "import into a closed study (choose another name with --study)"
+            _(
+                "study %(name)s is %(status)s: the assignment engine owns its ratings; import "
+                "into a closed study (choose another name with --study)",
+                name=repr(study.name),
+                status=study.status,
+            )
         )
     if (study.dataset_id, study.rubric_id, study.mode) != (dataset.id, rubric.id, mode):
         raise ImportRefused(
-            f"study {study.name!r} already exists with another dataset, rubric or mode; "
-            "choose another name with --study"
+            _(
+                "study %(name)s already exists with another dataset, rubric or mode; choose "
+                "another name with --study",
+                name=repr(study.name),
+            )
         )
 
 
@@ -270,7 +297,7 @@ def _studies(ctx: _Ctx) -> None:
     for key, spec in ctx.bundle.studies.items():
         rubric = Rubric.objects.filter(key=spec.rubric).first()
         if rubric is None:
-            raise ImportRefused(f"unknown rubric {spec.rubric!r}")
+            raise ImportRefused(_("unknown rubric %(key)s", key=repr(spec.rubric)))
         found = ownership.study_named(ctx.owner, spec.name)
         if found is not None:
             ownership.check_study(ctx.owner, found)
@@ -285,7 +312,14 @@ def _studies(ctx: _Ctx) -> None:
 def _response_id(ctx: _Ctx, spec: RatingSpec, llm: str) -> int:
     rid = ctx.r_ids.get((ctx.q_ids[spec.question], ctx.llm_ids.get(llm, 0)))
     if rid is None:
-        raise ImportRefused(f"{spec.where}: no answer of {llm!r} to {spec.question!r}")
+        raise ImportRefused(
+            _(
+                "%(where)s: no answer of %(llm)s to %(id)s",
+                where=spec.where,
+                llm=repr(llm),
+                id=repr(spec.question),
+            )
+        )
     return rid
 
 
