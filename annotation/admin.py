@@ -47,7 +47,7 @@ from annotation.models import (
     Score,
     Study,
 )
-from annotation.permissions import datasets_owned, datasets_visible, is_organizer
+from annotation.permissions import datasets_owned, datasets_visible, is_organizer, rubrics_visible
 from annotation.services import uploads_import
 
 
@@ -108,7 +108,7 @@ class DatasetAdmin(ScopedAdminMixin, admin.ModelAdmin):
         if not is_organizer(request.user):
             raise PermissionDenied
         result = None
-        form = ImportForm(request.POST or None, request.FILES or None)
+        form = ImportForm(request.POST or None, request.FILES or None, user=request.user)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -251,11 +251,15 @@ class RubricAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_filter = ["mode", "builtin"]
     search_fields = ["key", "name_en", "name_zh"]
     inlines = [CriterionInline]
+    raw_id_fields = ["owner"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.builtin:
-            return ["key", "name_en", "name_zh", "mode", "description", "builtin"]
-        return ["builtin"]
+            return ["key", "name_en", "name_zh", "mode", "description", "builtin", "owner"]
+        return ["builtin"] if request.user.is_superuser else ["builtin", "owner"]
+
+    def visible(self, request, qs):
+        return qs.filter(pk__in=rubrics_visible(request.user).values("pk"))
 
     def owned(self, request, qs):
         return qs.filter(pk__in=rubrics_owned(request.user).values("pk"))
@@ -273,6 +277,9 @@ class CriterionAdmin(ScopedAdminMixin, admin.ModelAdmin):
     search_fields = ["key", "label_en", "label_zh"]
     list_select_related = ["rubric"]
     fk_choices = {"rubric": rubrics_owned}
+
+    def visible(self, request, qs):
+        return qs.filter(rubric__in=rubrics_visible(request.user))
 
     def owned(self, request, qs):
         return qs.filter(rubric__in=rubrics_owned(request.user))

@@ -268,7 +268,7 @@ def _new_study(ctx: _Ctx, spec: StudySpec, rubric: Rubric) -> Study:
 
 def _studies(ctx: _Ctx) -> None:
     for key, spec in ctx.bundle.studies.items():
-        rubric = Rubric.objects.filter(key=spec.rubric).first()
+        rubric = ownership.rubric_named(ctx.owner, spec.rubric)
         if rubric is None:
             raise ImportRefused(f"unknown rubric {spec.rubric!r}")
         found = ownership.study_named(ctx.owner, spec.name)
