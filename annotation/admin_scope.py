@@ -157,6 +157,19 @@ class DatasetScoped(ScopedAdminMixin):
         return qs.filter(**{f"{self.dataset_path}__in": datasets_owned(request.user)})
 
 
+class RubricScoped(ScopedAdminMixin):
+    """Rubrics (`rubric_path` "pk") and their criteria: seen as the rubrics page lists them
+    (annotation.permissions.rubrics_visible), changed only while owned (`rubrics_owned`)."""
+
+    rubric_path = "pk"
+
+    def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
+        return qs.filter(**{f"{self.rubric_path}__in": permissions.rubrics_visible(request.user)})
+
+    def owned(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
+        return qs.filter(**{f"{self.rubric_path}__in": rubrics_owned(request.user)})
+
+
 def own_questions(user) -> QuerySet[Question]:
     return Question.objects.filter(dataset__in=datasets_owned(user))
 

@@ -217,6 +217,10 @@ def test_bob_cannot_see_or_edit_alices_rubric(bob_client, alice):
     assert bob_client.get(_url("annotation_criterion_change", criterion.pk)).status_code == 404
     listing = bob_client.get(_url("annotation_rubric_changelist")).content.decode()
     assert "alices" not in listing and "llmeval2" in listing
+    # Nor in the criteria's or the scores' filters (a plain list filter names every rubric).
+    for page in ("annotation_criterion_changelist", "annotation_score_changelist"):
+        body = bob_client.get(_url(page)).content.decode()
+        assert "alices" not in body and "Alice&#x27;s" not in body, page
     type(study).objects.filter(pk=study.pk).update(rubric=rubric)
     r = bob_client.post(_url("annotation_rubric_change", rubric.pk), {"key": "x", "name_en": "x"})
     assert r.status_code == 404
