@@ -20,6 +20,7 @@ from django.utils.html import format_html
 from annotation.admin_forms import ImportForm
 from annotation.admin_scope import (
     DatasetScoped,
+    RubricScoped,
     ScopedAdminMixin,
     StudyScoped,
     llms_owned_filter,
@@ -49,6 +50,8 @@ from annotation.models import (
 )
 from annotation.permissions import datasets_owned, datasets_visible, is_organizer
 from annotation.services import uploads_import
+
+RelatedOnly = admin.RelatedOnlyFieldListFilter
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -108,7 +111,7 @@ class DatasetAdmin(ScopedAdminMixin, admin.ModelAdmin):
         if not is_organizer(request.user):
             raise PermissionDenied
         result = None
-        form = ImportForm(request.POST or None, request.FILES or None)
+        form = ImportForm(request.POST or None, request.FILES or None, user=request.user)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -246,19 +249,17 @@ class CriterionInline(admin.TabularInline):
 
 
 @admin.register(Rubric)
-class RubricAdmin(ScopedAdminMixin, admin.ModelAdmin):
+class RubricAdmin(RubricScoped, admin.ModelAdmin):
     list_display = ["key", "name_en", "name_zh", "mode", "builtin"]
     list_filter = ["mode", "builtin"]
     search_fields = ["key", "name_en", "name_zh"]
     inlines = [CriterionInline]
+    raw_id_fields = ["owner"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.builtin:
-            return ["key", "name_en", "name_zh", "mode", "description", "builtin"]
-        return ["builtin"]
-
-    def owned(self, request, qs):
-        return qs.filter(pk__in=rubrics_owned(request.user).values("pk"))
+            return ["key", "name_en", "name_zh", "mode", "description", "builtin", "owner"]
+        return ["builtin"] if request.user.is_superuser else ["builtin", "owner"]
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and (obj.builtin or obj.studies.exists()):
@@ -267,15 +268,13 @@ class RubricAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Criterion)
-class CriterionAdmin(ScopedAdminMixin, admin.ModelAdmin):
+class CriterionAdmin(RubricScoped, admin.ModelAdmin):
+    rubric_path = "rubric"
     list_display = ["rubric", "key", "label_en", "label_zh", "min_score", "max_score", "applies_to"]
-    list_filter = ["rubric"]
+    list_filter = [("rubric", admin.RelatedOnlyFieldListFilter)]  # never another's rubric
     search_fields = ["key", "label_en", "label_zh"]
     list_select_related = ["rubric"]
     fk_choices = {"rubric": rubrics_owned}
-
-    def owned(self, request, qs):
-        return qs.filter(rubric__in=rubrics_owned(request.user))
 
     def has_change_permission(self, request, obj=None) -> bool:
         if obj is not None and obj.rubric.builtin:
@@ -452,7 +451,8 @@ class RatingAdmin(StudyScoped, ReadOnlyAdmin):
 class ScoreAdmin(StudyScoped, ReadOnlyAdmin):
     study_path = "rating__item__study"
     list_display = ["id", "rating_id", "criterion", "value"]
-    list_filter = ["criterion__rubric", "criterion__key", "value"]
+    # Only the rubrics and criteria of the listed scores (a plain filter lists every one).
+    list_filter = [("criterion__rubric", RelatedOnly), ("criterion", RelatedOnly), "value"]
     search_fields = ["=rating__id"]
     list_select_related = ["criterion__rubric"]
     raw_id_fields = ["rating", "criterion"]

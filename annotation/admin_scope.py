@@ -25,6 +25,7 @@ from django.db.models.options import Options
 from django.forms import ModelChoiceField
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 
+from annotation import permissions
 from annotation.models import Assignment, Question, Rater, Response, Rubric, Study
 from annotation.permissions import datasets_owned, datasets_visible, studies_for
 
@@ -56,12 +57,13 @@ def raters_owned(user) -> QuerySet[Rater]:
 
 
 def rubrics_owned(user) -> QuerySet[Rubric]:
-    """Custom rubrics that no other organizer's study uses (shipped rubrics: nobody)."""
-    qs = Rubric.objects.filter(builtin=False)
+    """The organizer's own custom rubrics while no study uses them, the same rule as the rubrics
+    page (ratings given on a rubric keep their meaning); superusers: every custom rubric.
+    Shipped rubrics: nobody."""
+    qs = permissions.rubrics_owned(user)
     if user.is_superuser:
         return qs
-    others = Study.objects.filter(rubric=OuterRef("pk")).exclude(owner=user)
-    return qs.exclude(Exists(others))
+    return qs.exclude(Exists(Study.objects.filter(rubric=OuterRef("pk"))))
 
 
 class ScopedAdminMixin(admin.ModelAdmin):
@@ -153,6 +155,19 @@ class DatasetScoped(ScopedAdminMixin):
 
     def owned(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs.filter(**{f"{self.dataset_path}__in": datasets_owned(request.user)})
+
+
+class RubricScoped(ScopedAdminMixin):
+    """Rubrics (`rubric_path` "pk") and their criteria: seen as the rubrics page lists them
+    (annotation.permissions.rubrics_visible), changed only while owned (`rubrics_owned`)."""
+
+    rubric_path = "pk"
+
+    def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
+        return qs.filter(**{f"{self.rubric_path}__in": permissions.rubrics_visible(request.user)})
+
+    def owned(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
+        return qs.filter(**{f"{self.rubric_path}__in": rubrics_owned(request.user)})
 
 
 def own_questions(user) -> QuerySet[Question]:

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_noop, ngettext
 from annotation import limits
 from annotation.catalogue import Choice, dataset_llms, dataset_task_types, duplicate_groups
 from annotation.models import LLM, Dataset, Rubric, Study
-from annotation.permissions import datasets_visible
+from annotation.permissions import datasets_visible, rubrics_visible
 from annotation.services import IMPORT_OPTIONS
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class StudyForm(forms.Form):
         error_messages={"invalid_choice": _("Mode %(value)s is neither star nor pairwise.")},
     )
     rubric = RubricChoiceField(
-        Rubric.objects.all(),
+        Rubric.objects.none(),  # set per user in __init__
         label=_("Rubric"),
         error_messages={"invalid_choice": _("Rubric %(value)s does not exist.")},
     )
@@ -194,6 +194,8 @@ class StudyForm(forms.Form):
         # and its task types and LLMs are never offered.
         self.datasets = datasets_visible(user)
         _field(self, "dataset", forms.ModelChoiceField).queryset = self.datasets
+        # Likewise the rubrics: another organizer's is refused as a missing one.
+        _field(self, "rubric", forms.ModelChoiceField).queryset = rubrics_visible(user)
         self.chosen_dataset = dataset or self._dataset_from_input()
         self.task_type_choices = (
             dataset_task_types(self.chosen_dataset) if self.chosen_dataset else []
@@ -399,13 +401,13 @@ class DataImportForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args: Any, formats: Mapping[str, Format], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, formats: Mapping[str, Format], user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.formats = formats
         _field(self, "format", forms.ChoiceField).choices = [(name, name) for name in formats]
-        _field(self, "rubric", forms.ChoiceField).choices = [("", "—")] + [
-            (key, key) for key in Rubric.objects.order_by("key").values_list("key", flat=True)
-        ]
+        # The rubrics the importer may use: never another organizer's key.
+        keys = sorted(set(rubrics_visible(user).values_list("key", flat=True)))
+        _field(self, "rubric", forms.ChoiceField).choices = [("", "—")] + [(k, k) for k in keys]
 
     def clean(self) -> dict[str, Any]:
         super().clean()

@@ -1,7 +1,8 @@
 """Who may do what. Organizers are staff users or members of the "organizers" group. They see
 only the studies they own, and only the datasets `datasets_visible` lists: their own, the shared
 catalogue (datasets with no owner: loaded from the command line, the demo, the published data)
-and those their studies use. Superusers see all. Every page, API view, form and admin page that
+and those their studies use; likewise the rubrics `rubrics_visible` lists (the built-in ones,
+their own, those their studies use). Superusers see all. Every page, API view, form and admin page that
 lists or fetches a study, dataset, question, response or LLM goes through these functions
 (docs/decisions/data.md, "Who sees which data")."""
 
@@ -65,6 +66,29 @@ def datasets_owned(user) -> QuerySet:
     from annotation.models import Dataset
 
     qs = Dataset.objects.all()
+    return qs if user.is_superuser else qs.filter(owner=user)
+
+
+def rubrics_visible(user) -> QuerySet:
+    """The rubrics `user` may read and pick: the built-in ones, their own and those their studies
+    use; superusers all. Another organizer's rubric is not listed, and naming it is answered as
+    a missing one (404, "does not exist"). Custom rubrics without an owner (made before rubrics
+    had one, or whose owner's account is gone) are the superusers' only."""
+    from annotation.models import Rubric, Study
+
+    qs = Rubric.objects.all()
+    if user.is_superuser:
+        return qs
+    used = Study.objects.filter(owner=user).values("rubric_id")
+    return qs.filter(Q(builtin=True) | Q(owner=user) | Q(pk__in=used))
+
+
+def rubrics_owned(user) -> QuerySet:
+    """The rubrics `user` may edit or delete (when no study uses them): their own custom ones;
+    superusers every custom one. Built-in rubrics: nobody."""
+    from annotation.models import Rubric
+
+    qs = Rubric.objects.filter(builtin=False)
     return qs if user.is_superuser else qs.filter(owner=user)
 
 

@@ -202,7 +202,8 @@ def ensure_builtin_rubrics(rubric_model=None, criterion_model=None) -> int:
         rubric_model, criterion_model = Rubric, Criterion
     created = 0
     for spec in builtin_rubric_specs():
-        rubric, was_created = rubric_model.objects.update_or_create(
+        # Among the ownerless rubrics: an organizer's rubric of that key is never taken over.
+        rubric, was_created = rubric_model.objects.filter(owner__isnull=True).update_or_create(
             key=spec["key"],
             defaults={
                 "name_en": spec["name_en"],

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from annotation.limits import parse_id
 from annotation.models import (
@@ -21,7 +21,7 @@ from annotation.models import (
     Score,
     Study,
 )
-from annotation.permissions import datasets_visible, llms_visible, studies_for
+from annotation.permissions import datasets_visible, llms_visible, rubrics_visible, studies_for
 
 
 def dataset_list(user) -> QuerySet[Dataset]:
@@ -89,8 +89,11 @@ def llm_list(user) -> QuerySet[LLM]:
     return llms_visible(user).annotate(n_responses=Count("responses", filter=seen)).order_by("name")
 
 
-def rubric_list() -> QuerySet[Rubric]:
-    return Rubric.objects.prefetch_related("criteria").order_by("key")
+def rubric_list(user) -> QuerySet[Rubric]:
+    """The rubrics `user` may read (annotation.permissions.rubrics_visible), with their criteria
+    and whether a study uses them (`in_use`: not how many, nor whose)."""
+    qs = rubrics_visible(user).annotate(in_use=Exists(Study.objects.filter(rubric=OuterRef("pk"))))
+    return qs.prefetch_related("criteria").order_by("-builtin", "key", "pk")
 
 
 def study_list_for(user) -> QuerySet[Study]:

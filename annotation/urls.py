@@ -112,6 +112,8 @@ organizer_pages = [
         ],
     ),
     path("organize/rubrics/", rubrics.rubrics, name="rubrics"),
+    path("organize/rubrics/<int:rubric_id>/", rubrics.rubric_edit, name="rubric_edit"),
+    path("organize/rubrics/<int:rubric_id>/delete/", rubrics.rubric_remove, name="rubric_delete"),
     path("organize/import/", imports.import_page, name="import"),
     path("organize/import/confirm/", imports.import_confirm, name="import_confirm"),
     path("organize/import/formats/", imports.import_formats, name="import_formats"),

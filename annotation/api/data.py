@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -20,6 +20,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, status, viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response as ApiResponse
@@ -30,7 +31,7 @@ from annotation.api import serializers as s
 from annotation.exports import CONTENT_TYPES, export_filename, export_iter
 from annotation.importers import ImportRefused
 from annotation.models import ImportRecord, Study
-from annotation.permissions import get_study_for_organizer
+from annotation.permissions import AmbiguousName, get_study_for_organizer, one_named
 from annotation.services import study_create, uploads_import
 from ranking.warm import reports_warm
 
@@ -103,9 +104,24 @@ class LLMs(viewsets.ReadOnlyModelViewSet):
 
 
 class Rubrics(viewsets.ReadOnlyModelViewSet):
-    queryset = selectors.rubric_list()
+    """The built-in rubrics, your own and those your studies use (superusers: all). Keys are
+    unique per owner: the detail is your own rubric of that key, else the built-in one, else the
+    only one you may read; another organizer's is a 404 like a missing one."""
+
     serializer_class = s.RubricOut
     lookup_field = "key"
+
+    def get_queryset(self) -> QuerySet:
+        return selectors.rubric_list(self.request.user)
+
+    def get_object(self) -> Any:
+        try:
+            found = one_named(self.get_queryset(), self.request.user, key=self.kwargs["key"])
+        except AmbiguousName as e:
+            raise ValidationError(str(e)) from None
+        if found is None:
+            raise Http404
+        return found
 
 
 # --- studies ----------------------------------------------------------------------------------

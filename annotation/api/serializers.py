@@ -29,7 +29,7 @@ from annotation.models import (
     Rubric,
     Study,
 )
-from annotation.permissions import datasets_visible, llms_visible
+from annotation.permissions import datasets_visible, llms_visible, rubrics_visible
 
 
 class DatasetOut(serializers.ModelSerializer):
@@ -197,7 +197,7 @@ class StudyCreateIn(StudyDesignIn):
     name = serializers.CharField(max_length=200)
     dataset = VisibleSlugField(slug_field="name", visible=datasets_visible)
     mode = serializers.ChoiceField(choices=Rubric.Mode.choices)
-    rubric = serializers.SlugRelatedField(slug_field="key", queryset=Rubric.objects.all())
+    rubric = VisibleSlugField(slug_field="key", visible=rubrics_visible)
     selection = serializers.JSONField(
         required=False,
         default=dict,

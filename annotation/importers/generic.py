@@ -192,6 +192,7 @@ class _State:
     bundle: specs.Bundle
     study: str | None
     rubric: str | None
+    owner: Any = None  # who imports (None: the command line): the rubric resolves among theirs
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     star: dict[tuple, specs.RatingSpec] = field(default_factory=dict)
     rater_cells: dict[tuple, specs.RaterSpec] = field(default_factory=dict)
@@ -207,7 +208,7 @@ class _State:
         return f"{self.bundle.dataset} (imported pairwise ratings)"
 
     def star_rubric(self, r: _Record) -> dict[str, tuple[int, int]]:
-        from annotation.models import Rubric
+        from annotation.importers.ownership import rubric_named
 
         if not self.rubric:  # a file-wide setting: said once per file, not on every line
             raise ImportRefused(
@@ -218,7 +219,7 @@ class _State:
                 )
             )
         if not self.ranges:
-            rubric = Rubric.objects.filter(key=self.rubric, mode="star").first()
+            rubric = rubric_named(self.owner, self.rubric, mode="star")
             if rubric is None:
                 raise ImportRefused(_("unknown star rubric %(key)s", key=repr(self.rubric)))
             self.ranges = {c.key: (c.min_score, c.max_score) for c in rubric.criteria.all()}
@@ -464,7 +465,7 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
     """Every record is checked; the errors of up to MAX_ERRORS records are listed together."""
     if not opts.dataset:
         raise ImportRefused(_("the generic formats need --dataset NAME"))
-    state = _State(opts.bundle(opts.dataset, "", "import"), opts.study, opts.rubric)
+    state = _State(opts.bundle(opts.dataset, "", "import"), opts.study, opts.rubric, opts.owner)
     errors: list[str] = []
     said: set[str] = set()
     for path in map(Path, paths):

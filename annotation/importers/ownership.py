@@ -17,8 +17,14 @@ from django.db.models import Q
 from annotation.importers.bundle import ImportRefused
 from annotation.importers.bundle import message as _
 from annotation.importers.results import ImportResult
-from annotation.models import Dataset, Rater, Study
-from annotation.permissions import AmbiguousName, llms_visible, may_write_dataset, one_named
+from annotation.models import Dataset, Rater, Rubric, Study
+from annotation.permissions import (
+    AmbiguousName,
+    llms_visible,
+    may_write_dataset,
+    one_named,
+    rubrics_visible,
+)
 
 
 def _all_rows(owner: Any) -> bool:
@@ -52,6 +58,19 @@ def study_named(owner: Any, name: str) -> Study | None:
         return one_named(qs, owner, name=name)
     except AmbiguousName as e:
         raise ImportRefused(_ambiguous(e)) from None
+
+
+def rubric_named(owner: Any, key: str, **lookup: Any) -> Rubric | None:
+    """The rubric an import by `owner` means by `key`: their own, else the built-in one, else
+    one their studies use; another organizer's rubric is unknown, as a missing one. The command
+    line and superusers: every rubric (the ownerless one first); several is refused."""
+    qs = Rubric.objects.filter(**lookup)
+    if not _all_rows(owner):
+        qs = qs.filter(pk__in=rubrics_visible(owner).values("pk"))
+    try:
+        return one_named(qs, owner, key=key)
+    except AmbiguousName as e:
+        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
 
 
 def named_rater(owner: Any, name: str) -> Rater | None:

@@ -295,7 +295,7 @@ def _new_study(ctx: _Ctx, spec: StudySpec, rubric: Rubric) -> Study:
 
 def _studies(ctx: _Ctx) -> None:
     for key, spec in ctx.bundle.studies.items():
-        rubric = Rubric.objects.filter(key=spec.rubric).first()
+        rubric = ownership.rubric_named(ctx.owner, spec.rubric)
         if rubric is None:
             raise ImportRefused(_("unknown rubric %(key)s", key=repr(spec.rubric)))
         found = ownership.study_named(ctx.owner, spec.name)

@@ -141,18 +141,41 @@ class Rubric(models.Model):
         STAR = "star", _("star scoring")
         PAIRWISE = "pairwise", _("pairwise comparison")
 
-    key = models.SlugField(max_length=80, unique=True)
+    # Unique per owner (and among the ownerless rows): a key another organizer took is never
+    # refused, so a refusal tells nothing about their rubrics (docs/decisions/data.md).
+    key = models.SlugField(max_length=80)
     name_en = models.CharField(max_length=200)
     name_zh = models.CharField(max_length=200, blank=True)
     mode = models.CharField(max_length=10, choices=Mode.choices)
     description = models.TextField(blank=True)
     builtin = models.BooleanField(default=False, help_text="Shipped rubrics are read-only.")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The organizer who made it; blank for the built-in ones (shared) and for "
+        "custom ones of unknown origin (superusers only).",
+    )
 
     class Meta:
         ordering = ["key"]
+        constraints = unique_per_owner("key", "rubric_unique_key")
 
     def __str__(self) -> str:
         return self.name_en
+
+    def clean(self) -> None:
+        """The key is free among the owner's rubrics and the built-in ones (which every
+        organizer sees); other organizers' rubrics are never looked at."""
+        from django.core.exceptions import ValidationError
+
+        check_name_free(self, "key", with_shared=False)
+        if self.owner_id is None or not self.key:
+            return
+        if Rubric.objects.filter(builtin=True, key=self.key).exclude(pk=self.pk).exists():
+            raise ValidationError({"key": f"A rubric named {self.key!r} already exists."})
 
     @property
     def display_name(self) -> str:

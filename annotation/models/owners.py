@@ -1,5 +1,5 @@
-"""When an account is deleted its datasets, studies, judges, templates and named raters lose their
-owner (`on_delete=SET_NULL`) and join the ownerless rows, whose names are unique among
+"""When an account is deleted its datasets, studies, judges, templates, rubrics and named raters
+lose their owner (`on_delete=SET_NULL`) and join the ownerless rows, whose names are unique among
 themselves (`catalogue.unique_per_owner`). A row named like an ownerless one gets its id
 appended first, so deleting the account never fails on a name."""
 
@@ -18,6 +18,7 @@ NAMED = [
     ("annotation.Study", "name", Q()),
     ("evaluation.JudgeConfig", "name", Q()),
     ("evaluation.PromptTemplate", "key", Q()),
+    ("annotation.Rubric", "key", Q()),
     ("annotation.Rater", "name", Q(user__isnull=True, external_id="") & ~Q(name="")),
 ]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
+from django.test import Client
 from django.urls import reverse
 
 from annotation.models import (
@@ -113,12 +114,15 @@ def test_a_rater_shared_with_another_organizers_study_is_read_only(bob_client, a
     assert crowd.pool == Rater.Pool.CROWD
 
 
-def test_bulk_delete_refuses_criteria_of_a_rubric_alices_study_uses(bob_client, alice):
-    # The "delete selected" action asks has_delete_permission without an object.
+def test_bulk_delete_refuses_criteria_of_a_rubric_alices_study_uses(bob_client, alice, bob):
+    # The "delete selected" action asks has_delete_permission without an object. Bob's own
+    # study uses Alice's rubric (made before rubrics had owners): he reads it, changes nothing.
     study = _owned_study(alice)
-    rubric = Rubric.objects.create(key="alices-bulk", name_en="Alice's", mode="star")
+    rubric = Rubric.objects.create(key="alices-bulk", name_en="Alice's", mode="star", owner=alice)
     criterion = Criterion.objects.create(rubric=rubric, key="c1", label_en="c1", order=1)
     type(study).objects.filter(pk=study.pk).update(rubric=rubric)
+    bobs = _owned_study(bob)
+    type(bobs).objects.filter(pk=bobs.pk).update(rubric=rubric)
     r = bob_client.post(
         _url("annotation_criterion_changelist"),
         {"action": "delete_selected", "_selected_action": [criterion.pk], "post": "yes"},
@@ -205,14 +209,40 @@ def test_bob_cannot_rename_a_model_in_alices_data(bob_client, alice):
     assert llm.name != "renamed"
 
 
-def test_bob_cannot_edit_a_custom_rubric_alices_study_uses(bob_client, alice):
+def test_bob_cannot_see_or_edit_alices_rubric(bob_client, alice):
     study = _owned_study(alice)
-    rubric = Rubric.objects.create(key="alices", name_en="Alice's", mode="star")
+    rubric = Rubric.objects.create(key="alices", name_en="Alice's", mode="star", owner=alice)
+    criterion = Criterion.objects.create(rubric=rubric, key="c1", label_en="c1", order=1)
+    assert bob_client.get(_url("annotation_rubric_change", rubric.pk)).status_code == 404
+    assert bob_client.get(_url("annotation_criterion_change", criterion.pk)).status_code == 404
+    listing = bob_client.get(_url("annotation_rubric_changelist")).content.decode()
+    assert "alices" not in listing and "llmeval2" in listing
+    # Nor in the criteria's or the scores' filters (a plain list filter names every rubric).
+    for page in ("annotation_criterion_changelist", "annotation_score_changelist"):
+        body = bob_client.get(_url(page)).content.decode()
+        assert "alices" not in body and "Alice&#x27;s" not in body, page
     type(study).objects.filter(pk=study.pk).update(rubric=rubric)
     r = bob_client.post(_url("annotation_rubric_change", rubric.pk), {"key": "x", "name_en": "x"})
-    assert r.status_code == 403
+    assert r.status_code == 404
     rubric.refresh_from_db()
     assert rubric.name_en == "Alice's"
+
+
+def test_alice_edits_her_rubric_in_the_admin_only_while_no_study_uses_it(alice):
+    client = Client()
+    client.force_login(alice)
+    rubric = Rubric.objects.create(key="alices", name_en="Alice's", mode="star", owner=alice)
+    url = _url("annotation_rubric_change", rubric.pk)
+    form = {"key": "alices", "name_en": "Renamed", "mode": "star",
+            "criteria-TOTAL_FORMS": "0", "criteria-INITIAL_FORMS": "0"}  # fmt: skip
+    assert client.post(url, form).status_code == 302
+    rubric.refresh_from_db()
+    assert rubric.name_en == "Renamed" and rubric.owner == alice
+    study = _owned_study(alice)
+    type(study).objects.filter(pk=study.pk).update(rubric=rubric)
+    assert client.post(url, form | {"name_en": "Again"}).status_code == 403
+    rubric.refresh_from_db()
+    assert rubric.name_en == "Renamed"
 
 
 def test_alices_results_are_404_for_bob(bob_client, alice):

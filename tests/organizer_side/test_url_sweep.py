@@ -27,7 +27,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from annotation.models import LLM, Assignment, Dataset, ImportRecord, Rater, Response, Study
+from annotation.models import (
+    LLM,
+    Assignment,
+    Criterion,
+    Dataset,
+    ImportRecord,
+    Rater,
+    Response,
+    Rubric,
+    Study,
+)
 from evaluation.models import JudgeRun
 from evaluation.services import judge_config_create, prompt_template_create, template_for_study
 from tests.factories import make_dataset, make_study
@@ -81,6 +91,7 @@ KWARGS: dict[str, Any] = {
     "judge_id": "judge",
     "rater_id": "rater",
     "item_id": "item",
+    "rubric_id": "rubric",
     "assignment_pid": "assignment_pid",
     "what": "ratings",
     "platform": "prolific",
@@ -88,6 +99,7 @@ KWARGS: dict[str, Any] = {
 }
 # `pk`, `fmt` and `action` differ per route; `key` (a rubric) too.
 PER_ROUTE: dict[str, dict[str, Any]] = {
+    "api-rubric": {"key": "rubric_key"},
     "api-dataset": {"pk": "dataset"},
     "api-question": {"pk": "question"},
     "api-response": {"pk": "response"},
@@ -98,15 +110,16 @@ PER_ROUTE: dict[str, dict[str, Any]] = {
     "organize:study_status": {"action": "close"},
     "organize:study_exclusion": {"action": "exclude"},
 }
-# Rubrics have no owner (docs/decisions/data.md): the built-in ones are shared, a custom one is
-# a set of criteria without data. Their detail route is swept as a list page.
-SHARED = {"api-rubric": {"key": "llmeval2"}}
+# Objects every organizer reads, swept as list pages (none today: rubrics have an owner, and only
+# the built-in ones are shared, docs/decisions/data.md).
+SHARED: dict[str, dict[str, Any]] = {}
 
 # Query strings naming Alice's objects, for routes that read ids from the query.
 QUERIES: dict[str, list[dict[str, str]]] = {
     "api-questions": [{"dataset": "{dataset}"}, {"dataset": "{dataset_name}"}],
     "api-responses": [{"dataset": "{dataset}"}, {"question": "{question}"}],
-    "organize:study_new": [{"dataset": "{dataset}"}],
+    "organize:study_new": [{"dataset": "{dataset}"}, {"rubric": "{rubric}"}],
+    "organize:rubrics": [{"copy": "{rubric}"}],
     "ranking:compare": [{"s1-study": "{study}", "s2-study": "{study}"}],
     "ranking:api-compare": [{"s1-study": "{study}", "s2-study": "{study}"}],
 }
@@ -128,6 +141,8 @@ class AliceObjects:
     assignment_pid: str
     run: int
     judge: int
+    rubric: int
+    rubric_key: str
 
 
 @pytest.fixture
@@ -155,10 +170,14 @@ def alice_objects(organizer) -> AliceObjects:
     question = dataset.questions.order_by("pk")[0]
     own_llm = LLM.objects.create(name=f"{SECRET}-model")  # an LLM only Alice's dataset has
     Response.objects.create(question=question, llm=own_llm, text=f"{SECRET} answer")
+    rubric = Rubric.objects.create(key=f"{SECRET}-rubric", name_en=f"{SECRET} rubric",
+                                   mode="star", owner=organizer)  # fmt: skip
+    Criterion.objects.create(rubric=rubric, key="secret", label_en=f"{SECRET} criterion")
     return AliceObjects(
         study=study.pk, dataset=dataset.pk, dataset_name=dataset.name, question=question.pk,
         response=question.responses.order_by("pk")[0].pk, item=item.pk, rater=rater.pk,
         assignment_pid=str(assignment.public_id), run=run.pk, judge=judge.pk,
+        rubric=rubric.pk, rubric_key=rubric.key,
     )  # fmt: skip
 
 
@@ -177,7 +196,10 @@ def _fill(route: Route, alice: AliceObjects) -> dict[str, Any]:
 def _state(alice: AliceObjects) -> tuple:
     """What a successful request of Bob's would change."""
     study = Study.objects.get(pk=alice.study)
+    rubric = Rubric.objects.filter(pk=alice.rubric).values_list("key", "name_en").first()
     return (
+        rubric,
+        Criterion.objects.filter(rubric_id=alice.rubric).count(),
         study.status,
         study.name,
         User.objects.get(rater__pk=alice.rater).is_active,
@@ -246,6 +268,7 @@ def test_alice_sees_her_own(organizer, alice_objects):
     """The marker is reachable: the sweep would see it if a route leaked it."""
     client = Client()
     client.force_login(organizer)
-    for name in ("organize:studies", "judges:list", "api-datasets", "api-imports"):
+    names = ("organize:studies", "judges:list", "api-datasets", "api-imports", "organize:rubrics")
+    for name in names:
         assert SECRET in _body(client.get(reverse(name))), name
     assert SECRET in _body(client.get(reverse("organize:study", args=[alice_objects.study])))

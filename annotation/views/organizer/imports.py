@@ -99,7 +99,9 @@ def _render(request: HttpRequest, form, *, status: int = 200, **context) -> Http
 @require_http_methods(["GET", "POST"])
 def import_page(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST: stage the files and show the dry run's preview."""
-    form = DataImportForm(request.POST or None, request.FILES or None, formats=FORMATS)
+    form = DataImportForm(
+        request.POST or None, request.FILES or None, formats=FORMATS, user=request.user
+    )
     if request.method != "POST" or not form.is_valid():
         return _render(request, form, status=400 if request.method == "POST" else 200)
     _sweep_stale()
