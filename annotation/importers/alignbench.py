@@ -13,6 +13,7 @@ from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
+from annotation.importers.bundle import message as _
 from annotation.importers.reading import read_jsonl
 
 SUBCATEGORY_ANSWER_TYPE = {
@@ -83,7 +84,9 @@ def _meta(rec: dict, path: Path, rid: str) -> dict:
     evidences = rec.get("evidences")
     if evidences:
         if not isinstance(evidences, list):
-            raise ImportRefused(f"{path.name}, {rid}: evidences must be a list")
+            raise ImportRefused(
+                _("%(where)s: evidences must be a list", where=f"{path.name}, {rid}")
+            )
         meta["evidences"] = evidences
     stray = [rec[k] for k in rec if k.isdigit() and isinstance(rec[k], dict)]
     if stray:
@@ -97,16 +100,18 @@ def _question(
     """One checked record as a question, and its name for messages."""
     rid = f"line {number}"
     if not isinstance(rec, dict):
-        raise ImportRefused(f"{path.name}, {rid}: expected an object")
+        raise ImportRefused(_("%(where)s: expected an object", where=f"{path.name}, {rid}"))
     qid = rec.get("question_id")
     if isinstance(qid, bool) or qid in (None, ""):
-        raise ImportRefused(f"{path.name}, {rid}: question_id is missing")
+        raise ImportRefused(_("%(where)s: question_id is missing", where=f"{path.name}, {rid}"))
     qid = str(qid).strip()
     rid = f"line {number} (question_id {qid})"
     _stray_keys(rec, path, rid, repairs)
     for key in ("question", "subcategory"):
         if not rec.get(key):
-            raise ImportRefused(f"{path.name}, {rid}: {key} is missing or empty")
+            raise ImportRefused(
+                _("%(where)s: %(key)s is missing or empty", where=f"{path.name}, {rid}", key=key)
+            )
 
     def text(key: str) -> str:
         value = rec.get(key)
@@ -120,7 +125,11 @@ def _question(
     answer_type = SUBCATEGORY_ANSWER_TYPE.get(sub)
     if answer_type is None:
         raise ImportRefused(
-            f"{path.name}, {rid}: unknown subcategory {sub!r:.40} (no answer type for it)"
+            _(
+                "%(where)s: unknown subcategory %(name)s (no answer type for it)",
+                where=f"{path.name}, {rid}",
+                name=f"{sub!r:.40}",
+            )
         )
     spec = specs.QuestionSpec(
         external_id=qid,
@@ -138,8 +147,10 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
     names = {dataset_name(Path(p)) for p in paths}
     if opts.dataset is None and len(names) > 1:
         raise ImportRefused(
-            "the files are different AlignBench releases (their question ids overlap); import "
-            "them one at a time or name one dataset with --dataset"
+            _(
+                "the files are different AlignBench releases (their question ids overlap); "
+                "import them one at a time or name one dataset with --dataset"
+            )
         )
     bundle = opts.bundle(
         names.pop(),
@@ -158,8 +169,13 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
                     repairs.add("duplicated record dropped", path, where.split(", ", 1)[1])
                     continue
                 raise ImportRefused(
-                    f"{where}: question_id {spec.external_id} appears twice with different content "
-                    f"(first in {seen[spec.external_id][0]})"
+                    _(
+                        "%(where)s: question_id %(id)s appears twice with different content "
+                        "(first in %(first_where)s)",
+                        where=where,
+                        id=spec.external_id,
+                        first_where=seen[spec.external_id][0],
+                    )
                 )
             seen[spec.external_id] = (where, snapshot)
             bundle.add_question(spec, where=where)

@@ -37,7 +37,7 @@ def _message(text: str, values: dict[str, Any]) -> str:
     said = gettext(text)
     if not values:
         return said
-    shown = {k: _place(str(v)) if k == "where" else str(v) for k, v in values.items()}
+    shown = {k: _place(str(v)) if k.endswith("where") else str(v) for k, v in values.items()}
     return said % shown
 
 
@@ -48,7 +48,8 @@ def message(text: str, **values: Any) -> str:
     """An importer's message, put in words when it is shown: in the reader's language on the
     import page and in the API, in English from `manage.py import_dataset` (commands run in
     English). The modules import it as ``_`` so that makemessages collects ``text``; the
-    values are named (``%(where)s`` is a record's place: its words are translated too)."""
+    values are named (``%(where)s``, or any name ending in ``where``, is a record's place: its
+    words are translated too)."""
     return _lazy_message(text, values)
 
 

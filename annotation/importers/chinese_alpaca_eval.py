@@ -14,6 +14,7 @@ from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
+from annotation.importers.bundle import message as _
 from annotation.importers.reading import read_jsonl
 
 DATASET = "ChineseAlpacaEval"
@@ -34,8 +35,11 @@ def role_of(path: Path) -> str:
         return "results"
     if path.suffix != ".jsonl":
         raise ImportRefused(
-            f"{path.name}: not a ChineseAlpacaEval file (expected data/chinese_alpaca_eval.jsonl, "
-            "model_outputs/<model>.jsonl or results/<model>_vs_<reference>.jsonl)"
+            _(
+                "%(file)s: not a ChineseAlpacaEval file (expected data/chinese_alpaca_eval.jsonl, "
+                "model_outputs/<model>.jsonl or results/<model>_vs_<reference>.jsonl)",
+                file=path.name,
+            )
         )
     return "outputs"
 
@@ -59,19 +63,29 @@ def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[
     for number, rec in read_jsonl(path):
         rid = f"line {number}"
         if not isinstance(rec, dict):
-            raise ImportRefused(f"{path.name}, {rid}: expected an object")
+            raise ImportRefused(_("%(where)s: expected an object", where=f"{path.name}, {rid}"))
         for key in sorted(set(rec) - {"dataset", "instruction", "instruction_zh"}):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)
         if not rec.get("instruction_zh"):
-            raise ImportRefused(f"{path.name}, {rid}: instruction_zh is missing or empty")
+            raise ImportRefused(
+                _(
+                    "%(where)s: %(key)s is missing or empty",
+                    where=f"{path.name}, {rid}",
+                    key="instruction_zh",
+                )
+            )
         text = as_text(
             rec["instruction_zh"], what="instruction_zh", file=path, record=rid, repairs=repairs
         )
         qid = f"{number:04d}"
         if text in by_text:
             raise ImportRefused(
-                f"{path.name}, {rid}: the same instruction as question {by_text[text]} "
-                "(outputs are matched by instruction, so it must be unique)"
+                _(
+                    "%(where)s: the same instruction as question %(id)s (outputs are matched by "
+                    "instruction, so it must be unique)",
+                    where=f"{path.name}, {rid}",
+                    id=by_text[text],
+                )
             )
         by_text[text] = qid
         spec = specs.QuestionSpec(
@@ -96,8 +110,11 @@ def _stored_instructions(bundle: specs.Bundle, needed: bool, owner: Any) -> dict
     by_text = {text: eid for eid, text in rows}
     if not by_text and needed:
         raise ImportRefused(
-            f"dataset {bundle.dataset!r} has no questions yet: import "
-            "data/chinese_alpaca_eval.jsonl first (or together with the outputs)"
+            _(
+                "dataset %(name)s has no questions yet: import data/chinese_alpaca_eval.jsonl "
+                "first (or together with the outputs)",
+                name=repr(bundle.dataset),
+            )
         )
     return by_text
 
@@ -106,8 +123,11 @@ def _question_for(by_text: dict[str, str], text: str, path: Path, rid: str) -> s
     qid = by_text.get(text)
     if qid is None:
         raise ImportRefused(
-            f"{path.name}, {rid}: the instruction {text[:40]!r} is not one of the dataset's "
-            "questions"
+            _(
+                "%(where)s: the instruction %(text)s is not one of the dataset's questions",
+                where=f"{path.name}, {rid}",
+                text=repr(text[:40]),
+            )
         )
     return qid
 
@@ -119,7 +139,9 @@ def _outputs(bundle, by_text, path: Path, repairs: RepairLog, progress_enabled: 
     for number, rec in progress(lines, total=len(lines), desc=path.name, enabled=progress_enabled):
         rid = f"line {number}"
         if not isinstance(rec, dict) or "instruction" not in rec or "response" not in rec:
-            raise ImportRefused(f"{path.name}, {rid}: expected {{instruction, response}}")
+            raise ImportRefused(
+                _("%(where)s: expected {instruction, response}", where=f"{path.name}, {rid}")
+            )
         for key in sorted(set(rec) - {"instruction", "response", "generator", "dataset"}):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)
         text = as_text(
@@ -128,7 +150,13 @@ def _outputs(bundle, by_text, path: Path, repairs: RepairLog, progress_enabled: 
         qid = _question_for(by_text, text, path, rid)
         answer = as_text(rec["response"], what="response", file=path, record=rid, repairs=repairs)
         if qid in answered:
-            raise ImportRefused(f"{path.name}, {rid}: a second output for question {qid}")
+            raise ImportRefused(
+                _(
+                    "%(where)s: a second output for question %(id)s",
+                    where=f"{path.name}, {rid}",
+                    id=qid,
+                )
+            )
         answered.add(qid)
         bundle.responses.append(
             specs.ResponseSpec(
@@ -141,18 +169,26 @@ def _judgment(bundle, by_text, study_key, model, reference, path, number, rec) -
     rid = f"line {number}"
     where = f"{path.name}, {rid}"
     if not isinstance(rec, dict):
-        raise ImportRefused(f"{where}: expected an object")
+        raise ImportRefused(_("%(where)s: expected an object", where=where))
     for key in ("result", "evaluator", "instruction", "model_output", "reference_output"):
         if key not in rec:
-            raise ImportRefused(f"{where}: the field {key!r} is missing")
+            raise ImportRefused(
+                _("%(where)s: the field %(key)s is missing", where=where, key=repr(key))
+            )
     if rec.get("reference_model") not in (None, reference):
         raise ImportRefused(
-            f"{where}: reference_model {rec['reference_model']!r:.40} but the file name says "
-            f"{reference!r}"
+            _(
+                "%(where)s: reference_model %(value)s but the file name says %(name)s",
+                where=where,
+                value=f"{rec['reference_model']!r:.40}",
+                name=repr(reference),
+            )
         )
     choice = RESULTS.get(str(rec["result"]).strip())
     if choice is None:
-        raise ImportRefused(f"{where}: unknown result {rec['result']!r:.40}")
+        raise ImportRefused(
+            _("%(where)s: unknown result %(value)s", where=where, value=f"{rec['result']!r:.40}")
+        )
     qid = _question_for(by_text, str(rec["instruction"]), path, rid)
     rater_name = f"{str(rec['evaluator']).strip()} (ChineseAlpacaEval)"
     bundle.raters.setdefault(rater_name, specs.RaterSpec(rater_name, "judge", "judge"))
@@ -176,7 +212,9 @@ def _judgment(bundle, by_text, study_key, model, reference, path, number, rec) -
 
 def _results(bundle: specs.Bundle, by_text: dict[str, str], study_key: str, path: Path) -> None:
     if "_vs_" not in path.stem:
-        raise ImportRefused(f"{path.name}: results files are named <model>_vs_<reference>.jsonl")
+        raise ImportRefused(
+            _("%(file)s: results files are named <model>_vs_<reference>.jsonl", file=path.name)
+        )
     model, reference = path.stem.split("_vs_", 1)
     bundle.studies.setdefault(
         study_key,
@@ -197,7 +235,7 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:
     for p in expand(paths):
         by_role[role_of(p)].append(p)
     if len(by_role["instructions"]) > 1:
-        raise ImportRefused("give one instructions file (data/chinese_alpaca_eval.jsonl)")
+        raise ImportRefused(_("give one instructions file (data/chinese_alpaca_eval.jsonl)"))
     # Instruction text -> question external id, from the file or from the stored dataset.
     if by_role["instructions"]:
         by_text = _instructions(bundle, by_role["instructions"][0], repairs)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, check_score, progress
+from annotation.importers.bundle import message as _
 
 DATASET = "LLMEval-1"
 DESCRIPTION = (
@@ -45,13 +46,16 @@ PLACEHOLDER = {
 def _rater(path: Path, rater: str | None, rater_kind: str | None) -> specs.RaterSpec:
     if rater or rater_kind:
         if not (rater and rater_kind in ("human", "judge")):
-            raise ImportRefused("--rater NAME needs --rater-kind human|judge (and vice versa)")
+            raise ImportRefused(_("--rater NAME needs --rater-kind human|judge (and vice versa)"))
         return specs.RaterSpec(rater, rater_kind, "judge" if rater_kind == "judge" else "onsite")
     if "gpt4" in path.name.lower() or "gpt-4" in path.name.lower():
         return specs.RaterSpec(JUDGE_RATER, "judge", "judge")
     raise ImportRefused(
-        f"{path.name}: cannot tell whose scores these are (no 'gpt4' in the name); "
-        "pass --rater NAME --rater-kind human|judge"
+        _(
+            "%(file)s: cannot tell whose scores these are (no 'gpt4' in the name); "
+            "pass --rater NAME --rater-kind human|judge",
+            file=path.name,
+        )
     )
 
 
@@ -60,11 +64,26 @@ def _rows(path: Path) -> list[list[str]]:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ImportRefused(f"{path.name}: cannot read the file: {exc}") from exc
-    if not rows or [c.strip() for c in rows[0]] != COLUMNS:
         raise ImportRefused(
-            f"{path.name}: expected the header {','.join(COLUMNS)}, got "
-            f"{','.join(rows[0]) if rows else 'an empty file'}"
+            _("%(file)s: cannot read the file: %(error)s", file=path.name, error=exc)
+        ) from exc
+    if not rows or [c.strip() for c in rows[0]] != COLUMNS:
+        if rows:
+            got = ",".join(rows[0])
+            raise ImportRefused(
+                _(
+                    "%(file)s: expected the header %(header)s, got %(got)s",
+                    file=path.name,
+                    header=",".join(COLUMNS),
+                    got=got,
+                )
+            )
+        raise ImportRefused(
+            _(
+                "%(file)s: expected the header %(header)s, got an empty file",
+                file=path.name,
+                header=",".join(COLUMNS),
+            )
         )
     return rows
 
@@ -73,20 +92,33 @@ def _row(path: Path, line: int, row: list[str]) -> tuple[dict[str, str], int]:
     """One checked row and its score."""
     if len(row) != len(COLUMNS):
         raise ImportRefused(
-            f"{path.name}, line {line}: expected {len(COLUMNS)} columns, got {len(row)}"
+            _(
+                "%(where)s: expected %(n)s columns, got %(got)s",
+                where=f"{path.name}, line {line}",
+                n=len(COLUMNS),
+                got=len(row),
+            )
         )
     rec = dict(zip(COLUMNS, (c.strip() for c in row), strict=True))
     rid = f"line {line} (id {rec['id']})"
+    where = f"{path.name}, {rid}"
     for key in ("question_uuid", "llm_name", "metric", "score"):
         if not rec[key]:
-            raise ImportRefused(f"{path.name}, {rid}: {key} is empty")
+            raise ImportRefused(_("%(where)s: %(key)s is empty", where=where, key=key))
     if rec["metric"] not in METRICS:
-        raise ImportRefused(f"{path.name}, {rid}: unknown metric {rec['metric']!r:.40}")
+        raise ImportRefused(
+            _("%(where)s: unknown metric %(metric)s", where=where, metric=f"{rec['metric']!r:.40}")
+        )
     expected = f"{rec['llm_name']}_{rec['question_uuid']}"
     if rec["dialog_uuid"] != expected:
         raise ImportRefused(
-            f"{path.name}, {rid}: dialog_uuid {rec['dialog_uuid']!r:.60} does not match "
-            f"llm_name and question_uuid ({expected!r})"
+            _(
+                "%(where)s: dialog_uuid %(value)s does not match llm_name and question_uuid "
+                "(%(expected)s)",
+                where=where,
+                value=f"{rec['dialog_uuid']!r:.60}",
+                expected=repr(expected),
+            )
         )
     score = check_score(rec["score"], lo=1, hi=3, criterion=rec["metric"], file=path, record=rid)
     return rec, score
@@ -112,17 +144,22 @@ def _rounds(metrics: dict[str, list], where: str) -> int:
     """How many times the dialog was scored: every metric the same number of times, 1 or 2."""
     counts = {m: len(v) for m, v in metrics.items()}
     if set(counts) != METRICS:
+        missing = ", ".join(sorted(METRICS - set(counts)))
         raise ImportRefused(
-            f"{where}: missing score(s) for {', '.join(sorted(METRICS - set(counts)))}"
+            _("%(where)s: missing score(s) for %(criteria)s", where=where, criteria=missing)
         )
     rounds = set(counts.values())
     if len(rounds) != 1:
         raise ImportRefused(
-            f"{where}: the criteria were scored a different number of times {counts}"
+            _(
+                "%(where)s: the criteria were scored a different number of times %(counts)s",
+                where=where,
+                counts=counts,
+            )
         )
     n = rounds.pop()
     if n > 2:
-        raise ImportRefused(f"{where}: scored {n} times")
+        raise ImportRefused(_("%(where)s: scored %(n)s times", where=where, n=n))
     return n
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import Bar, ImportRefused, Options, RepairLog, as_text, check_score
+from annotation.importers.bundle import message as _
 from annotation.importers.reading import read_json
 
 DATASET = "LLMEval-2"
@@ -52,7 +53,11 @@ def subject_of(path: Path) -> str:
     stem = path.stem
     if not stem.endswith("_data"):
         raise ImportRefused(
-            f"{path.name}: LLMEval-2 files are named <Subject>_data.json (the subject is the task type)"
+            _(
+                "%(file)s: LLMEval-2 files are named <Subject>_data.json (the subject is the "
+                "task type)",
+                file=path.name,
+            )
         )
     return stem[: -len("_data")].replace("_", " ")
 
@@ -60,7 +65,7 @@ def subject_of(path: Path) -> str:
 def rater_for(path: Path, rater: str | None, rater_kind: str | None) -> specs.RaterSpec:
     if rater or rater_kind:
         if not (rater and rater_kind in ("human", "judge")):
-            raise ImportRefused("--rater NAME needs --rater-kind human|judge (and vice versa)")
+            raise ImportRefused(_("--rater NAME needs --rater-kind human|judge (and vice versa)"))
         return specs.RaterSpec(
             name=rater, kind=rater_kind, pool="judge" if rater_kind == "judge" else "onsite"
         )
@@ -70,8 +75,11 @@ def rater_for(path: Path, rater: str | None, rater_kind: str | None) -> specs.Ra
     if "gpt-score" in parts:
         return specs.RaterSpec(name=JUDGE_RATER, kind="judge", pool="judge")
     raise ImportRefused(
-        f"{path.name}: cannot tell whose scores these are (the path has neither human-score nor "
-        "gpt-score); pass --rater NAME --rater-kind human|judge"
+        _(
+            "%(file)s: cannot tell whose scores these are (the path has neither human-score nor "
+            "gpt-score); pass --rater NAME --rater-kind human|judge",
+            file=path.name,
+        )
     )
 
 
@@ -79,7 +87,11 @@ def load_list(path: Path) -> list:
     data = read_json(path)
     if not isinstance(data, list):
         raise ImportRefused(
-            f"{path.name}: expected a JSON list of records, got {type(data).__name__}"
+            _(
+                "%(file)s: expected a JSON list of records, got %(type)s",
+                file=path.name,
+                type=type(data).__name__,
+            )
         )
     return data
 
@@ -114,17 +126,27 @@ class _State:
 def _turns(rec: dict, where: str) -> tuple[Any, Any]:
     dialog = rec["dialog"]
     if not isinstance(dialog, list):
-        raise ImportRefused(f"{where}: dialog must be a list of turns")
+        raise ImportRefused(_("%(where)s: dialog must be a list of turns", where=where))
     turns: dict[str, list] = {"user": [], "llm": []}
     for turn in dialog:
         role = turn.get("role") if isinstance(turn, dict) else None
         if role not in turns:
-            raise ImportRefused(f"{where}: a dialog turn has the role {role!r:.40}")
+            raise ImportRefused(
+                _(
+                    "%(where)s: a dialog turn has the role %(role)s",
+                    where=where,
+                    role=f"{role!r:.40}",
+                )
+            )
         turns[role].append(turn.get("content"))
     if len(turns["user"]) != 1 or len(turns["llm"]) != 1:
         raise ImportRefused(
-            f"{where}: expected one user turn and one llm turn, found "
-            f"{len(turns['user'])} and {len(turns['llm'])}"
+            _(
+                "%(where)s: expected one user turn and one llm turn, found %(user)s and %(llm)s",
+                where=where,
+                user=len(turns["user"]),
+                llm=len(turns["llm"]),
+            )
         )
     return turns["user"][0], turns["llm"][0]
 
@@ -144,10 +166,22 @@ def _dialog_uuid(rec: dict, d: _Dialog, path: Path, repairs: RepairLog) -> str:
 def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
     rid = f"record {index}"
     if not isinstance(rec, dict):
-        raise ImportRefused(f"{path.name}, {rid}: expected an object, got {type(rec).__name__}")
+        raise ImportRefused(
+            _(
+                "%(where)s: expected an object, got %(type)s",
+                where=f"{path.name}, {rid}",
+                type=type(rec).__name__,
+            )
+        )
     for key in ("question_uuid", "llm_name", "dialog", "type"):
         if key not in rec or rec[key] in (None, ""):
-            raise ImportRefused(f"{path.name}, {rid}: the field {key!r} is missing")
+            raise ImportRefused(
+                _(
+                    "%(where)s: the field %(key)s is missing",
+                    where=f"{path.name}, {rid}",
+                    key=repr(key),
+                )
+            )
 
     def text(value: Any, what: str, record: str) -> str:
         return as_text(value, what=what, file=path, record=record, repairs=repairs)
@@ -161,11 +195,17 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
         for key in sorted(set(rec) - KNOWN_KEYS):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)
     if rec["type"] not in KINDS:
-        raise ImportRefused(f"{where}: type must be 'A' or 'B', not {rec['type']!r:.40}")
+        raise ImportRefused(
+            _(
+                "%(where)s: type must be 'A' or 'B', not %(value)s",
+                where=where,
+                value=f"{rec['type']!r:.40}",
+            )
+        )
     question, answer = _turns(rec, where)
     question = text(question, "the question (user turn)", rid)
     if not question or question.isspace():
-        raise ImportRefused(f"{where}: the question text is empty")
+        raise ImportRefused(_("%(where)s: the question text is empty", where=where))
     hint = rec.get("hint")
     d = _Dialog(
         qid=qid,
@@ -204,8 +244,13 @@ def _is_duplicate(state: _State, d: _Dialog, rec: dict, path: Path) -> bool:
                 state.repairs.add("duplicated record dropped", path, d.rid)
                 return True
             raise ImportRefused(
-                f"{d.where}: question {d.qid!r} answered by {d.llm!r} appears twice with "
-                "different content"
+                _(
+                    "%(where)s: question %(id)s answered by %(llm)s appears twice with "
+                    "different content",
+                    where=d.where,
+                    id=repr(d.qid),
+                    llm=repr(d.llm),
+                )
             )
     state.records[key] = (str(path), snapshot)
     return False
@@ -221,8 +266,12 @@ def _add(state: _State, d: _Dialog, subject: str, path: Path) -> None:
     key = (d.qid, d.llm)
     if key in state.answers and state.answers[key][0] != d.answer:
         raise ImportRefused(
-            f"{d.where}: the answer differs from the one in {state.answers[key][1]} "
-            "(the files disagree about what was rated)"
+            _(
+                "%(where)s: the answer differs from the one in %(file)s (the files disagree "
+                "about what was rated)",
+                where=d.where,
+                file=state.answers[key][1],
+            )
         )
     state.answers.setdefault(key, (d.answer, path.name))
     if d.llm not in state.prompts[d.qid]:
@@ -240,7 +289,9 @@ def _record(state: _State, rec: Any, path: Path, index: int, subject: str, rater
         return
     _add(state, d, subject, path)
     if state.scores:
-        stars, flagged = _scores(rec, d.kind, path=path, rid=d.rid, repairs=state.repairs)
+        stars, flagged = _scores(
+            rec, d.kind, where=d.where, path=path, rid=d.rid, repairs=state.repairs
+        )
         state.bundle.ratings.append(
             specs.RatingSpec(
                 study=state.study_key,
@@ -301,21 +352,25 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, scores: bool)
 
 
 def _scores(
-    rec: dict[str, Any], kind: str, *, path: Path, rid: str, repairs: RepairLog
+    rec: dict[str, Any], kind: str, *, where: str, path: Path, rid: str, repairs: RepairLog
 ) -> tuple[dict[str, int], set[str]]:
     stars = rec.get("stars")
     if not isinstance(stars, dict) or not stars:
-        raise ImportRefused(f"{path.name}, record {rid}: no 'stars' object with the scores")
+        raise ImportRefused(_("%(where)s: no 'stars' object with the scores", where=where))
     out: dict[str, int] = {}
     flagged: set[str] = set()
     for name, value in stars.items():
         key = CRITERIA.get(str(name).strip())
         if key is None:
-            raise ImportRefused(f"{path.name}, record {rid}: unknown criterion {name!r}")
-        if key not in BY_KIND[kind]:
             raise ImportRefused(
-                f"{path.name}, record {rid}: criterion {name!r} does not apply to {kind} questions"
+                _(
+                    "%(where)s: unknown criterion %(name)s",
+                    where=where,
+                    name=repr(name),
+                )
             )
+        if key not in BY_KIND[kind]:
+            raise ImportRefused(_not_for_kind(where, name, kind))
         lo, hi = RANGES[key]
         out[key] = check_score(
             value, lo=lo, hi=hi, criterion=str(name), file=path, record=rid, keep_out_of_range=True
@@ -332,6 +387,24 @@ def _scores(
     missing = BY_KIND[kind] - set(out)
     if missing:
         raise ImportRefused(
-            f"{path.name}, record {rid}: missing score(s) for {', '.join(sorted(missing))}"
+            _(
+                "%(where)s: missing score(s) for %(criteria)s",
+                where=where,
+                criteria=", ".join(sorted(missing)),
+            )
         )
     return out, flagged
+
+
+def _not_for_kind(where: str, name: Any, kind: str) -> str:
+    if kind == "objective":
+        return _(
+            "%(where)s: criterion %(name)s does not apply to objective questions",
+            where=where,
+            name=repr(name),
+        )
+    return _(
+        "%(where)s: criterion %(name)s does not apply to subjective questions",
+        where=where,
+        name=repr(name),
+    )

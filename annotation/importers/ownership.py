@@ -70,7 +70,7 @@ def rubric_named(owner: Any, key: str, **lookup: Any) -> Rubric | None:
     try:
         return one_named(qs, owner, key=key)
     except AmbiguousName as e:
-        raise ImportRefused(f"{e.args[0]} Import with --user OWNER to choose theirs.") from None
+        raise ImportRefused(_ambiguous(e)) from None
 
 
 def named_rater(owner: Any, name: str) -> Rater | None:
