@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 
 from annotation.models import Rater
 from annotation.permissions import ORGANIZERS_GROUP
@@ -125,9 +126,9 @@ def onsite_annotators_bulk_create(*, text: str, invited_by, invite: bool) -> lis
 def _own_account(rater: Rater, by) -> User:
     """The onsite rater's account, if `by` may manage it."""
     if rater.pool != Rater.Pool.ONSITE or rater.user is None:
-        raise ValidationError("Only onsite accounts are managed here.")
+        raise ValidationError(_("Only onsite accounts are managed here."))
     if not (by.is_superuser or rater.invited_by_id == by.id):
-        raise PermissionDenied("This annotator belongs to another organizer.")
+        raise PermissionDenied(_("This annotator belongs to another organizer."))
     user = rater.user
     if not by.is_superuser and _has_organizer_rights(user):
         # Promoted since the organizer made it: a new invitation would hand them a link that

@@ -12,6 +12,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from annotation.catalogue import selection_check
 from annotation.checks import ATTENTION_LLMS, check_remove
@@ -61,7 +62,9 @@ def _check_design(study: Study) -> None:
     """The checks of a new or edited study's definition; every message names the bad value."""
     mode, rubric = study.mode, study.rubric
     if mode not in (Rubric.Mode.STAR, Rubric.Mode.PAIRWISE):
-        raise ValidationError({"mode": f"Unknown mode {mode!r}: use 'star' or 'pairwise'."})
+        raise ValidationError(
+            {"mode": _("Unknown mode %(mode)s: use 'star' or 'pairwise'.") % {"mode": repr(mode)}}
+        )
     if rubric.mode != mode:
         raise ValidationError(
             {"rubric": f"Rubric {rubric.key!r} is for {rubric.mode} studies, not {mode}."}
@@ -69,9 +72,9 @@ def _check_design(study: Study) -> None:
     if mode == Rubric.Mode.PAIRWISE:
         design = study.pair_design
         if design == Study.PairDesign.BASELINE and study.baseline_llm is None:
-            raise ValidationError({"baseline_llm": "The baseline design needs a baseline LLM."})
+            raise ValidationError({"baseline_llm": _("The baseline design needs a baseline LLM.")})
         if design == Study.PairDesign.SAMPLED and not study.pairs_per_question:
-            raise ValidationError({"pairs_per_question": "The sampled design needs k >= 1."})
+            raise ValidationError({"pairs_per_question": _("The sampled design needs k >= 1.")})
     selection_check(
         dataset=study.dataset,
         selection=study.selection,
@@ -109,7 +112,7 @@ def _planned_items(study: Study, *, seed: int) -> list[Item]:
             lo, hi = (a, b) if a.id < b.id else (b, a)
             items.append(Item(study=study, question_id=qid, response_a=lo, response_b=hi))
     if not items:
-        raise ValidationError("The selection yields no items: check task types, kinds and LLMs.")
+        raise ValidationError(_("The selection yields no items: check task types, kinds and LLMs."))
     return items
 
 
@@ -221,7 +224,11 @@ def study_set_status(*, study: Study, status: str) -> Study:
         Study.Status.CLOSED: set(),
     }
     if status not in allowed[study.status]:
-        raise ValidationError(f"A {study.status} study cannot become {status}.")
+        words = dict(Study.Status.choices)
+        raise ValidationError(
+            _("A %(status)s study cannot become %(new)s.")
+            % {"status": words[study.status], "new": words.get(status, status)}
+        )
     study.status = status
     study.save(update_fields=["status"])
     return study

@@ -76,6 +76,14 @@ def word(code: str) -> str:
     return words.get(code, code)
 
 
+def table_word(column: str, code: str) -> str:
+    """A code of ``column`` (pool, mode...) in the words the report's tables use for it, in the
+    page's language (``ranking.presenters.label``); any other value as it is."""
+    from ranking.presenters import label  # presenters -> services -> charts
+
+    return str(label(column, code))
+
+
 def _pool_key(pool: str) -> tuple[int, str]:
     return (POOL_ORDER.index(pool) if pool in POOL_ORDER else len(POOL_ORDER), pool)
 
@@ -107,7 +115,10 @@ def box_by_pool(by_rater: pd.DataFrame, value: str, title: str) -> str | None:
             )
         ax.set_xticks(
             range(1, len(groups) + 1),
-            [f"{word(pool)}\n({word(mode)}, n={len(v)})" for (mode, pool), v in groups],
+            [
+                f"{table_word('pool', pool)}\n({table_word('mode', mode)}, n={len(v)})"
+                for (mode, pool), v in groups
+            ],
         )
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel(

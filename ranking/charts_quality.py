@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from django.utils.translation import gettext as _
 
-from ranking.charts import _has
+from ranking.charts import _has, table_word
 from ranking.charts_sections import _barh
 
 
@@ -16,14 +16,12 @@ def reliability(df: pd.DataFrame) -> str | None:
     if not _has(df, "rater_id", "reliability", "mode"):
         return None
     d = df.sort_values(["mode", "reliability"], ascending=[True, False])
-    labels = list(
-        d["mode"].astype(str)
-        + " · "
-        + d["rater_id"].astype(str)
-        + " ("
-        + d["pool"].astype(str)
-        + ")"
-    )
+    labels = [
+        f"{table_word('mode', mode)} · {rater} ({table_word('pool', pool)})"
+        for mode, rater, pool in zip(
+            d["mode"].astype(str), d["rater_id"].astype(str), d["pool"].astype(str), strict=True
+        )
+    ]
     pairwise_only = set(d["mode"]) == {"pairwise"}
     xlabel = (
         _("Dawid-Skene expected accuracy")
@@ -37,7 +35,10 @@ def gold_accuracy(df: pd.DataFrame) -> str | None:
     """Share of gold items (and attention checks) answered as accepted, per pool."""
     if not _has(df, "pool", "check_kind", "accuracy"):
         return None
-    labels = list(df["pool"].astype(str) + " · " + df["check_kind"].astype(str))
+    labels = [
+        f"{table_word('pool', pool)} · {kind}"
+        for pool, kind in zip(df["pool"].astype(str), df["check_kind"].astype(str), strict=True)
+    ]
     return _barh(
         labels, df["accuracy"], _("Check accuracy per pool"), _("answered as accepted"), share=True
     )

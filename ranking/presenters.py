@@ -110,7 +110,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     if value is None or value is pd.NA:
         return ""
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return str(_("yes")) if value else str(_("no"))
     if isinstance(value, float):
         if math.isnan(value):
             return ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -53,9 +54,11 @@ class GoldInput(serializers.Serializer):
 
     def validate(self, attrs):
         if ("records" in attrs) == ("content" in attrs):
-            raise serializers.ValidationError("Give either records, or content with format.")
+            raise serializers.ValidationError(_("Give either records, or content with format."))
         if "content" in attrs and "format" not in attrs:
-            raise serializers.ValidationError({"format": "Give the content's format: csv or json."})
+            raise serializers.ValidationError(
+                {"format": _("Give the content's format: csv or json.")}
+            )
         return attrs
 
 

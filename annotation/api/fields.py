@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils.encoding import smart_str
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -24,7 +25,7 @@ def _ascii_number(data: Any) -> Any:
     Python's int() / float(), which read "٣" and "３" as 3 and "1_0" as 10, where the HTML forms
     refuse them (annotation.forms.WholeNumberField). JSON numbers pass as before."""
     if isinstance(data, str) and not _ASCII_NUMBER.fullmatch(data.strip()):
-        raise serializers.ValidationError("Write the number with the digits 0-9.", code="ascii")
+        raise serializers.ValidationError(_("Write the number with the digits 0-9."), code="ascii")
     return data
 
 

@@ -31,7 +31,9 @@ MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
 
 class GoldUploadForm(forms.Form):
-    format = forms.ChoiceField(choices=[("csv", "CSV"), ("json", "JSON")], initial="csv")
+    format = forms.ChoiceField(
+        choices=[("csv", "CSV"), ("json", "JSON")], initial="csv", label=gettext_lazy("Format")
+    )
     file = forms.FileField(required=False, label=gettext_lazy("File"))
     text = forms.CharField(
         required=False,
