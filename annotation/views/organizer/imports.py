@@ -17,6 +17,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -160,12 +161,24 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     return redirect("organize:import")
 
 
+def document_text(name: str, language: str) -> str:
+    """docs/<name>.<language>.md when it exists (e.g. import-formats.zh-hans.md), else the
+    English docs/<name>.md; empty when neither does. The language is an active language code
+    (one of settings.LANGUAGES), never user text."""
+    docs = Path(settings.BASE_DIR) / "docs"
+    translated = [f"{name}.{language.lower()}.md"] if language else []
+    for path in [docs / file for file in [*translated, f"{name}.md"]]:
+        if path.exists():
+            return path.read_text(encoding="utf-8")
+    return ""
+
+
 @organizer_required
 @require_GET
 def import_formats(request: HttpRequest) -> HttpResponse:
-    """docs/import-formats.md, rendered (safely: no raw HTML) inside the app."""
-    path = Path(settings.BASE_DIR) / "docs" / "import-formats.md"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    """docs/import-formats.md, rendered (safely: no raw HTML) inside the app, in the page's
+    language where a translation exists (docs/import-formats.zh-hans.md)."""
+    text = document_text("import-formats", get_language() or "")
     return render(
         request, "annotation/organizer/import_formats.html", {"doc": render_document(text)}
     )
