@@ -6,6 +6,8 @@ API, and English in `manage.py import_dataset`: one message serves all three."""
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -27,6 +29,8 @@ ENGLISH = (
     "Agrees with ds",
     "Star sigma",
     "Star bias",
+    "Importing data",  # the import formats document
+    "Format:",  # the quality page's gold upload form
 )
 BAD_JSONL = b'{"type": "question", "text": "Q?"}\n{"type": "nope", "question_id": "1"}\n'
 
@@ -49,6 +53,7 @@ def test_the_organizer_pages_in_chinese_show_no_english(
         reverse("judges:templates"),
         reverse("judges:run_start", args=[study.pk]),
         reverse("ranking:report", args=[star_study.study.pk]),
+        reverse("organize:study_quality", args=[star_study.study.pk]),
     ]
     pages = {}
     for url in urls:
@@ -92,3 +97,49 @@ def test_import_refusals_speak_the_readers_language(organizer_client, tmp_path):
         call_command("import_dataset", *args, stdout=io.StringIO(), stderr=err)
     said = str(refused.value) + err.getvalue()
     assert "bad.jsonl, line 1: question_id is missing" in said and "缺少" not in said
+
+
+# The import formats document: one per language, the Chinese one a translation of the English.
+DOCS = Path(settings.BASE_DIR) / "docs"
+ENGLISH_HEADINGS = ("Importing data", "Defects found in the real files", "Full import figures")
+
+
+def test_the_import_formats_page_follows_the_pages_language(organizer_client):
+    url = reverse("organize:import_formats")
+    english = organizer_client.get(url).content.decode()
+    assert "<h1>Importing data</h1>" in english and "导入数据</h1>" not in english
+    organizer_client.cookies["django_language"] = "zh-hans"
+    chinese = organizer_client.get(url).content.decode()
+    assert "<h1>导入数据</h1>" in chinese and "<h2>真实文件中发现的缺陷及处理方式</h2>" in chinese
+    for heading in ENGLISH_HEADINGS:
+        assert heading not in chinese, heading
+    # Commands and field names stay as they are.
+    assert "python manage.py import_dataset --format FORMAT PATH..." in chinese
+
+
+def _shape(text: str) -> dict:
+    """What a translation keeps: the heading levels in order, the code in the headings, the
+    code blocks verbatim, every inline code span, the tables' sizes and the list items."""
+    fences = re.findall(r"^```.*?^```", text, re.M | re.S)
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    headings = re.findall(r"^(#+) (.*)$", prose, re.M)
+    tables = [
+        (len(rows), rows[0].count("|"))
+        for rows in (b.split("\n") for b in re.findall(r"(?:^\|.*\n?)+", prose, re.M))
+    ]
+    return {
+        "headings": [len(level) for level, _ in headings],
+        "heading code": [re.findall(r"`[^`]+`", title) for _, title in headings],
+        "code blocks": fences,
+        "code spans": sorted(" ".join(s.split()) for s in re.findall(r"`([^`]+)`", prose)),
+        "tables": tables,
+        "list items": len(re.findall(r"^\s*- ", prose, re.M)),
+    }
+
+
+def test_the_chinese_import_formats_document_keeps_every_section_of_the_english():
+    english = _shape((DOCS / "import-formats.md").read_text("utf-8"))
+    chinese = _shape((DOCS / "import-formats.zh-hans.md").read_text("utf-8"))
+    assert len(english["headings"]) > 5 and english["code blocks"] and english["tables"]
+    for part, value in english.items():
+        assert chinese[part] == value, f"{part} differs: update docs/import-formats.zh-hans.md"
