@@ -124,9 +124,9 @@ def _question_for(by_text: dict[str, str], text: str, path: Path, rid: str) -> s
     if qid is None:
         raise ImportRefused(
             _(
-                "%(where)s: the instruction %(text)s is not one of the dataset's questions",
+                "%(where)s: the instruction %(instruction)s is not one of the dataset's questions",
                 where=f"{path.name}, {rid}",
-                text=repr(text[:40]),
+                instruction=repr(text[:40]),
             )
         )
     return qid

@@ -26,55 +26,60 @@ pytestmark = pytest.mark.django_db
 LLMEVAL1_HEADER = "id,question_uuid,llm_name,dialog_uuid,user_id,user_type,metric,score\n"
 LLMEVAL2_BAD = [{"question_uuid": "q1", "llm_name": "m", "dialog": [], "type": "C"}]
 SAME_INSTRUCTION = '{"instruction_zh": "写一首诗"}\n{"instruction_zh": "写一首诗"}\n'
+ONE_INSTRUCTION = '{"instruction_zh": "写一首诗"}\n'
+OTHER_OUTPUT = '{"instruction": "写一篇文章", "response": "好"}\n'
 
-# format, file, content, the refusal in Chinese, in English
+# format, files (name: content), the refusal in Chinese, in English
 REFUSALS = [
     (
         "llmeval1-scores",
-        "scores_gpt4.csv",
-        LLMEVAL1_HEADER + "1,q_1,m,m_q_1\n",
+        {"scores_gpt4.csv": LLMEVAL1_HEADER + "1,q_1,m,m_q_1\n"},
         "scores_gpt4.csv, 第 2 行：应有 8 列，实际为 4 列",
         "scores_gpt4.csv, line 2: expected 8 columns, got 4",
     ),
     (
         "llmeval2",
-        "Math_data.json",
-        json.dumps(LLMEVAL2_BAD),
+        {"Math_data.json": json.dumps(LLMEVAL2_BAD)},
         "Math_data.json, 第 0 条记录 (问题 q1, LLM m)：type 必须是 'A' 或 'B'，而不是 'C'",
         "Math_data.json, record 0 (question q1, LLM m): type must be 'A' or 'B', not 'C'",
     ),
     (
         "alignbench",
-        "data_v1.1_release.jsonl",
-        '{"question_id": 1, "question": "Q", "subcategory": "未知"}\n',
+        {"data_v1.1_release.jsonl": '{"question_id": 1, "question": "Q", "subcategory": "未知"}\n'},
         "第 1 行 (question_id 1)：未知的子类别 '未知'（没有对应的回答类型）",
         "line 1 (question_id 1): unknown subcategory '未知' (no answer type for it)",
     ),
     (
         "chinese-alpaca-eval",
-        "chinese_alpaca_eval.jsonl",
-        SAME_INSTRUCTION,
+        {"chinese_alpaca_eval.jsonl": SAME_INSTRUCTION},
         "chinese_alpaca_eval.jsonl, 第 2 行：指令与问题 0001 相同（输出按指令匹配，指令必须唯一）",
         "chinese_alpaca_eval.jsonl, line 2: the same instruction as question 0001 (outputs are",
+    ),
+    (
+        "chinese-alpaca-eval",
+        {"chinese_alpaca_eval.jsonl": ONE_INSTRUCTION, "gpt-4.jsonl": OTHER_OUTPUT},
+        "gpt-4.jsonl, 第 1 行：指令 '写一篇文章' 不是该数据集的问题",
+        "gpt-4.jsonl, line 1: the instruction '写一篇文章' is not one of the dataset's questions",
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("fmt_name", "name", "content", "chinese", "english"), REFUSALS, ids=[r[0] for r in REFUSALS]
+    ("fmt_name", "files", "chinese", "english"), REFUSALS, ids=[r[0] for r in REFUSALS]
 )
 def test_the_published_formats_refuse_in_the_readers_language(
-    tmp_path, fmt_name, name, content, chinese, english
+    tmp_path, fmt_name, files, chinese, english
 ):
-    path = tmp_path / name
-    path.write_text(content, encoding="utf-8")
+    paths = [tmp_path / name for name in files]
+    for path, content in zip(paths, files.values(), strict=True):
+        path.write_text(content, encoding="utf-8")
     with translation.override("zh-hans"):
-        shown = dataset_preview(format=fmt_name, paths=[path], progress=False)["errors"]
+        shown = dataset_preview(format=fmt_name, paths=paths, progress=False)["errors"]
     assert len(shown) == 1 and chinese in shown[0], shown
     assert english.split(": ", 1)[1][:20] not in shown[0]
     assert " line " not in shown[0] and " record " not in shown[0]
     with translation.override("en"):
-        said = dataset_preview(format=fmt_name, paths=[path], progress=False)["errors"]
+        said = dataset_preview(format=fmt_name, paths=paths, progress=False)["errors"]
     assert english in said[0], said
 
 
