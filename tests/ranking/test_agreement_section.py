@@ -101,6 +101,7 @@ def test_another_organizers_study_is_a_404_for_the_judge_tables(other_organizer,
     assert c.get(url).status_code == 404
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_the_report_page_shows_the_section_and_escapes_names(organizer_client, star_study):
     rater = star_study.raters["judge"]
     Rater.objects.filter(pk=rater.pk).update(pseudonym="<b>judge</b>")
@@ -173,6 +174,7 @@ def test_the_report_command_takes_the_tie_rule(pair_study):
     ("language", "title"),
     [("en", "with 95% bootstrap intervals"), ("zh-hans", "附 95% 自助法区间")],
 )
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_the_section_titles_show_one_percent_sign_in_each_language(
     organizer_client, star_study, language, title
 ):
@@ -185,6 +187,7 @@ def test_the_section_titles_show_one_percent_sign_in_each_language(
     assert "%%" not in html
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_the_page_shows_the_kappa_and_alpha_intervals_the_api_returns(
     organizer_client, api, star_study
 ):

@@ -77,6 +77,7 @@ def api(organizer) -> APIClient:
     return c
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_the_report_shows_the_three_figures_side_by_side_and_the_chart(
     organizer_client, half_rated
 ):
@@ -113,6 +114,7 @@ def test_the_api_carries_the_table_with_no_nan(api, half_rated):
     assert {c["statistic"] for c in curve} == {"star_mean"} and len(curve) == 6
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_the_judge_picker_ignores_hostile_values(organizer_client, half_rated):
     for value in ("<script>alert(1)</script>", "x\x00y", "٣", "j" * 5000, gpt4()):
         response = organizer_client.get(report_url(half_rated), {"ppi_judge": value})
@@ -133,6 +135,7 @@ def test_others_cannot_see_the_section(client, other_organizer, half_rated):
     assert outsider.get(table_url(half_rated, "ppi")).status_code == 404
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_a_tiny_study_says_not_enough_data(organizer_client, api, star_study):
     html = organizer_client.get(report_url(star_study.study)).content.decode()
     section = html[html.index('id="judge-assisted"') :]
@@ -143,6 +146,7 @@ def test_a_tiny_study_says_not_enough_data(organizer_client, api, star_study):
     assert all(r["ppi_low"] is None for r in body["rows"])
 
 
+@pytest.mark.database_independent  # the page's wording and escaping: the same on any database
 def test_hostile_model_names_are_escaped_on_the_page_the_chart_and_the_csv(
     organizer_client, half_rated
 ):

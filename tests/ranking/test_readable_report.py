@@ -16,6 +16,10 @@ from ranking import charts_sections, formatting
 from ranking.services import report_build
 from ranking.summary import report_summary
 
+# Wording and formatting of the page: the same on any database (the PostgreSQL pass checks the
+# report's frames, filters, snapshots and permissions in test_report_pages and the API tests).
+pytestmark = pytest.mark.database_independent
+
 
 @pytest.mark.parametrize(
     ("column", "value", "table", "text"),

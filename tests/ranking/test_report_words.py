@@ -15,7 +15,9 @@ from django.urls import reverse
 from ranking import presenters, summary
 from tests.ranking.conftest import pair_study, star_study  # noqa: F401
 
-pytestmark = pytest.mark.django_db
+# Wording and formatting of the page: the same on any database (the PostgreSQL pass checks the
+# report's frames, filters, snapshots and permissions in test_report_pages and the API tests).
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 
 def _page(client, study, language: str, query: str = ""):
