@@ -12,8 +12,11 @@ Flags (a flag is a reason to look, not a verdict):
 * ``straight_lining``: over at least ``MIN_RATINGS`` ratings, one star value (star) or one side
   of the screen, tie or both-bad as shown (pairwise) makes up ``STRAIGHT_SHARE`` or more of the answers;
 * ``too_fast``: at least ``FAST_SHARE`` of the ratings took less than
-  ``FAST_BASE_S + characters shown / FAST_CHARS_PER_S`` seconds (over ``MIN_RATINGS`` or more
-  timed ratings);
+  ``FAST_BASE_S + characters shown / FAST_CHARS_PER_S`` seconds, and at least ``FAST_MIN`` of
+  them did. Unlike the other flags it needs no ``MIN_RATINGS``: a rating faster than anyone
+  reads is evidence on its own, and a crowd worker who clicks through a short quota (5 items
+  in 5 seconds) must not pass because the quota was short; ``FAST_MIN`` keeps one or two
+  hurried answers from flagging anyone;
 * ``disagrees``: pairwise, a Dawid-Skene reliability below ``DS_MIN``; star, a noise sigma above
   ``SIGMA_RATIO`` times the study's median (over ``MIN_RATINGS`` or more ratings);
 * ``repeat_skipped``: at least one hidden repeat skipped (``repeat_skips``). A repeat shows an
@@ -38,6 +41,7 @@ STRAIGHT_SHARE = 0.9
 FAST_BASE_S = 2.0
 FAST_CHARS_PER_S = 50.0
 FAST_SHARE = 0.5
+FAST_MIN = 3
 DS_MIN = 0.5
 SIGMA_RATIO = 2.0
 FLAG_CODES = ("gold", "attention", "straight_lining", "too_fast", "disagrees", "repeat_skipped")
@@ -136,7 +140,8 @@ def _flags(row: pd.Series, median_sigma: float) -> str:
         "gold": row["n_gold"] > 0 and row["gold_accuracy"] < GOLD_MIN,
         "attention": row["attention_failed"] > 0,
         "straight_lining": enough and row["straight_share"] >= STRAIGHT_SHARE,
-        "too_fast": row["n_timed"] >= MIN_RATINGS and row["fast_share"] >= FAST_SHARE,
+        "too_fast": row["fast_share"] >= FAST_SHARE
+        and round(row["fast_share"] * row["n_timed"]) >= FAST_MIN,
         "disagrees": enough
         and (row["ds_reliability"] < DS_MIN or row["star_sigma"] > SIGMA_RATIO * median_sigma),
         "repeat_skipped": row["repeats_skipped"] > 0,

@@ -51,3 +51,19 @@ def test_check_passed_rules():
     assert check_passed(ranges, scores={"accuracy": 4, "fluency": 3, "other": 1})
     assert not check_passed(ranges, scores={"accuracy": 4})  # a criterion left unscored fails
     assert not check_passed(ranges, scores={"accuracy": 3, "fluency": 3})
+
+
+def test_a_short_quota_clicked_through_is_too_fast_and_two_hurried_answers_are_not():
+    # A crowd worker with a quota of 5 who clicks through every item in a second was never
+    # flagged: too_fast waited for 10 timed ratings.
+    rows = _star("clicker", [3, 4, 2, 5, 3], 1.0)
+    rows += _star("hurried", [3, 4, 2, 5, 3], 40.0)
+    for r in rows[-5:-3]:  # two of five answers quick: not a pattern
+        r["duration_s"] = 1.0
+    rows += _star("careful", [3, 4, 2, 5, 3], 40.0)
+    rows += _star("two", [3, 4], 1.0)  # both fast, but only two ratings
+    checks = pd.DataFrame(columns=list(CHECK_COLUMNS))
+    table = annotator_flags(pd.DataFrame(rows), pd.DataFrame(), checks).set_index("rater_id")
+    assert table.loc["clicker", "flags"] == "too_fast"
+    assert table.loc["hurried", "flags"] == table.loc["careful", "flags"] == ""
+    assert table.loc["two", "flags"] == ""
