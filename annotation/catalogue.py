@@ -12,6 +12,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count
+from django.utils.translation import gettext as _
 
 from annotation.models import LLM, Dataset, Question, Response, Study
 
@@ -128,9 +129,11 @@ def llm_merge(*, dataset: Dataset, source: LLM, target: LLM, user) -> int:
     model to the same question). Other datasets' answers keep their LLM; ``source`` is deleted
     once nothing refers to it. Returns the number of answers moved."""
     if not can_edit_dataset(user, dataset):
-        raise PermissionDenied("Only the dataset's owner may merge its LLMs.")
+        raise PermissionDenied(_("Only the dataset's owner may merge its LLMs."))
     if source.pk == target.pk:
-        raise ValidationError(f"{source.name!r} cannot be merged into itself.")
+        raise ValidationError(
+            _("%(name)s cannot be merged into itself.") % {"name": repr(source.name)}
+        )
     clashes = list(
         Question.objects.filter(dataset=dataset, responses__llm=source)
         .filter(responses__llm=target)
@@ -139,8 +142,15 @@ def llm_merge(*, dataset: Dataset, source: LLM, target: LLM, user) -> int:
     )
     if clashes:
         raise ValidationError(
-            f"{source.name!r} and {target.name!r} both answered question(s) "
-            f"{', '.join(clashes)}: merging would give one model two answers to one question."
+            _(
+                "%(source)s and %(target)s both answered question(s) %(questions)s: merging "
+                "would give one model two answers to one question."
+            )
+            % {
+                "source": repr(source.name),
+                "target": repr(target.name),
+                "questions": ", ".join(clashes),
+            }
         )
     moved = Response.objects.filter(question__dataset=dataset, llm=source).update(llm=target)
     # The dataset's studies follow: a baseline or a chosen LLM named by the old name.

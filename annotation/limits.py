@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 MAX_RATINGS_PER_ITEM = 50
 MAX_QUOTA = 1_000_000  # items per annotator
@@ -28,13 +29,17 @@ MAX_SELECTION_TEXT = 500
 def _check_list(key: str, value: Any) -> list[str]:
     if not isinstance(value, list) or len(value) > MAX_SELECTION_ENTRIES:
         raise ValidationError(
-            f"selection.{key} must be a list of at most {MAX_SELECTION_ENTRIES} texts."
+            _("selection.%(key)s must be a list of at most %(n)d texts.")
+            % {"key": key, "n": MAX_SELECTION_ENTRIES}
         )
     for entry in value:
         if not isinstance(entry, str) or len(entry) > MAX_SELECTION_TEXT or "\x00" in entry:
             raise ValidationError(
-                f"selection.{key} holds an entry that is not a text of at most "
-                f"{MAX_SELECTION_TEXT} characters without NUL."
+                _(
+                    "selection.%(key)s holds an entry that is not a text of at most "
+                    "%(n)d characters without NUL."
+                )
+                % {"key": key, "n": MAX_SELECTION_TEXT}
             )
     return value
 
@@ -43,7 +48,8 @@ def _check_max_questions(value: Any) -> int:
     # bool is an int in Python; JSON true is not a count.
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUESTIONS:
         raise ValidationError(
-            f"selection.max_questions must be a whole number from 1 to {MAX_QUESTIONS}."
+            _("selection.max_questions must be a whole number from 1 to %(n)d.")
+            % {"n": MAX_QUESTIONS}
         )
     return value
 
@@ -52,12 +58,13 @@ def clean_selection(value: Any) -> dict[str, Any]:
     """The selection if it is an object with known keys and well-formed values; else a
     ValidationError naming what is wrong."""
     if not isinstance(value, dict):
-        raise ValidationError("selection must be an object.")
+        raise ValidationError(_("selection must be an object."))
     unknown = sorted(str(k) for k in value if k not in SELECTION_KEYS)
     if unknown:
+        keys = ", ".join(k.replace(chr(0), "") for k in unknown)[:200]
         raise ValidationError(
-            f"selection has unknown keys ({', '.join(k.replace(chr(0), '') for k in unknown)[:200]}); "
-            f"use {', '.join(SELECTION_KEYS)}."
+            _("selection has unknown keys (%(keys)s); use %(allowed)s.")
+            % {"keys": keys, "allowed": ", ".join(SELECTION_KEYS)}
         )
     cleaned: dict[str, Any] = {}
     for key, entry in value.items():

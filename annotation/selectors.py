@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.utils.translation import gettext as _
 
 from annotation.limits import parse_id
 from annotation.models import (
@@ -57,7 +58,8 @@ def question_list(user, query: Mapping[str, str] | None = None) -> QuerySet[Ques
     qs = qs.filter(**_given(task_type=q.get("task_type"), kind=q.get("kind")))
     if search := q.get("search"):
         if len(search) > MAX_SEARCH:  # SQLite refuses a LIKE pattern over 50,000 bytes
-            raise ValidationError({"search": f"Search for at most {MAX_SEARCH} characters."})
+            said = _("Search for at most %(n)d characters.") % {"n": MAX_SEARCH}
+            raise ValidationError({"search": said})
         qs = qs.filter(Q(text__icontains=search) | Q(external_id__icontains=search))
     return qs.order_by("dataset_id", "id")
 

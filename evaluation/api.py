@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError as ApiValidationError
@@ -297,5 +298,5 @@ class RunReparseApi(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for(request, run_id)
         if run.is_active:
-            raise ApiValidationError({"detail": ["The run is still active."]})
+            raise ApiValidationError({"detail": [_("The run is still active.")]})
         return Response(ReparseOut(recording.judge_run_reparse(run=run)).data)

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Rater, Study
 from evaluation import prompts
@@ -38,17 +39,22 @@ def cost_of(tokens_in: int, tokens_out: int, price_in: Decimal, price_out: Decim
 # --- Judge configurations and templates -----------------------------------------------------
 
 
+def _name_taken(name: str) -> ValidationError:
+    said = _("Another of your raters is already named %(name)s.") % {"name": repr(name)}
+    return ValidationError({"name": said})
+
+
 @transaction.atomic
 def judge_config_create(*, name: str, owner=None, **fields: Any) -> JudgeConfig:
     """A judge configuration and its rater (kind and pool "judge", named like the config)."""
     name = (name or "").strip()
     if not name:
-        raise ValidationError({"name": "A judge needs a name."})
+        raise ValidationError({"name": _("A judge needs a name.")})
     config = JudgeConfig(name=name, owner=owner, **fields)
     config.full_clean(exclude=["rater"])  # the name is free among the owner's judges
     named = Rater.objects.filter(name=name, user__isnull=True, external_id="")
     if named.filter(owner=owner).exists() if owner else named.filter(owner=None).exists():
-        raise ValidationError({"name": f"Another of your raters is already named {name!r}."})
+        raise _name_taken(name)
     config.rater = Rater(kind=Rater.Kind.JUDGE, pool=Rater.Pool.JUDGE, name=name, owner=owner)
     config.rater.save()
     config.save()
@@ -62,19 +68,22 @@ def judge_config_update(*, judge: JudgeConfig, name: str, **fields: Any) -> Judg
     judge = JudgeConfig.objects.select_for_update().select_related("rater").get(pk=judge.pk)
     if judge.runs.exists():
         raise ValidationError(
-            f"Judge {judge.name!r} has runs, which keep the settings they ran with: create a "
-            "new judge for other settings."
+            _(
+                "Judge %(name)s has runs, which keep the settings they ran with: create a "
+                "new judge for other settings."
+            )
+            % {"name": repr(judge.name)}
         )
     name = (name or "").strip()
     if not name:
-        raise ValidationError({"name": "A judge needs a name."})
+        raise ValidationError({"name": _("A judge needs a name.")})
     for key, value in fields.items():
         setattr(judge, key, value)
     judge.name = name
     judge.full_clean(exclude=["rater"])
     named = Rater.objects.filter(name=name, user__isnull=True, external_id="", owner=judge.owner)
     if named.exclude(pk=judge.rater_id).exists():
-        raise ValidationError({"name": f"Another of your raters is already named {name!r}."})
+        raise _name_taken(name)
     judge.rater.name = name
     judge.rater.save(update_fields=["name"])
     judge.save()
@@ -106,11 +115,9 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
         key = prompts.DEFAULT_BY_RUBRIC.get(study.rubric.key) or prompts.DEFAULT_BY_MODE[study.mode]
         template = PromptTemplate.objects.get(key=key, builtin=True)
     if template.kind != study.mode:
-        raise ValidationError(
-            {
-                "judge": f"Template {template.key!r} is for {template.kind} studies, not {study.mode}."
-            }
-        )
+        said = _("Template %(key)s is for %(kind)s studies, not %(mode)s.")
+        said %= {"key": repr(template.key), "kind": template.kind, "mode": study.mode}
+        raise ValidationError({"judge": said})
     return template
 
 
@@ -165,8 +172,8 @@ def refuse_second_active_run(*, study: Study, judge: JudgeConfig, run: JudgeRun 
         active = active.exclude(pk=run.pk)
     if (first := active.order_by("pk").first()) is not None:
         raise ValidationError(
-            f"Run {first.pk} of this judge on this study is still active: cancel or "
-            "resume it first."
+            _("Run %(run)s of this judge on this study is still active: cancel or resume it first.")
+            % {"run": first.pk}
         )
 
 
@@ -183,17 +190,18 @@ def judge_run_create(
     """The run row. Callers that spend money go through launch.judge_run_start (pre-flight)."""
     run = JudgeRun(study=study, judge=judge, created_by=created_by, budget=budget, **options)
     if run.both_orders and study.mode != "pairwise":
-        raise ValidationError({"both_orders": "Both orders apply to pairwise studies only."})
+        raise ValidationError({"both_orders": _("Both orders apply to pairwise studies only.")})
     if not 0 <= run.repeat_rate <= 0.5:
-        raise ValidationError({"repeat_rate": "The repeat rate must be between 0 and 0.5."})
+        raise ValidationError({"repeat_rate": _("The repeat rate must be between 0 and 0.5.")})
     if run.limit is not None and run.limit < 1:
-        raise ValidationError({"limit": "The limit must be at least 1."})
+        raise ValidationError({"limit": _("The limit must be at least 1.")})
     if budget is not None and not (budget.is_finite() and 0 <= budget < MAX_BUDGET):
-        raise ValidationError({"budget": f"The budget must be between 0 and {MAX_BUDGET - 1}."})
+        said = _("The budget must be between 0 and %(max)s.") % {"max": MAX_BUDGET - 1}
+        raise ValidationError({"budget": said})
     if not study.items.exists():
-        raise ValidationError({"study": "The study has no items to judge."})
+        raise ValidationError({"study": _("The study has no items to judge.")})
     if run.mode not in JudgeRun.Mode.values:
-        raise ValidationError({"mode": "Unknown run mode."})
+        raise ValidationError({"mode": _("Unknown run mode.")})
     refuse_second_active_run(study=study, judge=judge)
     run.cost_estimate = cost_estimate
     judge_run_snapshot(run).save()
@@ -205,7 +213,7 @@ def _worker_id() -> str:
 
 
 def _executor_dead(run: JudgeRun, now) -> bool:
-    host, _, pid = (run.worker or "").rpartition(":")
+    host, _colon, pid = (run.worker or "").rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
         try:
             os.kill(int(pid), 0)
@@ -243,7 +251,8 @@ def judge_run_cancel(*, run: JudgeRun) -> JudgeRun:
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run.pk)
         if not run.is_active:
-            raise ValidationError(f"The run is {run.get_status_display()}; nothing to cancel.")
+            said = _("The run is %(status)s; nothing to cancel.")
+            raise ValidationError(said % {"status": run.get_status_display()})
         run.cancel_requested = True
         fields = ["cancel_requested"]
         if run.status == JudgeRun.Status.QUEUED or _executor_dead(run, timezone.now()):

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone, translation
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models._ids import _public_id  # noqa: F401
@@ -26,6 +27,10 @@ def unique_per_owner(field: str, prefix: str) -> list[models.BaseConstraint]:
     ]
 
 
+# The names of the rows whose verbose_name is Django's default (English), as refusals say them.
+ROW_NOUNS = {"Dataset": _("dataset"), "Rubric": _("rubric"), "Study": _("study")}
+
+
 def check_name_free(row: models.Model, field: str, *, with_shared: bool) -> None:
     """A ValidationError when `row`'s owner already has another row with its `field` (the
     command line's rows: another ownerless row). `with_shared`: an owned row may not take the
@@ -35,7 +40,7 @@ def check_name_free(row: models.Model, field: str, *, with_shared: bool) -> None
 
     value = getattr(row, field)
     if isinstance(value, str) and "\x00" in value:  # PostgreSQL text cannot hold NUL
-        raise ValidationError({field: "Null characters are not allowed."})
+        raise ValidationError({field: gettext("Null characters are not allowed.")})
     owner_id = getattr(row, "owner_id", None)
     mine = Q(owner__isnull=True) if owner_id is None else Q(owner_id=owner_id)
     if owner_id is not None and with_shared:
@@ -44,8 +49,9 @@ def check_name_free(row: models.Model, field: str, *, with_shared: bool) -> None
     if row.pk is not None:
         same = same.exclude(pk=row.pk)
     if value and same.exists():
-        what = type(row)._meta.verbose_name
-        raise ValidationError({field: f"A {what} named {value!r} already exists."})
+        what = ROW_NOUNS.get(type(row).__name__, type(row)._meta.verbose_name)
+        said = gettext("A %(what)s named %(name)s already exists.")
+        raise ValidationError({field: said % {"what": what, "name": repr(value)}})
 
 
 class Dataset(models.Model):
@@ -175,7 +181,8 @@ class Rubric(models.Model):
         if self.owner_id is None or not self.key:
             return
         if Rubric.objects.filter(builtin=True, key=self.key).exclude(pk=self.pk).exists():
-            raise ValidationError({"key": f"A rubric named {self.key!r} already exists."})
+            said = gettext("A rubric named %(name)s already exists.") % {"name": repr(self.key)}
+            raise ValidationError({"key": said})
 
     @property
     def display_name(self) -> str:

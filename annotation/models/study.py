@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models._ids import _public_id, _shuffle_key
@@ -381,11 +382,12 @@ class Rater(models.Model):
         if not self.name or self.user_id is not None or self.external_id:
             return
         if "\x00" in self.name:
-            raise ValidationError({"name": "Null characters are not allowed."})
+            raise ValidationError({"name": gettext("Null characters are not allowed.")})
         named = Rater.objects.filter(name=self.name, user__isnull=True, external_id="")
         named = named.filter(owner_id=self.owner_id) if self.owner_id else named.filter(owner=None)
         if named.exclude(pk=self.pk).exists():
-            raise ValidationError({"name": f"A rater named {self.name!r} already exists."})
+            said = gettext("A rater named %(name)s already exists.") % {"name": repr(self.name)}
+            raise ValidationError({"name": said})
 
 
 class Assignment(models.Model):

@@ -9,17 +9,22 @@ import json
 
 import pandas as pd
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import translation
 from rest_framework import serializers
 
 from annotation.api.fields import WholeNumber
 from annotation.importers import dataset_preview
-from annotation.models import Study
+from annotation.limits import clean_selection
+from annotation.models import Rater, Study
 from annotation.roster import invite_reissue
+from evaluation.services import judge_run_create
 from ranking import charts_quality
 from ranking.presenters import fmt
+from tests.evaluation.conftest import KEY_ENV
 from tests.factories import make_rater
+from tests.organizer.test_import_merge_download import dup_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -129,3 +134,68 @@ def test_report_yes_no_and_chart_labels_in_the_pages_words():
     assert svg is not None
     assert "两两比较 · r1 (众包)" in svg and "星级 · r2 (LLM 评审)" in svg
     assert "(crowd)" not in svg and "pairwise ·" not in svg
+
+
+def test_judge_run_refusals_in_chinese_on_the_api_and_the_page(
+    organizer_client, make_study, make_judge
+):
+    study = make_study(["Fine?"], n_llms=2)
+    judge = make_judge(name="zh-judge")
+    queued = judge_run_create(study=study, judge=judge)
+    organizer_client.cookies["django_language"] = "zh-hans"
+    start = reverse("judges_api:run_start")
+    body = {"study": study.pk, "judge": judge.pk}
+    both = organizer_client.post(start, {**body, "both_orders": True}, "application/json")
+    assert both.status_code == 400
+    assert both.json()["both_orders"] == ["双向评判只适用于两两比较的项目。"]
+    again = organizer_client.post(start, body, "application/json")
+    assert again.status_code == 400
+    assert f"该评审在本项目上的运行 {queued.pk} 仍在进行中：请先取消或继续该运行。" in str(
+        again.json()
+    )
+    reparse = organizer_client.post(reverse("judges_api:run_reparse", args=[queued.pk]))
+    assert reparse.status_code == 400 and reparse.json()["detail"] == ["该运行仍在进行中。"]
+    cancel = reverse("judges:run_cancel", args=[queued.pk])
+    organizer_client.post(cancel)
+    html = organizer_client.post(cancel, follow=True).content.decode()
+    assert "该运行的状态为“已取消”，无需取消。" in html
+    assert "nothing to cancel" not in html and "still active" not in str(again.json())
+
+
+def test_judge_names_and_question_search_refused_in_chinese(organizer_client, organizer, fake):
+    Rater.objects.create(kind="human", pool="public", name="Ann", owner=organizer)
+    organizer_client.cookies["django_language"] = "zh-hans"
+    url = reverse("judges_api:judge_create")
+    body = {"base_url": fake.base_url, "api_key_env": KEY_ENV}
+    taken = organizer_client.post(url, {**body, "name": "Ann"}, "application/json")
+    assert taken.status_code == 400
+    assert taken.json()["name"] == ["你的另一个评分者已使用名称 'Ann'。"]
+    search = organizer_client.get("/api/questions/", {"search": "x" * 1001})
+    assert search.status_code == 400
+    assert search.json()["search"] == ["搜索内容最多 1000 个字符。"]
+
+
+def test_llm_merge_refusals_in_chinese(organizer_client, organizer):
+    dataset, gpt4, gpt40 = dup_dataset(organizer, clash=True)
+    organizer_client.cookies["django_language"] = "zh-hans"
+    url = reverse("organize:dataset_llm_merge", args=[dataset.pk])
+    merge = {"source": gpt40.pk, "target": gpt4.pk, "confirm": "merge"}
+    html = organizer_client.post(url, merge, follow=True).content.decode()
+    assert "&#x27;GPT4.0&#x27; 和 &#x27;GPT4&#x27; 都回答了问题 q0：合并后" in html
+    assert "both answered" not in html
+
+
+def test_selection_and_named_rows_refused_in_chinese(organizer):
+    with translation.override("zh-hans"):
+        with pytest.raises(ValidationError) as shape:
+            clean_selection({"llms": "GPT4"})
+        with pytest.raises(ValidationError) as unknown:
+            clean_selection({"colour": ["red"]})
+        Rater.objects.create(kind="human", pool="public", name="Bo", owner=organizer)
+        with pytest.raises(ValidationError) as named:
+            Rater(kind="human", pool="public", name="Bo", owner=organizer).full_clean()
+    assert shape.value.messages == ["selection.llms 必须是最多 100000 个文本的列表。"]
+    assert unknown.value.messages[0].startswith("selection 含有未知的键（colour）")
+    assert named.value.message_dict["name"] == ["名为 'Bo' 的评分者已存在。"]
+    with pytest.raises(ValidationError, match="selection must be an object"):
+        clean_selection("x")
