@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop, ngettext
 
@@ -110,10 +112,26 @@ def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
 
 
 class RubricChoiceField(forms.ModelChoiceField):
-    """Rubrics by their name in the page's language."""
+    """Rubrics by their name in the page's language, with the key when two of them share that
+    name (a copy keeps its original's name), so that the two can be told apart."""
+
+    _names: tuple[str | None, Any, Counter[str]] | None = None
 
     def label_from_instance(self, obj: Rubric) -> str:
-        return obj.display_name
+        name = obj.display_name
+        return f"{name} ({obj.key})" if self._name_counts()[name] > 1 else name
+
+    def _name_counts(self) -> Counter[str]:
+        """How many of the offered rubrics have each name, counted once per language and
+        queryset (the form sets its queryset per user)."""
+        language, queryset = translation.get_language(), self.queryset
+        names = self._names
+        if names is None or names[0] != language or names[1] is not queryset:
+            counts = (
+                Counter(r.display_name for r in queryset) if queryset is not None else Counter()
+            )
+            names = self._names = (language, queryset, counts)
+        return names[2]
 
 
 class StudyForm(forms.Form):

@@ -405,3 +405,15 @@ def test_pseudonyms_never_start_like_a_spreadsheet_formula(monkeypatch):
     tokens = iter(["-AAAAAAAAAAAAAAA", "_BBBBBBBBBBBBBBB", "CCCCCCCCCCCCCCCC"])
     monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(tokens))
     assert _public_id() == "CCCCCCCCCCCCCCCC"
+
+
+def test_the_preview_names_what_it_counts_in_the_pages_language(organizer_client):
+    """The preview's rows are named in words of the page's language, not the importer's keys."""
+    organizer_client.cookies["django_language"] = "zh-hans"
+    html = upload(organizer_client, GOOD).content.decode()
+    rows = dict(re.findall(r'data-entity="(\w+)"><td>([^<]+)</td>', html))
+    assert rows == {"datasets": "数据集", "questions": "问题", "llms": "模型", "responses": "回答"}
+    organizer_client.cookies["django_language"] = "en"
+    html = upload(organizer_client, GOOD).content.decode()
+    rows = dict(re.findall(r'data-entity="(\w+)"><td>([^<]+)</td>', html))
+    assert rows["llms"] == "LLMs" and rows["questions"] == "Questions"

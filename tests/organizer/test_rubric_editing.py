@@ -5,6 +5,8 @@ Hostile input is a 4xx with nothing written."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -173,3 +175,32 @@ def test_missing_or_huge_ids_are_not_found(organizer_client, rubric_id):
     assert organizer_client.get(f"/organize/rubrics/{rubric_id}/").status_code == 404
     assert organizer_client.post(f"/organize/rubrics/{rubric_id}/delete/").status_code == 404
     assert Rubric.objects.count() == before
+
+
+def test_the_saved_and_deleted_messages_name_the_rubric_in_the_pages_language(organizer_client):
+    organizer_client.cookies["django_language"] = "zh-hans"
+    said = []
+    for url, data in (
+        (reverse("organize:rubrics"), _data(name_zh="我的标准")),
+        (None, _data(name_en="Mine again", name_zh="我的标准二")),
+        (None, None),
+    ):
+        rubric = Rubric.objects.filter(key="mine").first()
+        if data is None:
+            r = organizer_client.post(_delete(rubric), follow=True)
+        else:
+            r = organizer_client.post(url or _edit(rubric), data, follow=True)
+        said.append(" ".join(str(m) for m in r.context["messages"]))
+    assert "我的标准" in said[0] and "Mine" not in said[0]
+    assert "我的标准二" in said[1] and "Mine again" not in said[1]
+    assert "我的标准二" in said[2] and "Mine again" not in said[2]
+
+
+def test_two_rubrics_of_one_name_are_told_apart_by_key_in_the_study_form(organizer_client, mine):
+    copy = organizer_client.get(reverse("organize:rubrics"), {"copy": mine.pk})
+    assert organizer_client.post(reverse("organize:rubrics"), copy.context["form"].initial)
+    assert Rubric.objects.filter(name_en="Mine").count() == 2
+    page = organizer_client.get(reverse("organize:study_new")).content.decode()
+    options = re.findall(r'<option value="\d+"(?: selected)?>([^<]*Mine[^<]*)</option>', page)
+    assert sorted(options) == ["Mine (mine)", "Mine (mine-copy)"]
+    assert ">LLMEval-1 star scoring<" in page  # a name no other rubric has stays as it is

@@ -17,7 +17,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import get_language
+from django.utils.translation import get_language, pgettext_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -62,9 +62,29 @@ def _error_lines(source: ImportRefused | ImportResult) -> list[str]:
     return []
 
 
+# The preview's rows by the importer's entity keys (annotation.importers.results.ENTITIES).
+ENTITY_LABELS = {
+    "datasets": pgettext_lazy("import preview", "Datasets"),
+    "questions": pgettext_lazy("import preview", "Questions"),
+    "llms": pgettext_lazy("import preview", "LLMs"),
+    "responses": pgettext_lazy("import preview", "Responses"),
+    "studies": pgettext_lazy("import preview", "Studies"),
+    "items": pgettext_lazy("import preview", "Items"),
+    "raters": pgettext_lazy("import preview", "Raters"),
+    "assignments": pgettext_lazy("import preview", "Assignments"),
+    "ratings": pgettext_lazy("import preview", "Ratings"),
+    "scores": pgettext_lazy("import preview", "Scores"),
+}
+
+
 def _counts(result: ImportResult) -> list[dict]:
     return [
-        {"what": name, "added": result.added[name], "skipped": result.skipped.get(name, 0)}
+        {
+            "what": name,
+            "label": ENTITY_LABELS.get(name, name),
+            "added": result.added[name],
+            "skipped": result.skipped.get(name, 0),
+        }
         for name in result.added
         if result.added[name] or result.skipped.get(name, 0)
     ]

@@ -191,7 +191,7 @@ def rubrics(request: HttpRequest) -> HttpResponse:
     form = RubricForm(request.POST or None, initial=_copy_of(request), owner=request.user)
     if request.method == "POST" and form.is_valid():
         rubric = rubric_create(form.cleaned_data, owner=request.user)
-        messages.success(request, _("Rubric %(name)s saved.") % {"name": rubric.name_en})
+        messages.success(request, _("Rubric %(name)s saved.") % {"name": rubric.display_name})
         return redirect(reverse("organize:study_new") + f"?rubric={rubric.pk}")
     return _page(request, form, status=400 if form.is_bound else 200)
 
@@ -233,7 +233,7 @@ def rubric_edit(request: HttpRequest, rubric_id: int) -> HttpResponse:
             rubric = rubric_update(rubric, form.cleaned_data)
         except RubricInUse as e:  # a study made since the check above
             return _refused(request, rubric, str(e), 409)
-        messages.success(request, _("Rubric %(name)s saved.") % {"name": rubric.name_en})
+        messages.success(request, _("Rubric %(name)s saved.") % {"name": rubric.display_name})
         return redirect("organize:rubrics")
     return _page(request, form, status=400 if form.is_bound else 200)
 
@@ -249,5 +249,5 @@ def rubric_remove(request: HttpRequest, rubric_id: int) -> HttpResponse:
         rubric_delete(rubric)
     except RubricInUse as e:
         return _refused(request, rubric, str(e), 409)
-    messages.success(request, _("Rubric %(name)s deleted.") % {"name": rubric.name_en})
+    messages.success(request, _("Rubric %(name)s deleted.") % {"name": rubric.display_name})
     return redirect("organize:rubrics")
