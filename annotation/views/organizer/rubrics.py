@@ -119,7 +119,9 @@ class RubricForm(forms.Form):
         max_length=20000,
         widget=forms.Textarea(attrs={"rows": 6, "class": "wide"}),
         label=gettext_lazy("Criteria"),
-        help_text=format_lazy("{} {}", CRITERIA_HELP, APPLIES_HELP),
+        help_text=format_lazy(
+            gettext_lazy("{criteria}. {applies}"), criteria=CRITERIA_HELP, applies=APPLIES_HELP
+        ),
     )
 
     def __init__(self, *args: Any, owner: Any, instance: Rubric | None = None, **kwargs: Any):
