@@ -423,8 +423,10 @@ class DataImportForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.formats = formats
         _field(self, "format", forms.ChoiceField).choices = [(name, name) for name in formats]
-        # The rubrics the importer may use: never another organizer's key.
-        keys = sorted(set(rubrics_visible(user).values_list("key", flat=True)))
+        # The rubrics the importer may use: star ones (only the generic formats' star ratings
+        # take one), never another organizer's key.
+        visible = rubrics_visible(user).filter(mode=Rubric.Mode.STAR)
+        keys = sorted(set(visible.values_list("key", flat=True)))
         _field(self, "rubric", forms.ChoiceField).choices = [("", "—")] + [(k, k) for k in keys]
 
     def clean(self) -> dict[str, Any]:

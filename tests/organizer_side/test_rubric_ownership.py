@@ -180,3 +180,9 @@ def test_the_migration_gives_a_legacy_rubric_to_the_oldest_studys_owner(organize
     assert used in rubrics_visible(organizer)  # Alice's study still reads it
     assert unused not in rubrics_visible(organizer)
     assert not Rubric.objects.filter(builtin=True, owner__isnull=False).exists()
+
+
+def test_the_import_form_offers_star_rubrics_only(organizer_client):
+    # Only the generic formats' star ratings take a rubric: "pairwise" was offered beside them.
+    page = organizer_client.get(reverse("organize:import")).content.decode()
+    assert 'value="llmeval2"' in page and 'value="pairwise"' not in page
