@@ -77,7 +77,8 @@ def rubric_create(data: dict[str, Any], *, owner: Any) -> Rubric:
 
 def _locked_unused(rubric: Rubric) -> Rubric:
     """The rubric's row, locked until the transaction ends; RubricInUse when a study uses it.
-    (A study created meanwhile waits for the lock on PostgreSQL, then sees the new criteria.)"""
+    On PostgreSQL a study being made with it holds it (rubric_held): this waits for that study,
+    then refuses; a study begun after this lock waits for it, then sees the new criteria."""
     locked = Rubric.objects.select_for_update().get(pk=rubric.pk)
     if locked.studies.exists():
         raise RubricInUse(locked)

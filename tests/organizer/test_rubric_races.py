@@ -91,3 +91,39 @@ def test_an_import_with_a_rubric_being_deleted_is_refused_with_nothing_written(o
     assert not Rubric.objects.filter(pk=rubric.pk).exists()
     assert not Study.objects.exists() and not Question.objects.exists()
     assert not Rating.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("_needs_postgres")
+def test_an_edit_while_a_study_is_being_made_with_the_rubric_waits_and_is_refused(organizer):
+    """The study holds its rubric from the start: the edit waits for the study to commit, then
+    finds it in use (409, criteria unchanged) instead of changing the criteria under it."""
+    from annotation.rubric_services import RubricInUse, rubric_update
+
+    rubric, dataset = _rubric(organizer), make_dataset(2, 2)
+    made = threading.Event()
+
+    def make_study_slowly() -> None:
+        try:
+            with transaction.atomic():
+                study_create(owner=organizer, name="s", dataset=dataset, mode="star", rubric=rubric)
+                made.set()
+                time.sleep(1.0)
+        finally:
+            connections.close_all()
+
+    maker = threading.Thread(target=make_study_slowly)
+    maker.start()
+    assert made.wait(5)
+    spec = CriterionSpec("other", "Other", "", 1, 5, [])
+    data = {"key": "mine", "name_en": "Changed", "name_zh": "", "description": "",
+            "criteria": [spec]}  # fmt: skip
+    with pytest.raises(RubricInUse):
+        rubric_update(rubric, data)
+    maker.join()
+    rubric.refresh_from_db()
+    assert rubric.name_en == "Mine" and list(rubric.criteria.values_list("key", flat=True)) == [
+        "ok"
+    ]
+    assert Study.objects.filter(name="s", rubric=rubric).exists()
