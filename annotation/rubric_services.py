@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import ProtectedError
 from django.utils.translation import gettext as _
 
@@ -40,6 +40,20 @@ class RubricInUse(Exception):
         )
 
 
+def rubric_held(rubric: Rubric) -> bool:
+    """Keep `rubric` from being deleted until the transaction ends; False when it is gone. A
+    study made with it calls this first: its foreign key is checked only at commit, so a delete
+    committed meanwhile would fail the commit (a 500). On PostgreSQL this takes now the row lock
+    that check takes (FOR KEY SHARE: studies made side by side do not wait for one another; a
+    delete or edit in progress is waited for)."""
+    if connection.vendor != "postgresql":
+        return Rubric.objects.filter(pk=rubric.pk).exists()
+    with connection.cursor() as cursor:
+        table = connection.ops.quote_name(Rubric._meta.db_table)
+        cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR KEY SHARE", [rubric.pk])
+        return cursor.fetchone() is not None
+
+
 def _criteria(rubric: Rubric, specs: list[CriterionSpec]) -> None:
     Criterion.objects.bulk_create(
         Criterion(rubric=rubric, order=i, **vars(spec)) for i, spec in enumerate(specs)
@@ -63,7 +77,8 @@ def rubric_create(data: dict[str, Any], *, owner: Any) -> Rubric:
 
 def _locked_unused(rubric: Rubric) -> Rubric:
     """The rubric's row, locked until the transaction ends; RubricInUse when a study uses it.
-    (A study created meanwhile waits for the lock on PostgreSQL, then sees the new criteria.)"""
+    On PostgreSQL a study being made with it holds it (rubric_held): this waits for that study,
+    then refuses; a study begun after this lock waits for it, then sees the new criteria."""
     locked = Rubric.objects.select_for_update().get(pk=rubric.pk)
     if locked.studies.exists():
         raise RubricInUse(locked)

@@ -18,6 +18,7 @@ from annotation.catalogue import selection_check
 from annotation.checks import ATTENTION_LLMS, check_remove
 from annotation.importers import ImportResult, dataset_import, save_uploads
 from annotation.models import LLM, Dataset, Item, Question, Response, Rubric, Study
+from annotation.rubric_services import rubric_held
 
 # The import options a caller may pass on (which ones a format uses is the importer's check).
 IMPORT_OPTIONS = ("dataset", "study", "rater", "rater_kind", "rubric")
@@ -163,6 +164,10 @@ def study_save(
     responses to the same question, stored with response_a.id < response_b.id. design: the
     assignment design's fields (ratings_per_item, repeat_rate, ...).
     """
+    if not rubric_held(rubric):
+        raise ValidationError(
+            {"rubric": _("Rubric %(value)s does not exist.") % {"value": rubric.key}}
+        )
     fields = {
         "name": name,
         "dataset": dataset,

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from evaluation import safety
 from evaluation.models import JudgeConfig, JudgeRun, PromptTemplate
 from evaluation.prompts import PLACEHOLDERS
+from evaluation.services import MAX_LIMIT, SEEDS
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -124,8 +125,8 @@ def judge_label(judge: JudgeConfig) -> str:
 # What a run's options may be, the same on the page (RunStartForm) and in the API (api.RunIn).
 RUN_BOUNDS: dict[str, dict[str, Any]] = {
     "repeat_rate": {"min_value": 0, "max_value": 0.5},
-    "limit": {"min_value": 1, "max_value": 10_000_000},
-    "seed": {"min_value": -(2**31), "max_value": 2**31 - 1},
+    "limit": {"min_value": 1, "max_value": MAX_LIMIT},
+    "seed": {"min_value": SEEDS[0], "max_value": SEEDS[1]},
     "budget": {"min_value": 0, "max_digits": 14, "decimal_places": 6},
 }
 

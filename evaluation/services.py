@@ -27,6 +27,8 @@ from evaluation.models import JudgeCall, JudgeConfig, JudgeRun, PromptTemplate
 # A run whose executor has not written for this long is considered dead and may be resumed.
 STALE_AFTER = timedelta(seconds=20)
 MAX_BUDGET = Decimal(10) ** 8  # JudgeRun.budget holds 8 digits before the point
+MAX_LIMIT = 10_000_000  # a run's "at most N items" (the page's and the API's bound too)
+SEEDS = (-(2**31), 2**31 - 1)  # JudgeRun.seed is a 32-bit integer
 
 
 def cost_of(tokens_in: int, tokens_out: int, price_in: Decimal, price_out: Decimal) -> Decimal:
@@ -195,6 +197,12 @@ def judge_run_create(
         raise ValidationError({"repeat_rate": _("The repeat rate must be between 0 and 0.5.")})
     if run.limit is not None and run.limit < 1:
         raise ValidationError({"limit": _("The limit must be at least 1.")})
+    if run.limit is not None and run.limit > MAX_LIMIT:  # the command line has no form
+        said = _("The limit must be at most %(max)s items.") % {"max": MAX_LIMIT}
+        raise ValidationError({"limit": said})
+    if not SEEDS[0] <= run.seed <= SEEDS[1]:
+        said = _("The seed must be between %(min)s and %(max)s.")
+        raise ValidationError({"seed": said % {"min": SEEDS[0], "max": SEEDS[1]}})
     if budget is not None and not (budget.is_finite() and 0 <= budget < MAX_BUDGET):
         said = _("The budget must be between 0 and %(max)s.") % {"max": MAX_BUDGET - 1}
         raise ValidationError({"budget": said})

@@ -17,8 +17,11 @@ from django.utils.translation import gettext
 from annotation.models import PairChoice
 
 # A record's place ("file, line 12 (question_id 7)"; "record 3 (question Q1, LLM x)"): its words
-# in the reader's language, when a message is shown.
-_PLACE_WORDS = re.compile(r"\b(line|record) (\d+)\b|\b(dialog|question) (?=\S)")
+# in the reader's language, when a message is shown. Only a word that opens the place or one of
+# its parts (after ", " or "("): the file name and the ids are the user's, kept as they are.
+_PLACE_WORDS = re.compile(
+    r"(?:^|(?<=, )|(?<=\())(?:(line|record) (\d+)\b|(dialog|question) (?=\S))"
+)
 
 
 def _place_word(m: re.Match[str]) -> str:

@@ -43,6 +43,7 @@ from annotation.models import (
 )
 from annotation.models._ids import SHUFFLE_MAX
 from annotation.recording import NewRating, ratings_record_bulk
+from annotation.rubric_services import rubric_held
 
 BATCH = 2000
 
@@ -296,7 +297,7 @@ def _new_study(ctx: _Ctx, spec: StudySpec, rubric: Rubric) -> Study:
 def _studies(ctx: _Ctx) -> None:
     for key, spec in ctx.bundle.studies.items():
         rubric = ownership.rubric_named(ctx.owner, spec.rubric)
-        if rubric is None:
+        if rubric is None or not rubric_held(rubric):  # held: not deleted until the import ends
             raise ImportRefused(_("unknown rubric %(key)s", key=repr(spec.rubric)))
         found = ownership.study_named(ctx.owner, spec.name)
         if found is not None:

@@ -199,3 +199,18 @@ def test_selection_and_named_rows_refused_in_chinese(organizer):
     assert named.value.message_dict["name"] == ["名为 'Bo' 的评分者已存在。"]
     with pytest.raises(ValidationError, match="selection must be an object"):
         clean_selection("x")
+
+
+def test_a_file_name_with_place_words_is_kept_as_it_is_in_chinese():
+    """Only the place's own words are translated: "my question list line 2.jsonl" is a file
+    name, which the Chinese message must name as it is."""
+    from annotation.importers.bundle import message
+
+    said = message("%(where)s: expected an object", where="my question list line 2.jsonl, line 3")
+    with translation.override("zh-hans"):
+        assert str(said) == "my question list line 2.jsonl, 第 3 行：应为一个对象"
+    where = "a.json, record 0 (question line 5, LLM m)"
+    with translation.override("zh-hans"):
+        assert str(message("%(where)s: x", where=where)).startswith(
+            "a.json, 第 0 条记录 (问题 line 5, LLM m)"
+        )

@@ -52,3 +52,23 @@ def test_unknown_studies_and_judges_are_named_in_the_error(make_study, make_judg
         call_command("judge", "--study", "nope", "--judge", "x")
     with pytest.raises(CommandError, match="--study and --judge"):
         call_command("judge")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--limit", str(10**23), "The limit must be at most 10000000 items."),
+        ("--limit", "10000001", "The limit must be at most 10000000 items."),
+        ("--seed", str(2**63), "The seed must be between -2147483648 and 2147483647."),
+        ("--seed", str(-(2**31) - 1), "The seed must be between -2147483648 and 2147483647."),
+    ],
+)
+def test_out_of_range_limits_and_seeds_are_refused_with_no_run(
+    make_study, make_judge, fake, flag, value, said
+):
+    """The page and the API bound them in their forms; the command line has none, and the
+    database cannot hold them (an OverflowError, a traceback). The service refuses them."""
+    study, judge = make_study(["Q1?"]), make_judge()
+    with pytest.raises(CommandError, match=said):
+        judge_command(study.name, judge.name, flag, value)
+    assert not JudgeRun.objects.exists() and not fake.log
