@@ -48,17 +48,24 @@ def studies_for(user):
     return qs if user.is_superuser else qs.filter(owner=user)
 
 
+def _own_shared_or_used(user, qs: QuerySet, shared: Q, study_column: str) -> QuerySet:
+    """The rows of `qs` that `user` may read: their own, the `shared` ones and those one of their
+    studies uses (through `study_column`); superusers all."""
+    from annotation.models import Study
+
+    if user.is_superuser:
+        return qs
+    used = Study.objects.filter(owner=user).values(study_column)
+    return qs.filter(Q(owner=user) | shared | Q(pk__in=used))
+
+
 def datasets_visible(user) -> QuerySet:
     """The datasets `user` may read: their own, the shared catalogue (no owner) and those their
     studies use; superusers all. Another organizer's dataset is not listed, and fetching it is
     a 404 like a missing one."""
-    from annotation.models import Dataset, Study
+    from annotation.models import Dataset
 
-    qs = Dataset.objects.all()
-    if user.is_superuser:
-        return qs
-    used = Study.objects.filter(owner=user).values("dataset_id")
-    return qs.filter(Q(owner=user) | Q(owner__isnull=True) | Q(pk__in=used))
+    return _own_shared_or_used(user, Dataset.objects.all(), Q(owner__isnull=True), "dataset_id")
 
 
 def datasets_owned(user) -> QuerySet:
@@ -74,13 +81,9 @@ def rubrics_visible(user) -> QuerySet:
     use; superusers all. Another organizer's rubric is not listed, and naming it is answered as
     a missing one (404, "does not exist"). Custom rubrics without an owner (made before rubrics
     had one, or whose owner's account is gone) are the superusers' only."""
-    from annotation.models import Rubric, Study
+    from annotation.models import Rubric
 
-    qs = Rubric.objects.all()
-    if user.is_superuser:
-        return qs
-    used = Study.objects.filter(owner=user).values("rubric_id")
-    return qs.filter(Q(builtin=True) | Q(owner=user) | Q(pk__in=used))
+    return _own_shared_or_used(user, Rubric.objects.all(), Q(builtin=True), "rubric_id")
 
 
 def rubrics_owned(user) -> QuerySet:
