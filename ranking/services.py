@@ -11,11 +11,11 @@ import datetime as dt
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 from django.core.cache import cache
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from annotation import quality as annotator_quality
 from annotation.models import Study
@@ -236,17 +236,3 @@ def report_cache_key(study_pk: int, filters: ReportFilters, count: int, stamp: s
         f"ranking:report:v{CACHE_VERSION}:{study_pk}:{filters.cache_token()}:"
         f"{count}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
     )
-
-
-def report_charts(report: StudyReport) -> dict[str, str | None]:
-    """The report page's charts (SVG), cached next to the report snapshot they are drawn from."""
-    from ranking import charts
-
-    if report.cache_key is None:
-        return charts.report_charts(report.tables)
-    charts_svg = cache.get_or_set(
-        f"{report.cache_key}:charts:{translation.get_language()}",  # their words are translated
-        lambda: charts.report_charts(report.tables),
-        CACHE_SECONDS,
-    )
-    return cast("dict[str, str | None]", charts_svg)  # what the default above returns

@@ -8,6 +8,7 @@ app_name = "ranking"
 
 urlpatterns = [
     path("studies/<int:study_id>/report/", views.report_page, name="report"),
+    path("studies/<int:study_id>/report/charts/", views.report_charts, name="report-charts"),
     path(
         "studies/<int:study_id>/report/download.<str:fmt>",
         views.report_download,

@@ -4,12 +4,11 @@ partial, which is the same view."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
-from django.utils import translation
+from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET
@@ -25,12 +24,11 @@ from ranking.forms import MAX_SETTINGS, ReportFilterForm, chosen_settings, setti
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ranking import charts, charts_sections, exports, presenters, services, summary
+    from ranking import chart_groups, exports, presenters, services, summary
     from ranking.services import ReportFilters
 else:
     pd = lazy_module("pandas")
-    charts = lazy_module("ranking.charts")
-    charts_sections = lazy_module("ranking.charts_sections")
+    chart_groups = lazy_module("ranking.chart_groups")
     exports = lazy_module("ranking.exports")
     presenters = lazy_module("ranking.presenters")
     services = lazy_module("ranking.services")
@@ -75,25 +73,12 @@ TABLES = (
 )
 
 
-def _section_charts(report) -> dict[str, str | None]:
-    """The per-section charts, cached next to the snapshot like the others."""
-    if report.cache_key is None:
-        return charts_sections.section_charts(report.tables)
-    svgs = cache.get_or_set(
-        f"{report.cache_key}:section-charts:{translation.get_language()}",
-        lambda: charts_sections.section_charts(report.tables),
-        services.CACHE_SECONDS,
-    )
-    return cast("dict[str, str | None]", svgs)  # what the default above returns
-
-
 def _report_context(report) -> dict:
-    svgs = {**services.report_charts(report), **_section_charts(report)}
+    # No chart here: the page loads them from report_charts once it is shown (chart_groups).
     return {
         "report": report,
         "meta": report.meta,
         "summary": summary.report_summary(report),
-        "charts": {k: charts.as_data_uri(v) for k, v in svgs.items()},
         "leaderboards": presenters.side_by_side(report),
         "star_tables": [presenters.star_by_criterion(report, kind) for kind in ("human", "judge")],
         "correlation_matrix": presenters.correlation_matrix(report),
@@ -118,7 +103,34 @@ def report_page(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
     # body with the errors as a 200.
     status = 200 if filters is not None or request.htmx else 400
     template = "ranking/report.html#report-body" if request.htmx else "ranking/report.html"
-    return render(request, template, context, status=status)
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ("HX-Request",))  # a fragment or the page, by that header
+    return response
+
+
+@require_GET
+@organizer_required
+def report_charts(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
+    """The report page's charts under its filters: for htmx, each group of charts as an
+    out-of-band swap into its place on the page; opened directly, a page of charts."""
+    study = get_study_for_organizer(request.user, study_id)
+    form, filters = _filters_from(request, study)
+    if filters is None:
+        return HttpResponseBadRequest(
+            _("Invalid filters: %(errors)s") % {"errors": form.errors.as_text()},
+            content_type="text/plain; charset=utf-8",
+        )
+    report = services.report_build(study=study, filters=filters, stale_ok=True)
+    context = {
+        "study": study,
+        "query": request.GET.urlencode(),
+        "computing": report.computing,
+        "groups": [] if report.computing else chart_groups.groups(report),
+    }
+    template = "ranking/_chart_swaps.html" if request.htmx else "ranking/charts.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @require_GET

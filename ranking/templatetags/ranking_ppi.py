@@ -1,14 +1,13 @@
 """Template tags of the report's judge-assisted section (``ranking/_ppi.html``): the PPI++ table
-of one judge shaped for the page, links to pick another judge, and the width chart."""
+of one judge shaped for the page and links to pick another judge (its width chart comes with
+the page's other charts: ranking/chart_groups.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from django import template
-from django.core.cache import cache
 from django.http import QueryDict
-from django.utils import translation
 from django.utils.translation import gettext as _
 
 from config.lazy import lazy_module
@@ -16,13 +15,10 @@ from ranking import formatting
 
 # Every template engine loads this library: matplotlib and the statistics wait for a report.
 if TYPE_CHECKING:
-    from ranking import charts, charts_ppi, presenters, services
+    from ranking import presenters
     from ranking.presenters import Table
 else:
-    charts = lazy_module("ranking.charts")
-    charts_ppi = lazy_module("ranking.charts_ppi")
     presenters = lazy_module("ranking.presenters")
-    services = lazy_module("ranking.services")
 
 register = template.Library()
 
@@ -90,16 +86,6 @@ def side_by_side(df) -> Table:
     return presenters.Table("ppi", [str(c) for c in columns], rows, len(rows), numeric)
 
 
-def _chart(report) -> str | None:
-    if report.cache_key is None:
-        return charts_ppi.width_curve(report.table("ppi_curve"))
-    return cache.get_or_set(
-        f"{report.cache_key}:ppi-chart:{translation.get_language()}",
-        lambda: charts_ppi.width_curve(report.table("ppi_curve")),
-        services.CACHE_SECONDS,
-    )
-
-
 @register.simple_tag(takes_context=True)
 def ppi_view(context, report) -> dict[str, object]:
     """The section for the judge named by ``?ppi_judge=`` (default: the judge with the most
@@ -119,5 +105,4 @@ def ppi_view(context, report) -> dict[str, object]:
         "judge": judge,
         "links": links if len(links) > 1 else [],
         "table": side_by_side(shown),
-        "chart": charts.as_data_uri(_chart(report)),
     }

@@ -161,14 +161,13 @@ _BY_ID = {s.id: s for s in SECTIONS}
 
 @register.inclusion_tag("ranking/_section.html", takes_context=True)
 def report_section(context: template.Context, section_id: str) -> dict[str, Any]:
-    """One plain section, its charts and tables taken from the page's ``charts`` and ``tables``
-    (the correlation matrix and ``elo_variance`` are tables of their own in the page context)."""
+    """One plain section, its tables taken from the page's ``tables`` (the correlation matrix
+    and ``elo_variance`` are tables of their own in the page context); its charts follow
+    (ranking/chart_groups.py)."""
     section = _BY_ID[section_id]
-    charts = context.get("charts") or {}
     tables = dict(context.get("tables") or {})
     tables.update({name: context.get(name) for name in ("correlation_matrix", "elo_variance")})
     return {
         "section": section,
-        "charts": [(charts.get(name), alt) for name, alt in section.charts],
         "tables": [(summary, tables.get(name)) for summary, name in section.tables],
     }

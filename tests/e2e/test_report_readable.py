@@ -57,9 +57,10 @@ def test_pairwise_report_opens_with_a_summary_and_folds_its_tables(
     _no_page_scroll(page)
     _shot(page, "report-pairwise-1280")
 
-    # Each section: a chart, its table folded under it; opening it shows human headers.
+    # Each section: a chart (loaded after the page), its table folded under it; opening it
+    # shows human headers.
     section = page.locator("#elo")
-    expect(section.locator("figure img").first).to_be_visible()
+    expect(section.locator("figure img").first).to_be_visible(timeout=REPORT_TIMEOUT)
     table = section.locator("details").first
     expect(table.locator("table")).to_be_hidden()
     table.locator("summary").click()
@@ -78,7 +79,8 @@ def test_star_report_on_a_phone_has_no_sideways_scrolling(page, login, star_stud
     expect(boards).to_have_count(2)  # humans and judges
     expect(boards.first.locator("th").nth(2)).to_have_text("Mean stars")
     expect(page.get_by_role("link", name="CSV for Excel").first).to_be_visible()
-    expect(page.locator("#accuracy figure img")).to_be_visible()
+    # The charts come after the page (their own request): wait for them before measuring.
+    expect(page.locator("#accuracy figure img")).to_be_visible(timeout=REPORT_TIMEOUT)
     _no_page_scroll(page)
     _shot(page, "report-star-phone")
     page.set_viewport_size({"width": 1280, "height": 800})

@@ -4,9 +4,11 @@ judge, repeats, a hidden hint) and pairwise (humans and a judge, both sides, a s
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 import pytest
+from django.urls import reverse
 
 from annotation.models import Item, Rater, Rating, Study
 
@@ -159,3 +161,23 @@ def pair_study(organizer, small_dataset, pairwise_rubric) -> Built:
         )
     )
     return built
+
+
+def page_charts(client, study, query: dict | None = None, lang: str | None = None) -> dict:
+    """The report page's charts as the page gets them: its htmx request to ranking:report-charts
+    under the same filters, read back from the out-of-band swaps; {group id: [(data URI, alt)]}."""
+    headers = {"HX-Request": "true"}
+    if lang:
+        headers["Accept-Language"] = lang
+    response = client.get(
+        reverse("ranking:report-charts", args=[study.pk]), query or {}, headers=headers
+    )
+    assert response.status_code == 200, response.content[:300]
+    html = response.content.decode()
+    groups = re.findall(
+        r'<div class="charts" id="charts-([\w-]+)" hx-swap-oob="true">(.*?)</div>', html, re.S
+    )
+    return {
+        gid: re.findall(r'<figure><img src="([^"]+)" alt="([^"]*)"></figure>', body)
+        for gid, body in groups
+    }

@@ -14,6 +14,8 @@ from openpyxl import load_workbook
 from annotation.models import LLM
 from ranking.services import table_names
 
+from .conftest import page_charts
+
 pytestmark = pytest.mark.django_db
 
 
@@ -53,8 +55,20 @@ def test_owner_sees_every_section_of_the_report(organizer_client, star_study):
     assert table.columns[:3] == ["Model", "Mean stars / human", "Mean stars / judge"]
     judge_col = {row[0]: row[2] for row in table.rows}
     assert judge_col["model-z"].endswith("(1)")
-    # Charts are inline SVG images; accuracy per pool is drawn.
-    assert response.context["charts"]["accuracy"].startswith("data:image/svg+xml;base64,")
+    # The page draws no chart itself: an htmx request fetches them once it is shown, and each
+    # group lands in its empty place on the page (out-of-band swaps).
+    assert "data:image/svg" not in html
+    loader = re.search(r'<div id="report-charts-loader" hx-get="([^"]+)" hx-trigger="load"', html)
+    assert loader and loader.group(1) == reverse(
+        "ranking:report-charts", args=[star_study.study.pk]
+    )
+    charts = page_charts(organizer_client, star_study.study)
+    for group in charts:
+        assert f'<div class="charts" id="charts-{group}"></div>' in html
+    assert {"leaderboards", "accuracy", "annotators", "judge-assisted", "quality"} <= set(charts)
+    # Charts are SVG images in data URIs; accuracy per pool is drawn.
+    assert charts["accuracy"][0][0].startswith("data:image/svg+xml;base64,")
+    assert charts["accuracy"][0][1] == "Box plot of accuracy per pool"
     # Per-annotator tables show pseudonyms, never rater names.
     assert star_study.raters["onsite"].pseudonym in html
     assert "onsite-1" not in html
@@ -130,11 +144,13 @@ def test_model_names_are_escaped_on_the_page_and_in_charts(organizer_client, sta
     html = response.content.decode()
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    for uri in response.context["charts"].values():
-        if uri:
-            svg = base64.b64decode(uri.split(",", 1)[1]).decode()
-            ET.fromstring(svg)  # well-formed: the name is escaped inside the SVG too
-            assert "<script" not in svg
+    uris = [src for figures in page_charts(organizer_client, star_study.study).values()
+            for src, _alt in figures]  # fmt: skip
+    assert len(uris) >= 5
+    for uri in uris:
+        svg = base64.b64decode(uri.split(",", 1)[1]).decode()
+        ET.fromstring(svg)  # well-formed: the name is escaped inside the SVG too
+        assert "<script" not in svg
 
 
 # --------------------------------------------------------------------------- downloads
@@ -251,7 +267,7 @@ def test_a_study_without_ratings_still_has_a_report_page(
     response = organizer_client.get(report_url(study))
     assert response.status_code == 200
     assert "No data for this table" in response.content.decode()
-    assert not any(response.context["charts"].values())
+    assert not any(page_charts(organizer_client, study).values())
 
 
 def test_the_report_is_served_from_the_snapshot_until_a_rating_changes(
@@ -287,8 +303,9 @@ def test_the_page_survives_tables_missing_or_reshaped(organizer_client, star_stu
     monkeypatch.setattr(services, "build_report", fewer_tables)
     response = organizer_client.get(report_url(star_study.study))
     assert response.status_code == 200
-    assert response.context["charts"]["accuracy"] is None
     assert response.context["leaderboards"].rows
+    charts = page_charts(organizer_client, star_study.study)
+    assert charts["accuracy"] == [] and charts["leaderboards"]
 
 
 def test_htmx_gets_the_filter_errors_in_a_swappable_response(organizer_client, star_study):

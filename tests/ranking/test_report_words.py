@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from ranking import presenters, summary
-from tests.ranking.conftest import pair_study, star_study  # noqa: F401
+from tests.ranking.conftest import page_charts, pair_study, star_study  # noqa: F401
 
 # Wording and formatting of the page: the same on any database (the PostgreSQL pass checks the
 # report's frames, filters, snapshots and permissions in test_report_pages and the API tests).
@@ -141,13 +141,14 @@ def test_chinese_pages_name_the_rubric_and_the_excel_download_in_chinese(
     assert "Ordered by the total out of 100 (each criterion scaled to its range" in html
 
 
-def _chart_texts(html: str) -> str:
+def _chart_texts(client, study, language: str) -> str:
+    """The text of every chart the page in this language loads (its htmx request)."""
     import base64
-    import re
 
-    uris = re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)
+    client.cookies["django_language"] = language
+    uris = [src for figures in page_charts(client, study).values() for src, _alt in figures]
     assert uris, "the report draws charts"
-    return "\n".join(base64.b64decode(u).decode("utf-8") for u in uris)
+    return "\n".join(base64.b64decode(u.split(",", 1)[1]).decode("utf-8") for u in uris)
 
 
 def test_the_charts_speak_the_pages_language(
@@ -156,9 +157,9 @@ def test_the_charts_speak_the_pages_language(
 ):
     # The charts (SVG images) kept English titles, axes and legends on Chinese pages.
     study = star_study.study
-    english = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    english = _chart_texts(organizer_client, study, "en")
     assert "Mean stars (overall)" in english and "Accuracy per pool" in english
-    chinese = _chart_texts(_page(organizer_client, study, "zh-hans").content.decode())
+    chinese = _chart_texts(organizer_client, study, "zh-hans")
     assert "平均星级（总体）" in chinese and "各来源准确率" in chinese and "平均星级" in chinese
     for words in ("Mean stars (overall)", "Accuracy per pool", ">human<", ">judge<"):
         assert words not in chinese
@@ -166,5 +167,5 @@ def test_the_charts_speak_the_pages_language(
     assert "Mean stars / human" in english and ">star/human<" not in english
     assert "平均星级 / 人工" in chinese
     # Each language keeps its own cached drawing.
-    again = _chart_texts(_page(organizer_client, study, "en").content.decode())
+    again = _chart_texts(organizer_client, study, "en")
     assert again == english

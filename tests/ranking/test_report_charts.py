@@ -1,0 +1,77 @@
+"""The report page's charts come in a request of their own (ranking/chart_groups.py): the page
+has an empty place per group of charts and loads them with htmx once it is shown; opened
+without JavaScript, the same address is a page of charts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from .conftest import page_charts
+
+pytestmark = pytest.mark.django_db
+
+
+def charts_url(study) -> str:
+    return reverse("ranking:report-charts", args=[study.pk])
+
+
+def test_every_place_on_the_page_gets_its_charts_and_no_other(organizer_client, star_study):
+    study = star_study.study
+    html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
+    places = set(re.findall(r'<div class="charts" id="charts-([\w-]+)"></div>', html))
+    charts = page_charts(organizer_client, study)
+    assert set(charts) == places
+    drawn = {group for group, figures in charts.items() if figures}
+    # A star study: leaderboards, accuracy, consistency, the judge gaps, annotators, ...
+    assert {"leaderboards", "accuracy", "consistency", "gaps", "annotators"} <= drawn
+    for figures in charts.values():
+        for src, alt in figures:
+            assert src.startswith("data:image/svg+xml;base64,") and alt
+
+
+def test_the_charts_follow_the_pages_filters(organizer_client, star_study):
+    study = star_study.study
+    url = reverse("ranking:report", args=[study.pk])
+    body = organizer_client.get(url, {"pool": "onsite"}, headers={"HX-Request": "true"})
+    loader = re.search(r'id="report-charts-loader" hx-get="([^"]+)"', body.content.decode())
+    assert loader and loader.group(1) == charts_url(study) + "?pool=onsite"
+    everyone = page_charts(organizer_client, study)
+    onsite = page_charts(organizer_client, study, {"pool": "onsite"})
+    # The onsite rater alone: its own leaderboard, and too few raters for a box per pool.
+    assert onsite["leaderboards"] and onsite["leaderboards"] != everyone["leaderboards"]
+    assert everyone["accuracy"] and not onsite["accuracy"]
+
+
+def test_without_javascript_the_address_is_a_page_of_charts(organizer_client, star_study):
+    study = star_study.study
+    html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
+    assert f'<noscript><p class="card"><a href="{charts_url(study)}">' in html
+    response = organizer_client.get(charts_url(study))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<html" in page and "hx-swap-oob" not in page
+    assert '<section class="report-section" id="accuracy">' in page
+    assert page.count('<figure><img src="data:image/svg+xml;base64,') >= 5
+    assert "HX-Request" in response["Vary"]
+
+
+def test_bad_filters_are_a_400_and_nothing_is_drawn(organizer_client, star_study):
+    response = organizer_client.get(
+        charts_url(star_study.study), {"start": "2024-03-05", "end": "2024-03-01"}
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/plain")
+    assert b"Invalid filters" in response.content
+
+
+def test_another_organizers_study_is_a_404_and_strangers_log_in(other_organizer, star_study):
+    c = Client()
+    response = c.get(charts_url(star_study.study))
+    assert response.status_code in (302, 403)
+    c.force_login(other_organizer)
+    assert c.get(charts_url(star_study.study)).status_code == 404
+    assert c.get(charts_url(star_study.study), headers={"HX-Request": "true"}).status_code == 404
