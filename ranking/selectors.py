@@ -235,9 +235,32 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
             len_a=pair["len_a"].fillna(0).astype(np.int64),
             len_b=pair["len_b"].fillna(0).astype(np.int64),
         )
-        pair = pair.sort_values("rating_id", kind="stable").reset_index(drop=True)
+        pair = _in_name_order(pair.sort_values("rating_id", kind="stable").reset_index(drop=True))
         pair = pair[list(PAIR_COLUMNS)]
     return StudyFrames(_typed(star), _typed(pair))
+
+
+def _in_name_order(pair: pd.DataFrame) -> pd.DataFrame:
+    """Orient every pair by model name: A is the model whose name sorts first.
+
+    An item's response A is whichever answer was stored first, which an import or an export
+    round trip can change. Points, Elo and Bradley-Terry do not care, but the nominal agreement
+    figures (kappa, alpha over A / B / tie / both bad) and the judge confusion tables do: with
+    A the stored-first answer, the same ratings gave other figures. Swapping a pair swaps its
+    lengths, flips the choice (A <-> B) and the side A was shown on."""
+    a, b = pair["model_a"].astype(str), pair["model_b"].astype(str)
+    swap = (a > b).to_numpy()
+    if not swap.any():
+        return pair
+    out = pair.copy()
+    out["model_a"], out["model_b"] = np.where(swap, b, a), np.where(swap, a, b)
+    la, lb = out["len_a"].to_numpy(), out["len_b"].to_numpy()
+    out["len_a"], out["len_b"] = np.where(swap, lb, la), np.where(swap, la, lb)
+    choice = out["choice"].astype(str)
+    flipped = choice.map({"A": "B", "B": "A"}).fillna(choice)
+    out["choice"] = choice.where(~swap, flipped)
+    out["left_is_a"] = out["left_is_a"].astype(bool) ^ swap
+    return out
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:

@@ -21,6 +21,7 @@ README_TOTALS = README
 # Seed table 6, GPT-4 column (in brackets), as results/分项测评_gpt4.csv prints it:
 # overall, accuracy, informativeness, fluency, logicality (coherence), harmlessness.
 TABLE6_GPT4 = {k: tuple(v) for k, v in _FIGURES["llmeval1_table6_gpt4"].items()}
+TABLE6_GPT4_RANK = dict(_FIGURES["llmeval1_table6_gpt4_rank"])
 T6_COLUMNS = ("overall", "accuracy", "informativeness", "fluency", "logicality", "harmlessness")
 # Three printed cells are the data's value rounded another way (docs/statistics.md):
 # NewBing overall 2.62149 (printed 2.622: the mean of the rounded criterion means, 2.6216);

@@ -372,8 +372,8 @@ def elo_history(
 
 
 def ranks_desc(ratings: np.ndarray) -> np.ndarray:
-    """Rank 1 = highest rating, along the last axis (ties broken by position)."""
-    order = np.argsort(-ratings, axis=-1, kind="stable")
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(1, ratings.shape[-1] + 1), axis=-1)
-    return ranks
+    """Rank 1 = highest rating, along the last axis; equal ratings share the lowest rank (1 +
+    the number of higher ratings: pandas' and scipy's method "min", as every other leaderboard).
+    Until 2026-11-27 ties were broken by position, i.e. by model name."""
+    higher = ratings[..., np.newaxis, :] > ratings[..., :, np.newaxis]
+    return 1 + higher.sum(axis=-1)

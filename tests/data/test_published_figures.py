@@ -17,7 +17,12 @@ from django.db import transaction
 
 from ranking.stats.rankings import rank_correlation
 from tests.data.conftest import SHARED, published_import, published_report, require
-from tests.published import README_TOTALS, assert_table6_gpt4, judge_star_means
+from tests.published import (
+    README_TOTALS,
+    TABLE6_GPT4_RANK,
+    assert_table6_gpt4,
+    judge_star_means,
+)
 
 # django_db: the module fixtures need the test database set up (pytest-django sets it up for
 # marked tests only); they import inside their own transaction and roll it back. The figures are
@@ -160,6 +165,13 @@ def _gpt4_star(llmeval1: dict) -> pd.DataFrame:
 
 def test_llmeval1_gpt4_column_reproduces_table_6(llmeval1):
     assert_table6_gpt4(_gpt4_star(llmeval1))
+
+
+def test_llmeval1_gpt4_ranks_reproduce_table_6(llmeval1):
+    # The bracketed rank column: the report's rank of the GPT-4 overall star mean.
+    t = llmeval1["leaderboard_star"]
+    judge = t[(t["rater_kind"] == "judge") & (t["criterion"] == "overall")]
+    assert judge.set_index("model")["rank"].astype(int).to_dict() == TABLE6_GPT4_RANK
 
 
 def test_llmeval1_gpt4_self_consistency_is_what_the_twice_scored_dialogs_give(llmeval1):
