@@ -235,9 +235,9 @@ def study_frames(study: Study, *, exclude_simulated: bool = False) -> StudyFrame
             len_a=pair["len_a"].fillna(0).astype(np.int64),
             len_b=pair["len_b"].fillna(0).astype(np.int64),
         )
-        pair = _in_name_order(pair.sort_values("rating_id", kind="stable").reset_index(drop=True))
+        pair = pair.sort_values("rating_id", kind="stable").reset_index(drop=True)
         pair = pair[list(PAIR_COLUMNS)]
-    return StudyFrames(_typed(star), _typed(pair))
+    return StudyFrames(_typed(star), _in_name_order(_typed(pair)))
 
 
 def _in_name_order(pair: pd.DataFrame) -> pd.DataFrame:
@@ -247,20 +247,39 @@ def _in_name_order(pair: pd.DataFrame) -> pd.DataFrame:
     round trip can change. Points, Elo and Bradley-Terry do not care, but the nominal agreement
     figures (kappa, alpha over A / B / tie / both bad) and the judge confusion tables do: with
     A the stored-first answer, the same ratings gave other figures. Swapping a pair swaps its
-    lengths, flips the choice (A <-> B) and the side A was shown on."""
-    a, b = pair["model_a"].astype(str), pair["model_b"].astype(str)
-    swap = (a > b).to_numpy()
+    lengths, flips the choice (A <-> B) and the side A was shown on.
+
+    Works on the typed frame (``_typed``): model A and B share their categories, sorted by
+    name, so comparing codes compares names, and nothing is hashed or compared per row as text.
+    """
+    if pair.empty:
+        return pair
+    a, b = pair["model_a"].cat.codes.to_numpy(), pair["model_b"].cat.codes.to_numpy()
+    swap = a > b
     if not swap.any():
         return pair
     out = pair.copy()
-    out["model_a"], out["model_b"] = np.where(swap, b, a), np.where(swap, a, b)
-    la, lb = out["len_a"].to_numpy(), out["len_b"].to_numpy()
+    models = pair["model_a"].cat.categories
+    out["model_a"] = pd.Categorical.from_codes(np.where(swap, b, a), categories=models)
+    out["model_b"] = pd.Categorical.from_codes(np.where(swap, a, b), categories=models)
+    la, lb = pair["len_a"].to_numpy(), pair["len_b"].to_numpy()
     out["len_a"], out["len_b"] = np.where(swap, lb, la), np.where(swap, la, lb)
-    choice = out["choice"].astype(str)
-    flipped = choice.map({"A": "B", "B": "A"}).fillna(choice)
-    out["choice"] = choice.where(~swap, flipped)
-    out["left_is_a"] = out["left_is_a"].astype(bool) ^ swap
+    out["choice"] = _flipped_choices(pair["choice"], swap)
+    out["left_is_a"] = pair["left_is_a"].to_numpy(dtype=bool) ^ swap
     return out
+
+
+def _flipped_choices(choice: pd.Series, swap: np.ndarray) -> pd.Categorical:
+    """The choices with A and B exchanged where ``swap``: still a categorical of its used
+    labels, sorted (what ``_label`` gives)."""
+    old = [str(c) for c in choice.cat.categories]
+    labels = sorted({*old, *(("A", "B") if {"A", "B"} & set(old) else ())})
+    mirror = {"A": "B", "B": "A"}
+    to_new = np.array([labels.index(c) for c in old], dtype=np.int64)
+    to_flipped = np.array([labels.index(mirror.get(c, c)) for c in old], dtype=np.int64)
+    codes = choice.cat.codes.to_numpy()
+    new = np.where(swap, to_flipped[codes], to_new[codes])
+    return pd.Categorical.from_codes(new, categories=labels).remove_unused_categories()
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:
