@@ -13,8 +13,9 @@ the net under them:
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling; an
-  IntegrityError (two requests created the same name at the same moment: both passed the "name
-  is free" check before either committed) is a 409 (``config.conflicts``).
+  IntegrityError of a unique or foreign-key constraint (two requests created the same name at the
+  same moment: both passed the "name is free" check before either committed) is a 409
+  (``config.conflicts``); any other IntegrityError is a bug and stays a 500.
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ def exception_handler(exc, context):
         set_rollback()
         return Response(validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
-        from config.conflicts import CONFLICT, log_conflict
+        from config.conflicts import CONFLICT, is_conflict, log_conflict
 
+        if not is_conflict(exc):
+            return None  # a bug of ours, not the user's conflict: a 500, logged by Django
         set_rollback()
         log_conflict(context.get("request"), exc)
         return Response({"detail": str(CONFLICT)}, status=status.HTTP_409_CONFLICT)
