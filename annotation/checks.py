@@ -135,7 +135,7 @@ def records_parse(text: str, *, fmt: str) -> list[dict[str, Any]]:
         try:
             data = inputs.json_loads(text)
         except ValueError as e:
-            raise ValidationError(_("Not valid JSON: %(e)s") % {"e": str(e)[:200]}) from e
+            raise ValidationError(inputs.json_error(e)) from e
         if isinstance(data, dict):
             data = data.get("items")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):

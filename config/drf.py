@@ -7,6 +7,8 @@ the net under them:
 - ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
   RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400,
   and so is a lone surrogate ("\\ud800"), which no text column stores and no answer can echo.
+  Every refusal says what is wrong in the reader's language (annotation.inputs.json_error: the
+  line and column of a syntax error), not Python's English decoder message.
 - ``SafeTokenAuthentication``: DRF encodes the Authorization header as Latin-1 before it splits
   it, so a header with other characters ("Token ١٢", which a test client or an ASGI adapter can
   pass through) raised UnicodeEncodeError: now refused like any malformed header.
@@ -72,18 +74,20 @@ class Pages(LimitOffsetPagination):
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        from annotation.inputs import has_lone_surrogate
+        from annotation.inputs import LONE_SURROGATE, has_lone_surrogate, json_error
 
         try:
             data = super().parse(stream, media_type, parser_context)
+        except ParseError as exc:
+            # DRF's "JSON parse error - Expecting value: line 1 column 1 (char 0)" is Python's
+            # English; say it in the reader's language, with the line and column.
+            raise ParseError(json_error(exc.__context__ or exc)) from exc.__context__
         except (RecursionError, ValueError) as exc:
-            raise ParseError(
-                "JSON parse error: the body is nested too deeply or holds a number too large."
-            ) from exc
+            raise ParseError(json_error(exc)) from exc
         # "\ud800" is valid JSON but no text: a lookup, a save or an error message that echoes
         # it would fail to encode it.
         if has_lone_surrogate(data):
-            raise ParseError("JSON parse error: a \\u escape names a lone surrogate.")
+            raise ParseError(json_error(ValueError(LONE_SURROGATE)))
         return data
 
 

@@ -170,7 +170,7 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
                 _(
                     "%(where)s: not valid JSON (%(error)s, column %(column)s%(hint)s)",
                     where=where,
-                    error=exc.msg.removesuffix(" at"),
+                    error=inputs.json_reason(exc),
                     column=exc.colno,
                     hint=hint,
                 )
@@ -181,12 +181,12 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
                 where=where,
                 line=exc.lineno,
                 column=exc.colno,
-                error=exc.msg,
+                error=inputs.json_reason(exc),
             )
         ) from exc
     except ValueError as exc:  # a number of more than 4,300 digits, nesting, a lone surrogate
         raise ImportRefused(
-            _("%(where)s: not valid JSON: %(error)s", where=where, error=exc)
+            _("%(where)s: not valid JSON: %(error)s", where=where, error=inputs.json_reason(exc))
         ) from exc
 
 
