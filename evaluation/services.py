@@ -120,6 +120,8 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
         said = _("Template %(key)s is for %(kind)s studies, not %(mode)s.")
         said %= {"key": repr(template.key), "kind": template.kind, "mode": study.mode}
         raise ValidationError({"judge": said})
+    if misfit := prompts.template_misfit(template, list(study.rubric.criteria.all())):
+        raise ValidationError({"judge": misfit})
     return template
 
 
