@@ -135,7 +135,7 @@ def records_parse(text: str, *, fmt: str) -> list[dict[str, Any]]:
         try:
             data = inputs.json_loads(text)
         except ValueError as e:
-            raise ValidationError(_("Not valid JSON: %(e)s") % {"e": str(e)[:200]}) from e
+            raise ValidationError(inputs.json_error(e)) from e
         if isinstance(data, dict):
             data = data.get("items")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
@@ -302,7 +302,15 @@ def check_items(study: Study):
     )
 
 
-def scores_from_text(text: str) -> dict[str, str]:
+def stars_example(study: Study) -> str:
+    """An example of accepted stars in the study's own criteria and ranges, e.g.
+    "correctness=2-3, explanation_correctness=2" (empty for a rubric without criteria)."""
+    criteria = list(study.rubric.criteria.all()[:2])
+    parts = [f"{c.key}={max(c.min_score, c.max_score - 1)}-{c.max_score}" for c in criteria[:1]]
+    return ", ".join(parts + [f"{c.key}={c.max_score}" for c in criteria[1:]])
+
+
+def scores_from_text(text: str, *, example: str = "") -> dict[str, str]:
     """Star ranges typed in a form: "accuracy=4-5, fluency=3" (commas or new lines)."""
     text = _text(text, _("Accepted stars"))
     pairs = [p.strip() for p in re.split(r"[,\n;]+", text) if p.strip()]
@@ -310,7 +318,8 @@ def scores_from_text(text: str) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise ValidationError(_("Write each criterion as key=stars, e.g. accuracy=4-5."))
+            said = _("Write each criterion as key=stars or key=low-high, e.g. %(example)s.")
+            raise ValidationError(said % {"example": example or "accuracy=4-5"})
         out[key.strip()] = value.strip()
     return out
 

@@ -258,9 +258,16 @@ def lock_referenced(table: str, ids: Collection[Any], *, column: str) -> None:
         )
         found = cur.fetchone()[0]
     if found != len(wanted):
-        raise IntegrityError(
+        raise MissingReferences(
             f"{column}: {len(wanted) - found} of {len(wanted)} ids are not in {table}"
         )
+
+
+class MissingReferences(IntegrityError):
+    """Rows point at ids that are gone (deleted while the copy ran): a foreign-key violation,
+    found by the copy itself (config.conflicts answers it as a conflict)."""
+
+    sqlstate = "23503"
 
 
 def _transformer(oids: Sequence[int]) -> abc.Transformer:

@@ -7,14 +7,17 @@ the net under them:
 - ``SafeJSONParser``: a deeply nested body ("[[[[...") makes Python's JSON decoder raise
   RecursionError, and a 5,000-digit number hits Python's int-conversion limit; both are a 400,
   and so is a lone surrogate ("\\ud800"), which no text column stores and no answer can echo.
+  Every refusal says what is wrong in the reader's language (annotation.inputs.json_error: the
+  line and column of a syntax error), not Python's English decoder message.
 - ``SafeTokenAuthentication``: DRF encodes the Authorization header as Latin-1 before it splits
   it, so a header with other characters ("Token ١٢", which a test client or an ASGI adapter can
   pass through) raised UnicodeEncodeError: now refused like any malformed header.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling; an
-  IntegrityError (two requests created the same name at the same moment: both passed the "name
-  is free" check before either committed) is a 409 (``config.conflicts``).
+  IntegrityError of a unique or foreign-key constraint (two requests created the same name at the
+  same moment: both passed the "name is free" check before either committed) is a 409
+  (``config.conflicts``); any other IntegrityError is a bug and stays a 500.
 """
 
 from __future__ import annotations
@@ -71,18 +74,20 @@ class Pages(LimitOffsetPagination):
 
 class SafeJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        from annotation.inputs import has_lone_surrogate
+        from annotation.inputs import LONE_SURROGATE, has_lone_surrogate, json_error
 
         try:
             data = super().parse(stream, media_type, parser_context)
+        except ParseError as exc:
+            # DRF's "JSON parse error - Expecting value: line 1 column 1 (char 0)" is Python's
+            # English; say it in the reader's language, with the line and column.
+            raise ParseError(json_error(exc.__context__ or exc)) from exc.__context__
         except (RecursionError, ValueError) as exc:
-            raise ParseError(
-                "JSON parse error: the body is nested too deeply or holds a number too large."
-            ) from exc
+            raise ParseError(json_error(exc)) from exc
         # "\ud800" is valid JSON but no text: a lookup, a save or an error message that echoes
         # it would fail to encode it.
         if has_lone_surrogate(data):
-            raise ParseError("JSON parse error: a \\u escape names a lone surrogate.")
+            raise ParseError(json_error(ValueError(LONE_SURROGATE)))
         return data
 
 
@@ -105,8 +110,10 @@ def exception_handler(exc, context):
         set_rollback()
         return Response(validation_payload(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, IntegrityError):
-        from config.conflicts import CONFLICT, log_conflict
+        from config.conflicts import CONFLICT, is_conflict, log_conflict
 
+        if not is_conflict(exc):
+            return None  # a bug of ours, not the user's conflict: a 500, logged by Django
         set_rollback()
         log_conflict(context.get("request"), exc)
         return Response({"detail": str(CONFLICT)}, status=status.HTTP_409_CONFLICT)

@@ -157,9 +157,20 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL and a busy timeout let the demo server and a management command share the file.
+    # Several writers at once (the demo server's threads, a judge run, a task worker):
+    # - transaction_mode IMMEDIATE: a transaction takes the write lock when it begins, so a
+    #   second writer waits for it (the busy timeout). With SQLite's default (DEFERRED) a
+    #   transaction that read first and then writes cannot wait: SQLite refuses the upgrade at
+    #   once with "database is locked" (a 500), whatever the timeout.
+    # - timeout: how long a writer waits for the lock, in seconds.
+    # - WAL: readers never wait for the writer nor the writer for readers; synchronous=NORMAL
+    #   is safe in WAL mode (a power cut can lose the last commits, never corrupt the file).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": envint("SQLITE_TIMEOUT", 20, minimum=1),
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 # Behind PgBouncer in transaction mode a server connection passes to another client after each
 # transaction, so neither server-side cursors (QuerySet.iterator() outside a transaction) nor

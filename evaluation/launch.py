@@ -132,6 +132,9 @@ def judge_run_preflight(
     anything is wrong."""
     from evaluation import batch  # openai: imported when a run is checked, not at start-up
 
+    # The options first: an impossible limit or seed is refused before anything is estimated
+    # or asked of the server.
+    services.judge_run_options_check(study=study, **options)
     mode = options.get("mode", JudgeRun.Mode.LIVE)
     errors: dict[str, list[str]] = {}
     if not study.items.exists():
@@ -181,6 +184,7 @@ def judge_run_start(
     **options: Unpack[RunOptions],
 ) -> tuple[JudgeRun, Estimate]:
     """Pre-flight, then the run row, then (unless the caller runs it itself) the queue job."""
+    services.judge_run_options_check(study=study, budget=budget, **options)
     estimate = judge_run_preflight(study=study, judge=judge, **options)
     run = services.judge_run_create(
         study=study,

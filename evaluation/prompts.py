@@ -261,6 +261,33 @@ DEFAULT_BY_RUBRIC = {
 }
 DEFAULT_BY_MODE = {"star": "llmeval1-star", "pairwise": "llmeval1-pairwise"}
 
+# Built-in star templates whose own words fix the scale and a criterion (AlignBench's prompt
+# says "1～10" and asks for "综合得分", the overall score): key -> (lowest, highest, criterion
+# key). The other built-in star templates take the criteria, their star meanings and ranges
+# from the study's rubric ({criteria}, {scale}, {json_example}), so they fit any rubric.
+FIXED_SCALE: dict[str, tuple[int, int, str]] = {"alignbench": (1, 10, "overall")}
+
+
+def template_misfit(template, criteria: Sequence[Any]) -> str:
+    """Why a built-in template cannot judge a rubric with these criteria ("" when it can): a
+    prompt that asks for 1-10 scores and an overall score would make every answer to a 1-5
+    rubric out of range, or find no score for it at all."""
+    fixed = FIXED_SCALE.get(template.key) if template.builtin else None
+    if fixed is None or template.kind != "star":
+        return ""
+    lo, hi, overall = fixed
+    off = [c for c in criteria if (c.min_score, c.max_score) != (lo, hi)]
+    if not off and any(c.key == overall for c in criteria):
+        return ""
+    have = ", ".join(f"{c.key} {c.min_score}-{c.max_score}" for c in criteria) or "—"
+    said = gettext(
+        "The built-in template %(key)s is written for AlignBench's rubric: every dimension "
+        "scored %(lo)s to %(hi)s and an overall score (%(overall)s). This study's rubric has "
+        "%(criteria)s. Give the judge a template that lists the rubric's own criteria and "
+        "ranges (such as llmeval1-star), or leave its template blank."
+    )
+    return said % {"key": template.key, "lo": lo, "hi": hi, "overall": overall, "criteria": have}
+
 
 def ensure_builtin_templates(model=None) -> int:
     """Create or refresh the shipped templates (a data migration and the tests call this).
@@ -312,7 +339,8 @@ def _criteria_block(criteria: Sequence[CriterionView]) -> str:
         for i, star in enumerate(range(c.min_score, c.max_score + 1)):
             desc = c.descriptions[i] if i < len(c.descriptions) else ""
             unit = "star" if star == 1 else "stars"
-            lines.append(f"- {star} {unit} means {desc}".rstrip())
+            # A rubric of one's own may give no meaning: the line names the stars alone.
+            lines.append(f"- {star} {unit} means {desc}" if desc else f"- {star} {unit}")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 

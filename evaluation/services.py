@@ -120,6 +120,8 @@ def template_for_study(*, judge: JudgeConfig, study: Study) -> PromptTemplate:
         said = _("Template %(key)s is for %(kind)s studies, not %(mode)s.")
         said %= {"key": repr(template.key), "kind": template.kind, "mode": study.mode}
         raise ValidationError({"judge": said})
+    if misfit := prompts.template_misfit(template, list(study.rubric.criteria.all())):
+        raise ValidationError({"judge": misfit})
     return template
 
 
@@ -179,18 +181,12 @@ def refuse_second_active_run(*, study: Study, judge: JudgeConfig, run: JudgeRun 
         )
 
 
-@transaction.atomic
-def judge_run_create(
-    *,
-    study: Study,
-    judge: JudgeConfig,
-    created_by=None,
-    budget: Decimal | None = None,
-    cost_estimate: Decimal | None = None,
-    **options: Unpack[RunOptions],
-) -> JudgeRun:
-    """The run row. Callers that spend money go through launch.judge_run_start (pre-flight)."""
-    run = JudgeRun(study=study, judge=judge, created_by=created_by, budget=budget, **options)
+def judge_run_options_check(
+    *, study: Study, budget: Decimal | None = None, **options: Unpack[RunOptions]
+) -> None:
+    """Refuse run options no run may have (ValidationError by field), before anything is
+    estimated or asked of the server: the command line has no form to bound them."""
+    run = JudgeRun(study=study, budget=budget, **options)
     if run.both_orders and study.mode != "pairwise":
         raise ValidationError({"both_orders": _("Both orders apply to pairwise studies only.")})
     if not 0 <= run.repeat_rate <= 0.5:
@@ -206,10 +202,25 @@ def judge_run_create(
     if budget is not None and not (budget.is_finite() and 0 <= budget < MAX_BUDGET):
         said = _("The budget must be between 0 and %(max)s.") % {"max": MAX_BUDGET - 1}
         raise ValidationError({"budget": said})
-    if not study.items.exists():
-        raise ValidationError({"study": _("The study has no items to judge.")})
     if run.mode not in JudgeRun.Mode.values:
         raise ValidationError({"mode": _("Unknown run mode.")})
+
+
+@transaction.atomic
+def judge_run_create(
+    *,
+    study: Study,
+    judge: JudgeConfig,
+    created_by=None,
+    budget: Decimal | None = None,
+    cost_estimate: Decimal | None = None,
+    **options: Unpack[RunOptions],
+) -> JudgeRun:
+    """The run row. Callers that spend money go through launch.judge_run_start (pre-flight)."""
+    judge_run_options_check(study=study, budget=budget, **options)
+    run = JudgeRun(study=study, judge=judge, created_by=created_by, budget=budget, **options)
+    if not study.items.exists():
+        raise ValidationError({"study": _("The study has no items to judge.")})
     refuse_second_active_run(study=study, judge=judge)
     run.cost_estimate = cost_estimate
     judge_run_snapshot(run).save()

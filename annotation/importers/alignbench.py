@@ -13,6 +13,7 @@ from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
+from annotation.importers.bundle import Place, place
 from annotation.importers.bundle import message as _
 from annotation.importers.reading import read_jsonl
 
@@ -85,7 +86,7 @@ def _meta(rec: dict, path: Path, rid: str) -> dict:
     if evidences:
         if not isinstance(evidences, list):
             raise ImportRefused(
-                _("%(where)s: evidences must be a list", where=f"{path.name}, {rid}")
+                _("%(where)s: evidences must be a list", where=place(path.name, rid))
             )
         meta["evidences"] = evidences
     stray = [rec[k] for k in rec if k.isdigit() and isinstance(rec[k], dict)]
@@ -100,17 +101,17 @@ def _question(
     """One checked record as a question, and its name for messages."""
     rid = f"line {number}"
     if not isinstance(rec, dict):
-        raise ImportRefused(_("%(where)s: expected an object", where=f"{path.name}, {rid}"))
+        raise ImportRefused(_("%(where)s: expected an object", where=place(path.name, rid)))
     qid = rec.get("question_id")
     if isinstance(qid, bool) or qid in (None, ""):
-        raise ImportRefused(_("%(where)s: question_id is missing", where=f"{path.name}, {rid}"))
+        raise ImportRefused(_("%(where)s: question_id is missing", where=place(path.name, rid)))
     qid = str(qid).strip()
-    rid = f"line {number} (question_id {qid})"
+    rid = Place(f"line {number} (question_id %(qid)s)", qid=qid)
     _stray_keys(rec, path, rid, repairs)
     for key in ("question", "subcategory"):
         if not rec.get(key):
             raise ImportRefused(
-                _("%(where)s: %(key)s is missing or empty", where=f"{path.name}, {rid}", key=key)
+                _("%(where)s: %(key)s is missing or empty", where=place(path.name, rid), key=key)
             )
 
     def text(key: str) -> str:
@@ -127,7 +128,7 @@ def _question(
         raise ImportRefused(
             _(
                 "%(where)s: unknown subcategory %(name)s (no answer type for it)",
-                where=f"{path.name}, {rid}",
+                where=place(path.name, rid),
                 name=f"{sub!r:.40}",
             )
         )
@@ -140,7 +141,7 @@ def _question(
         reference=text("reference"),
         meta=_meta(rec, path, rid),
     )
-    return spec, f"{path.name}, {rid}"
+    return spec, place(path.name, rid)
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options) -> specs.Bundle:

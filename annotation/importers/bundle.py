@@ -18,7 +18,7 @@ from annotation.models import PairChoice
 
 # A record's place ("file, line 12 (question_id 7)"; "record 3 (question Q1, LLM x)"): its words
 # in the reader's language, when a message is shown. Only a word that opens the place or one of
-# its parts (after ", " or "("): the file name and the ids are the user's, kept as they are.
+# its parts (after ", " or "("): "line 12", "record 3", "dialog ", "question ".
 _PLACE_WORDS = re.compile(
     r"(?:^|(?<=, )|(?<=\())(?:(line|record) (\d+)\b|(dialog|question) (?=\S))"
 )
@@ -32,15 +32,59 @@ def _place_word(m: re.Match[str]) -> str:
     return (gettext("dialog") if m.group(3) == "dialog" else gettext("question")) + " "
 
 
-def _place(where: str) -> str:
-    return _PLACE_WORDS.sub(_place_word, where)
+class Place(str):
+    """A record's place in a message, built from our words (``template``) and the user's text
+    (``values``: file names, ids), which stay as given: only the template's words are translated,
+    so a file named "line 3.jsonl" or "question bank.csv" keeps its name in every language.
+    Reads as the plain text ("line 3.jsonl, line 5") wherever a str is expected."""
+
+    template: str
+    values: dict[str, Any]
+
+    def __new__(cls, template: str, **values: Any) -> Place:
+        self = super().__new__(cls, template % values)
+        self.template, self.values = template, values
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_place_from, (self.template, self.values))
+
+    def shown(self) -> str:
+        """In the reader's language: the template's words translated, the values as given."""
+        words = _PLACE_WORDS.sub(_place_word, self.template)
+        return words % {k: _shown(v) if isinstance(v, Place) else v for k, v in self.values.items()}
+
+
+def _place_from(template: str, values: dict[str, Any]) -> Place:
+    return Place(template, **values)
+
+
+def our_words(text: str | Place) -> Place:
+    """A place part written by the importer ("line 5", "record 3"): all of it may be put in
+    words. A Place (our words with the user's values) is kept."""
+    return text if isinstance(text, Place) else Place(str(text).replace("%", "%%"))
+
+
+def place(file: str, record: str | Place = "") -> Place:
+    """ "file, record" (or the file alone): the file name as given, the record's words
+    translated (``record``: our words, or a Place holding the user's ids)."""
+    if not record:
+        return Place("%(file)s", file=file)
+    return Place("%(file)s, %(record)s", file=file, record=our_words(record))
+
+
+def _shown(where: Any) -> str:
+    if isinstance(where, Place):
+        return where.shown()
+    # Plain text: all of it is a place written by the importer.
+    return _PLACE_WORDS.sub(_place_word, str(where))
 
 
 def _message(text: str, values: dict[str, Any]) -> str:
     said = gettext(text)
     if not values:
         return said
-    shown = {k: _place(str(v)) if k.endswith("where") else str(v) for k, v in values.items()}
+    shown = {k: _shown(v) if k.endswith("where") else str(v) for k, v in values.items()}
     return said % shown
 
 
@@ -198,7 +242,7 @@ class Bundle:
             (_("dataset name"), self.dataset, None, 200)
         ]
         for q in self.questions.values():
-            where = f"question {q.external_id[:40]!r}"
+            where = Place("question %(id)s", id=repr(q.external_id[:40]))
             checks += [(_("question id"), q.external_id, where, 200)]
             checks += [
                 (_("task type"), q.task_type, where, 100),

@@ -15,6 +15,7 @@ from typing import Any
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, as_text, progress
 from annotation.importers.bundle import message as _
+from annotation.importers.bundle import place
 from annotation.importers.reading import read_jsonl
 
 DATASET = "ChineseAlpacaEval"
@@ -63,14 +64,14 @@ def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[
     for number, rec in read_jsonl(path):
         rid = f"line {number}"
         if not isinstance(rec, dict):
-            raise ImportRefused(_("%(where)s: expected an object", where=f"{path.name}, {rid}"))
+            raise ImportRefused(_("%(where)s: expected an object", where=place(path.name, rid)))
         for key in sorted(set(rec) - {"dataset", "instruction", "instruction_zh"}):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)
         if not rec.get("instruction_zh"):
             raise ImportRefused(
                 _(
                     "%(where)s: %(key)s is missing or empty",
-                    where=f"{path.name}, {rid}",
+                    where=place(path.name, rid),
                     key="instruction_zh",
                 )
             )
@@ -83,7 +84,7 @@ def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[
                 _(
                     "%(where)s: the same instruction as question %(id)s (outputs are matched by "
                     "instruction, so it must be unique)",
-                    where=f"{path.name}, {rid}",
+                    where=place(path.name, rid),
                     id=by_text[text],
                 )
             )
@@ -95,7 +96,7 @@ def _instructions(bundle: specs.Bundle, path: Path, repairs: RepairLog) -> dict[
             kind="subjective",
             meta={"instruction_en": rec.get("instruction") or ""},
         )
-        bundle.add_question(spec, where=f"{path.name}, {rid}")
+        bundle.add_question(spec, where=place(path.name, rid))
     return by_text
 
 
@@ -125,7 +126,7 @@ def _question_for(by_text: dict[str, str], text: str, path: Path, rid: str) -> s
         raise ImportRefused(
             _(
                 "%(where)s: the instruction %(instruction)s is not one of the dataset's questions",
-                where=f"{path.name}, {rid}",
+                where=place(path.name, rid),
                 instruction=repr(text[:40]),
             )
         )
@@ -140,7 +141,7 @@ def _outputs(bundle, by_text, path: Path, repairs: RepairLog, progress_enabled: 
         rid = f"line {number}"
         if not isinstance(rec, dict) or "instruction" not in rec or "response" not in rec:
             raise ImportRefused(
-                _("%(where)s: expected {instruction, response}", where=f"{path.name}, {rid}")
+                _("%(where)s: expected {instruction, response}", where=place(path.name, rid))
             )
         for key in sorted(set(rec) - {"instruction", "response", "generator", "dataset"}):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)
@@ -153,21 +154,21 @@ def _outputs(bundle, by_text, path: Path, repairs: RepairLog, progress_enabled: 
             raise ImportRefused(
                 _(
                     "%(where)s: a second output for question %(id)s",
-                    where=f"{path.name}, {rid}",
+                    where=place(path.name, rid),
                     id=qid,
                 )
             )
         answered.add(qid)
         bundle.responses.append(
             specs.ResponseSpec(
-                question=qid, llm=path.stem, text=answer, where=f"{path.name}, {rid}"
+                question=qid, llm=path.stem, text=answer, where=place(path.name, rid)
             )
         )
 
 
 def _judgment(bundle, by_text, study_key, model, reference, path, number, rec) -> None:
     rid = f"line {number}"
-    where = f"{path.name}, {rid}"
+    where = place(path.name, rid)
     if not isinstance(rec, dict):
         raise ImportRefused(_("%(where)s: expected an object", where=where))
     for key in ("result", "evaluator", "instruction", "model_output", "reference_output"):

@@ -26,6 +26,7 @@ from annotation.importers.base import (
     progress,
 )
 from annotation.importers.bundle import message as _
+from annotation.importers.bundle import place
 from annotation.importers.reading import csv_rows as _csv_rows
 from annotation.importers.reading import iso_time
 from annotation.importers.reading import jsonl_records as _jsonl_records
@@ -420,7 +421,7 @@ class _FastPairwise:
         self.add(
             specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
                              choice=choice, submitted_at=submitted,
-                             where=f"{self.name}, line {number}")
+                             where=place(self.name, f"line {number}"))
         )  # fmt: skip
         return True
 
@@ -474,7 +475,7 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
                            enabled=opts.progress)  # fmt: skip
         for rid, rec in records:
             try:
-                _one(state, _Record(rec, path, rid, repairs, f"{name}, {rid}"))
+                _one(state, _Record(rec, path, rid, repairs, place(name, rid)))
             except ImportRefused as exc:
                 if str(exc) in said:  # a file-wide problem (e.g. an unknown rubric): once
                     continue

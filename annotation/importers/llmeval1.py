@@ -16,6 +16,7 @@ from pathlib import Path
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import ImportRefused, Options, RepairLog, check_score, progress
+from annotation.importers.bundle import Place, place
 from annotation.importers.bundle import message as _
 
 DATASET = "LLMEval-1"
@@ -94,14 +95,14 @@ def _row(path: Path, line: int, row: list[str]) -> tuple[dict[str, str], int]:
         raise ImportRefused(
             _(
                 "%(where)s: expected %(n)s columns, got %(got)s",
-                where=f"{path.name}, line {line}",
+                where=place(path.name, f"line {line}"),
                 n=len(COLUMNS),
                 got=len(row),
             )
         )
     rec = dict(zip(COLUMNS, (c.strip() for c in row), strict=True))
-    rid = f"line {line} (id {rec['id']})"
-    where = f"{path.name}, {rid}"
+    rid = Place(f"line {line} (id %(id)s)", id=rec["id"])
+    where = place(path.name, rid)
     for key in ("question_uuid", "llm_name", "metric", "score"):
         if not rec[key]:
             raise ImportRefused(_("%(where)s: %(key)s is empty", where=where, key=key))
@@ -185,7 +186,7 @@ def _dialog(
 ):
     qid, llm = key
     rid = f"{llm}_{qid}"
-    where = f"{path.name}, dialog {rid}"
+    where = place(path.name, Place("dialog %(id)s", id=rid))
     n = _rounds(metrics, where)
     question = specs.QuestionSpec(
         external_id=qid, text="", task_type=qid.rsplit("_", 1)[0], meta=dict(PLACEHOLDER)

@@ -14,6 +14,7 @@ from typing import Any
 
 import annotation.importers.bundle as specs
 from annotation.importers.base import Bar, ImportRefused, Options, RepairLog, as_text, check_score
+from annotation.importers.bundle import Place, place
 from annotation.importers.bundle import message as _
 from annotation.importers.reading import read_json
 
@@ -169,7 +170,7 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
         raise ImportRefused(
             _(
                 "%(where)s: expected an object, got %(type)s",
-                where=f"{path.name}, {rid}",
+                where=place(path.name, rid),
                 type=type(rec).__name__,
             )
         )
@@ -178,7 +179,7 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
             raise ImportRefused(
                 _(
                     "%(where)s: the field %(key)s is missing",
-                    where=f"{path.name}, {rid}",
+                    where=place(path.name, rid),
                     key=repr(key),
                 )
             )
@@ -190,7 +191,8 @@ def _read(rec: Any, path: Path, index: int, repairs: RepairLog) -> _Dialog:
         text(rec["question_uuid"], "question_uuid", rid),
         text(rec["llm_name"], "llm_name", rid),
     )
-    where, rid = f"{path.name}, {rid} (question {qid}, LLM {llm})", f"{qid}/{llm}"
+    part = Place(f"record {index} (question %(qid)s, LLM %(llm)s)", qid=qid, llm=llm)
+    where, rid = place(path.name, part), f"{qid}/{llm}"
     if not KNOWN_KEYS.issuperset(rec):
         for key in sorted(set(rec) - KNOWN_KEYS):
             repairs.add(f"ignored the unknown field {key!r}", path, rid)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation import inputs
-from annotation.importers.bundle import ImportRefused
+from annotation.importers.bundle import ImportRefused, Place, place
 from annotation.importers.bundle import message as _
 from annotation.importers.results import RepairLog
 
@@ -56,12 +56,14 @@ class Bar:
             self._bar.close()
 
 
-def at(file: str | Path, record: str) -> str:
-    """'file, record N' for messages; records already named 'line N' or 'record N' stay so."""
-    record = str(record)
-    if not record.startswith(("line ", "record ", "dialog ")):
-        record = f"record {record}"
-    return f"{Path(file).name}, {record}"
+def at(file: str | Path, record: str | Place) -> Place:
+    """'file, record N' for messages; records already named 'line N' or 'record N' stay so.
+    The file name and a record's own id are kept as given (bundle.Place)."""
+    if not isinstance(record, Place) and not str(record).startswith(
+        ("line ", "record ", "dialog ")
+    ):
+        record = Place("record %(id)s", id=str(record))
+    return place(Path(file).name, record)
 
 
 def as_text(value: Any, *, what: str, file: str | Path, record: str, repairs: RepairLog) -> str:
@@ -170,7 +172,7 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
                 _(
                     "%(where)s: not valid JSON (%(error)s, column %(column)s%(hint)s)",
                     where=where,
-                    error=exc.msg.removesuffix(" at"),
+                    error=inputs.json_reason(exc),
                     column=exc.colno,
                     hint=hint,
                 )
@@ -181,12 +183,12 @@ def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
                 where=where,
                 line=exc.lineno,
                 column=exc.colno,
-                error=exc.msg,
+                error=inputs.json_reason(exc),
             )
         ) from exc
     except ValueError as exc:  # a number of more than 4,300 digits, nesting, a lone surrogate
         raise ImportRefused(
-            _("%(where)s: not valid JSON: %(error)s", where=where, error=exc)
+            _("%(where)s: not valid JSON: %(error)s", where=where, error=inputs.json_reason(exc))
         ) from exc
 
 
@@ -213,7 +215,7 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
             for number, line in enumerate(fh, start=1):
                 if line.strip():
                     out.append(
-                        (number, parse_json(line, f"{path.name}, line {number}", jsonl=True))
+                        (number, parse_json(line, place(path.name, f"line {number}"), jsonl=True))
                     )
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
@@ -227,7 +229,7 @@ def read_json(path: Path) -> Any:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
-    return parse_json(text, path.name)
+    return parse_json(text, place(path.name))
 
 
 def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
@@ -247,7 +249,7 @@ def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
                     raise ImportRefused(
                         _(
                             "%(where)s: more cells than columns",
-                            where=f"{path.name}, line {number}",
+                            where=place(path.name, f"line {number}"),
                         )
                     )
                 if row:  # a blank line, as csv.DictReader skips it
@@ -266,7 +268,7 @@ def jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
     for number, rec in read_jsonl(path):
         if not isinstance(rec, dict):
             raise ImportRefused(
-                _("%(where)s: expected an object", where=f"{path.name}, line {number}")
+                _("%(where)s: expected an object", where=place(path.name, f"line {number}"))
             )
         out.append((f"line {number}", rec))
     return iter(out)

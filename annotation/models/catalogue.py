@@ -232,5 +232,13 @@ class Criterion(models.Model):
         return bool(targets & {question.kind, question.answer_type} - {""})
 
     @property
+    def applies_to_display(self) -> str:
+        """``applies_to`` for the page: a question kind in the reader's words ("客观题"), an
+        answer type as given (the codes stay in forms, imports and the API)."""
+        labels = dict(Question.Kind.choices)
+        parts = [t.strip() for t in self.applies_to.split(",") if t.strip()]
+        return ", ".join(str(labels.get(t, t)) for t in parts)
+
+    @property
     def stars(self) -> range:
         return range(self.min_score, self.max_score + 1)

@@ -25,6 +25,8 @@ from scipy import stats
 EXACT_MAX = 9
 # Random pairings beyond: the p of a test at 0.05 is within 0.0014 (two standard errors).
 N_RANDOM = 100_000
+# The smallest drawn p: (1 + 0) / (1 + N_RANDOM) = 1/100,001 (9.9999e-06), "p <= 1/100,001".
+P_FLOOR = 1 / (1 + N_RANDOM)
 SEED = 0
 # scipy's kendalltau(method="auto") is exact up to this many models when neither ranking ties.
 KENDALL_EXACT_MAX = 33
@@ -109,7 +111,7 @@ def _p(kind: str, observed: int, a: IntArray, b: IntArray) -> float:
     hits = len(null) - int(np.searchsorted(null, observed, side="left"))
     if len(a) <= EXACT_MAX:
         return hits / len(null)
-    return (1 + hits) / (1 + len(null))
+    return (1 + hits) / (1 + len(null))  # P_FLOOR when no drawn pairing is as extreme
 
 
 def kendall_s(x: IntArray, y: IntArray) -> int:

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from . import elo as elo_mod
-from . import memory, parallel
+from . import memory, parallel, rank_tests
 from .agreement import (
     accuracy_by_criterion,
     accuracy_by_rater,
@@ -377,7 +377,19 @@ def _meta(
         # The rubric's lowest scores (given only: a star-mean interval is cut to the scale).
         "criterion_min": {k: float(v) for k, v in (o.criterion_min or {}).items()},
         "numba": elo_mod.HAVE_NUMBA,
+        # Correlation p-values beyond p_value_exact_up_to models are drawn: (1 + hits) /
+        # (1 + p_value_draws), never below p_value_floor (= 1/100,001 exactly; a p equal to it
+        # means no drawn pairing was as extreme).
+        **p_value_meta(),
         "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def p_value_meta() -> dict[str, Any]:
+    return {
+        "p_value_exact_up_to": rank_tests.EXACT_MAX,
+        "p_value_draws": rank_tests.N_RANDOM,
+        "p_value_floor": rank_tests.P_FLOOR,
     }
 
 

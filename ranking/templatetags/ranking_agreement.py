@@ -12,7 +12,7 @@ from django import template
 from django.http import QueryDict
 
 from config.lazy import lazy_module
-from ranking.forms import BT_TIES
+from ranking.forms import BT_TIE_CHOICES
 
 # Every template engine loads this library: the statistics wait for the first report.
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ def bt_ties_links(context) -> list[dict[str, object]]:
     query = request.GET.copy() if request is not None else QueryDict(mutable=True)
     current = query.get("bt_ties") or "half"
     links = []
-    for rule in BT_TIES:
+    for rule, label in BT_TIE_CHOICES:  # the code in the link, its words on the page
         query["bt_ties"] = rule
-        links.append({"rule": rule, "query": query.urlencode(), "current": rule == current})
+        links.append(
+            {"rule": rule, "label": label, "query": query.urlencode(), "current": rule == current}
+        )
     return links

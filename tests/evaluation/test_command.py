@@ -72,3 +72,27 @@ def test_out_of_range_limits_and_seeds_are_refused_with_no_run(
     with pytest.raises(CommandError, match=said):
         judge_command(study.name, judge.name, flag, value)
     assert not JudgeRun.objects.exists() and not fake.log
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--limit", "10000001"], "The limit must be at most 10000000 items."),
+        (["--limit", "0"], "The limit must be at least 1."),
+        (["--seed", str(2**31)], "The seed must be between -2147483648 and 2147483647."),
+        (["--repeat-rate", "0.9"], "The repeat rate must be between 0 and 0.5."),
+        (["--budget", str(10**9)], "The budget must be between 0 and 99999999."),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_bad_options_are_refused_before_any_estimate(
+    make_study, make_judge, fake, flags, said, dry_run
+):
+    """Validate first, then estimate: a refused option prints no cost estimate (also with
+    --dry-run, which used to estimate a run of 10,000,001 items) and asks the server nothing."""
+    study, judge = make_study(["Q1?"]), make_judge()
+    out = io.StringIO()
+    ids = ["--study", study.name, "--judge", judge.name]
+    with pytest.raises(CommandError, match=said):
+        call_command("judge", *ids, *flags, *(["--dry-run"] if dry_run else []), stdout=out)
+    assert out.getvalue() == "" and not JudgeRun.objects.exists() and not fake.log

@@ -118,12 +118,22 @@ def test_a_copy_of_a_builtin_rubric_keeps_which_questions_each_criterion_is_for(
     assert list(copy.criteria.values_list(*fields)) == list(original.criteria.values_list(*fields))
 
 
-def test_delete_works_when_unused(organizer_client, mine):
-    r = organizer_client.post(_delete(mine))
+def test_delete_asks_to_confirm_first_then_deletes_an_unused_rubric(organizer_client, mine):
+    """The list's Delete opens a confirmation page (no JavaScript needed); neither it nor a POST
+    without the confirmation deletes anything; the confirmation's button does."""
+    listing = organizer_client.get(reverse("organize:rubrics")).content.decode()
+    assert f'<a href="{_delete(mine)}" data-delete="mine">' in listing
+    asked = organizer_client.get(_delete(mine))
+    page = asked.content.decode()
+    assert asked.status_code == 200 and 'id="delete-confirm"' in page
+    assert 'name="confirm" value="delete"' in page and f'action="{_delete(mine)}"' in page
+    unconfirmed = organizer_client.post(_delete(mine))
+    assert unconfirmed.status_code == 200 and 'id="delete-confirm"' in unconfirmed.content.decode()
+    assert Rubric.objects.filter(pk=mine.pk).exists() and mine.criteria.exists()
+    r = organizer_client.post(_delete(mine), {"confirm": "delete"})
     assert r.status_code == 302
     assert not Rubric.objects.filter(pk=mine.pk).exists()
     assert not Criterion.objects.filter(rubric_id=mine.pk).exists()
-    assert organizer_client.get(_delete(mine)).status_code == 405  # GET never deletes
 
 
 def test_built_in_rubrics_are_read_only(organizer_client):
@@ -187,7 +197,7 @@ def test_the_saved_and_deleted_messages_name_the_rubric_in_the_pages_language(or
     ):
         rubric = Rubric.objects.filter(key="mine").first()
         if data is None:
-            r = organizer_client.post(_delete(rubric), follow=True)
+            r = organizer_client.post(_delete(rubric), {"confirm": "delete"}, follow=True)
         else:
             r = organizer_client.post(url or _edit(rubric), data, follow=True)
         said.append(" ".join(str(m) for m in r.context["messages"]))

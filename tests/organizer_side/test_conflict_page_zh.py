@@ -18,7 +18,9 @@ def test_the_conflict_page_in_chinese():
     request = RequestFactory().get("/organize/studies/new/")
     request.user = AnonymousUser()
     with translation.override("zh-hans"):
-        response = ConflictMiddleware(lambda r: None).process_exception(request, IntegrityError())
+        response = ConflictMiddleware(lambda r: None).process_exception(
+            request, IntegrityError("UNIQUE constraint failed: annotation_study.name")
+        )
     assert response is not None and response.status_code == 409
     body = response.content.decode()
     assert "同时保存了两次" in body and "未写入任何内容" in body

@@ -240,3 +240,29 @@ def test_a_gold_mark_cannot_reach_another_studys_item(pair, star, organizer_clie
     assert organizer_client.post(url, body, content_type="application/json").status_code == 400
     foreign.refresh_from_db()
     assert foreign.check_kind == ""
+
+
+def test_the_attention_forms_example_uses_the_studys_own_criteria(
+    organizer, organizer_client, small_dataset
+):
+    """The example stars were "accuracy=4-5, fluency=3" whatever the rubric; a study scoring
+    clarity 1-5 and tone 1-3 shows (and, on a malformed entry, repeats) its own keys."""
+    from annotation.rubric_services import CriterionSpec, rubric_create
+
+    specs = [
+        CriterionSpec("clarity", "Clarity", "", 1, 5, []),
+        CriterionSpec("tone", "Tone", "", 1, 3, []),
+    ]
+    data = {"key": "own", "name_en": "Own", "name_zh": "", "description": "", "criteria": specs}
+    rubric = rubric_create(data, owner=organizer)
+    study = study_create(
+        name="Own", dataset=small_dataset, mode="star", rubric=rubric, owner=organizer
+    )
+    page = organizer_client.get(reverse("organize:study_quality", args=[study.pk])).content.decode()
+    assert "Accepted stars (e.g. clarity=4-5, tone=3)" in page
+    assert "accuracy=" not in page and "fluency=" not in page
+    url = reverse("organize:study_attention_create", args=[study.pk])
+    r = organizer_client.post(url, {"instruction": "i", "text_a": "a", "stars": "clarity 5"})
+    assert r.status_code == 400
+    assert "e.g. clarity=4-5, tone=3." in r.content.decode()
+    assert "accuracy=" not in r.content.decode()

@@ -80,7 +80,7 @@ class AttentionForm(forms.Form):
     stars = forms.CharField(
         required=False,
         max_length=checks.MAX_CELL,
-        label=gettext_lazy("Accepted stars (e.g. accuracy=4-5, fluency=3)"),
+        label=gettext_lazy("Accepted stars"),
     )
 
     def __init__(self, *args, study: Study | None = None, **kwargs) -> None:
@@ -90,11 +90,25 @@ class AttentionForm(forms.Form):
             pairwise = study.mode == Rubric.Mode.PAIRWISE
             for name in ("stars",) if pairwise else ("text_b", "choices"):
                 del self.fields[name]
+            if not pairwise:
+                self.fields["stars"].label = stars_label(study)
 
     def answer(self, study: Study) -> dict:
         if study.mode == Rubric.Mode.PAIRWISE:
             return {"choices": self.cleaned_data["choices"]}
-        return {"scores": checks.scores_from_text(self.cleaned_data["stars"])}
+        return {
+            "scores": checks.scores_from_text(
+                self.cleaned_data["stars"], example=checks.stars_example(study)
+            )
+        }
+
+
+def stars_label(study: Study) -> str:
+    """The accepted-stars label with an example in the study's own criteria and ranges."""
+    example = checks.stars_example(study)
+    if not example:
+        return _("Accepted stars")
+    return _("Accepted stars (e.g. %(example)s)") % {"example": example}
 
 
 def _page(request: HttpRequest, study: Study, *, status: int = 200, **context) -> HttpResponse:

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from annotation import selectors
 from annotation.limits import parse_id
@@ -241,12 +241,16 @@ def rubric_edit(request: HttpRequest, rubric_id: int) -> HttpResponse:
 
 
 @organizer_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def rubric_remove(request: HttpRequest, rubric_id: int) -> HttpResponse:
-    """Delete the organizer's rubric; refused (409, nothing deleted) once a study uses it."""
+    """GET: ask to confirm; POST with confirm=delete: delete the organizer's rubric (a POST
+    without it asks again, so a stray form or script deletes nothing). Refused (409, nothing
+    deleted) once a study uses it."""
     rubric, refusal = _changeable(request, rubric_id)
     if refusal is not None:
         return refusal
+    if request.method != "POST" or request.POST.get("confirm") != "delete":
+        return render(request, "annotation/organizer/rubric_delete.html", {"rubric": rubric})
     try:
         rubric_delete(rubric)
     except RubricInUse as e:

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from annotation.models import Study
 from config.cli import add_study_argument, add_switches, object_by_ref, passed_on
-from evaluation import launch, recording, selectors
+from evaluation import launch, recording, selectors, services
 from evaluation.models import JudgeConfig, JudgeRun
 from evaluation.tasks import judge_run_execute
 
@@ -158,6 +158,9 @@ class Command(BaseCommand):
             "mode": JudgeRun.Mode.BATCH if opts["batch"] else JudgeRun.Mode.LIVE,
         }
         try:
+            # Validate first, then estimate: a refused option prints no estimate.
+            checked = {k: v for k, v in options.items() if k != "judge"}
+            services.judge_run_options_check(budget=opts["budget"], **checked)
             if opts["dry_run"]:
                 self._estimate(launch.judge_run_preflight(**options))
                 return None
