@@ -99,3 +99,20 @@ def test_each_leaderboard_column_keeps_its_own_precision(star_study):
         shown = row[column].split(" ")[0]
         assert shown == formatting.number(means[row[0]]), row
     assert any("." in row[column] for row in boards.rows)
+
+
+@pytest.mark.django_db
+def test_star_tables_name_criteria_as_the_rubric_does_in_the_pages_language(
+    organizer_client, star_study
+):
+    """The per-criterion tables head their columns with the rubric's own labels (its Chinese
+    ones on a Chinese page), not with the keys made into words ("Logicality", "Overall")."""
+    url = reverse("ranking:report", args=[star_study.study.pk])
+    with translation.override("en"):
+        human = organizer_client.get(url).context["star_tables"][0]
+    assert {"Logicity", "Explanation Correctness", "Overall"} <= set(human.columns)
+    assert "Logicality" not in human.columns
+    organizer_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    human = organizer_client.get(url).context["star_tables"][0]
+    assert {"逻辑性", "总体"} <= set(human.columns)
+    assert "Overall" not in human.columns and "Logicity" not in human.columns
