@@ -83,7 +83,10 @@ def test_an_organizer_creates_a_judge_sees_key_and_estimate_and_watches_a_run_fi
     label = f"local judge on the organizer's own test server (fake-judge; {KEY_ENV} set)"
     page.select_option("#id_judge", label=label)
     # A long judge label stays inside the narrow form.
-    form, select = page.locator("#run-form").bounding_box(), page.locator("#id_judge").bounding_box()
+    form, select = (
+        page.locator("#run-form").bounding_box(),
+        page.locator("#id_judge").bounding_box(),
+    )
     assert select["x"] + select["width"] <= form["x"] + form["width"]
     page.fill("#id_repeat_rate", "0")
     page.get_by_role("button", name="Check and estimate the cost").click()
