@@ -53,3 +53,4 @@ def test_chinese_page_says_the_definitions_are_in_english(organizer_client):
     organizer_client.cookies["django_language"] = "zh-hans"
     html = organizer_client.get(reverse("ranking:statistics")).content.decode()
     assert "以下定义以英文撰写。" in html and "目录" in html
+    assert '<article class="card md doc" id="definitions" lang="en">' in html
