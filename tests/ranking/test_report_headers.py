@@ -48,6 +48,10 @@ def test_every_report_column_has_a_header_the_catalog_can_translate():
         ("win_share", "Win share", "胜占比"),
         ("n_at_least_k", "N at least k", "至少相差 k 的数量"),
         ("rater_kind", "Rater kind", "评分者类型"),
+        # Abbreviations and intervals as a reader writes them, not "Mae", "Spearman ci low".
+        ("mae", "MAE", "平均绝对误差（MAE）"),
+        ("spearman_ci_low", "Spearman 95% CI low", "Spearman 95% 置信下限"),
+        ("kendall_ci_high", "Kendall 95% CI high", "Kendall 95% 置信上限"),
     ],
 )
 def test_a_header_follows_the_active_language(column, english, chinese):
