@@ -5,7 +5,10 @@ the old one), and no answer of this page is cached."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -21,12 +24,13 @@ from annotation.permissions import organizer_required
 @organizer_required
 @require_http_methods(["GET", "POST"])
 def api_token(request: HttpRequest) -> HttpResponse:
-    token = Token.objects.filter(user=request.user).first()
+    user = cast(User, request.user)  # organizer_required: signed in
+    token = Token.objects.filter(user=user).first()
     new_key = None
     if request.method == "POST":
         with transaction.atomic():
-            Token.objects.filter(user=request.user).delete()
-            token = Token.objects.create(user=request.user)
+            Token.objects.filter(user=user).delete()
+            token = Token.objects.create(user=user)
         new_key = token.key
     context = {
         "token": token,
