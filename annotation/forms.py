@@ -444,6 +444,13 @@ class DataImportForm(forms.Form):
                 )
         if spec.name in ("jsonl", "csv") and not data.get("dataset", "").strip():
             self.add_error("dataset", _("Name the dataset: your own JSONL or CSV files need one."))
+        if spec.name == "llmeval2-scores" and not (data.get("folder") or data.get("rater")):
+            # An upload keeps only the file's name, not the folder that says whose scores it has.
+            self.add_error(
+                "folder",
+                _("Choose the folder the score files come from (human-score or gpt-score), or "
+                  "give the rater's name and kind."),
+            )  # fmt: skip
         if data.get("folder") and spec.name != "llmeval2-scores":
             self.add_error("folder", _("Only LLMEval-2 score files come from a score folder."))
         return data

@@ -22,6 +22,7 @@ from annotation.views import annotator as v
 from annotation.views import entry
 from annotation.views.organizer import (
     annotators,
+    api_token,
     downloads,
     imports,
     llms,
@@ -111,6 +112,7 @@ organizer_pages = [
             ("active/", annotators.annotator_active, "annotator_active"),
         ],
     ),
+    path("organize/api-token/", api_token.api_token, name="api_token"),
     path("organize/rubrics/", rubrics.rubrics, name="rubrics"),
     path("organize/rubrics/<int:rubric_id>/", rubrics.rubric_edit, name="rubric_edit"),
     path("organize/rubrics/<int:rubric_id>/delete/", rubrics.rubric_remove, name="rubric_delete"),

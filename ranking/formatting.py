@@ -52,6 +52,11 @@ HEADERS: dict[str, Any] = {
     "median_duration_s": _("Median time (s)"),
     "k": _("k"),
     "macro_f1": _("Macro F1"),
+    "mae": _("MAE"),
+    "spearman_ci_low": _("Spearman 95% CI low"),
+    "spearman_ci_high": _("Spearman 95% CI high"),
+    "kendall_ci_low": _("Kendall 95% CI low"),
+    "kendall_ci_high": _("Kendall 95% CI high"),
 }
 
 # The other headers follow from the column name (``win_share`` -> "Win share"); these are
@@ -93,8 +98,6 @@ GENERIC_HEADERS = (
     gettext_noop("Judge"),
     gettext_noop("Judge only"),
     gettext_noop("Kappa"),
-    gettext_noop("Kendall ci high"),
-    gettext_noop("Kendall ci low"),
     gettext_noop("Kind a"),
     gettext_noop("Kind b"),
     gettext_noop("Lam"),
@@ -108,7 +111,6 @@ GENERIC_HEADERS = (
     gettext_noop("Losses"),
     gettext_noop("Macro precision"),
     gettext_noop("Macro recall"),
-    gettext_noop("Mae"),
     gettext_noop("Max"),
     gettext_noop("Mean"),
     gettext_noop("Mean hint"),
@@ -187,8 +189,6 @@ GENERIC_HEADERS = (
     gettext_noop("Shuffle min"),
     gettext_noop("Shuffle sd"),
     gettext_noop("Spearman"),
-    gettext_noop("Spearman ci high"),
-    gettext_noop("Spearman ci low"),
     gettext_noop("Spread"),
     gettext_noop("Star mean"),
     gettext_noop("Statistic"),

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from django.utils.text import format_lazy
+from django.utils import translation
+from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from ranking import formatting
@@ -253,8 +254,19 @@ def star_by_criterion(report: StudyReport, kind: str) -> Table:
         [m, *(formatting.number(v) for v in r)]
         for m, r in zip(wide.index, wide.to_numpy(), strict=True)
     ]
-    headers = [str(_("Model")), *(formatting.header(c) for c in cols)]
+    labels = criterion_labels(report)
+    headers = [str(_("Model")), *(labels.get(c) or formatting.header(c) for c in cols)]
     return Table(name, headers, rows, len(rows))
+
+
+def criterion_labels(report: StudyReport) -> dict[str, str]:
+    """The criteria's names as the rubric gives them in the page's language ("有用性" on Chinese
+    pages, "Helpfulness" on English ones), and "overall" in words."""
+    zh = (translation.get_language() or "").startswith("zh")
+    labels = {
+        c.key: (c.label_zh if zh else "") or c.label_en for c in report.study.rubric.criteria.all()
+    }
+    return {**labels, "overall": capfirst(str(CODE_LABELS["criterion"]["overall"]))}
 
 
 def correlation_matrix(report: StudyReport) -> Table:

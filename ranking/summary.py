@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop, ngettext
+from django.utils.translation import gettext_noop, ngettext, pgettext
 
 from annotation.models import Rater
 from ranking import formatting
@@ -279,7 +279,7 @@ def _majority_agreement(report: StudyReport, labels: dict[str, str]) -> list[str
             text += _(" (humans with each other: %(share)s)") % {
                 "share": formatting.number(human_value, "share")
             }
-        lines.append(text + ".")
+        lines.append(text + pgettext("end of a sentence", "."))
     return lines
 
 

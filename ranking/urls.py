@@ -15,6 +15,7 @@ urlpatterns = [
         name="report-download",
     ),
     path("reports/compare/", views.compare_page, name="compare"),
+    path("reports/statistics/", views.statistics_page, name="statistics"),
     path("api/studies/<int:study_id>/report/", api.ReportAPI.as_view(), name="api-report"),
     path(
         "api/studies/<int:study_id>/report/<str:table>/",

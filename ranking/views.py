@@ -135,6 +135,17 @@ def report_charts(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
 
 @require_GET
 @organizer_required
+def statistics_page(request: HttpRequest) -> HttpResponse:
+    """docs/statistics.md, the definition of every figure of the report, with anchors that the
+    report's sections link to."""
+    from ranking.definitions import statistics_document
+
+    doc, contents = statistics_document()
+    return render(request, "ranking/statistics.html", {"doc": doc, "contents": contents})
+
+
+@require_GET
+@organizer_required
 def report_download(request: HttpRequest, study_id: int, fmt: str) -> HttpResponse:
     """The whole report under the page's current filters, as JSON, a zip of CSVs, or XLSX."""
     study = get_study_for_organizer(request.user, study_id)

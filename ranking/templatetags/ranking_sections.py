@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import template
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+from ranking.definitions import SECTION_ANCHORS
 
 register = template.Library()
 
@@ -157,6 +163,13 @@ SECTIONS = (
     ),
 )
 _BY_ID = {s.id: s for s in SECTIONS}
+
+
+@register.simple_tag
+def definition(section_id: str) -> SafeString:
+    """A link from a report section to the definitions of its figures (docs/statistics.md)."""
+    url = f"{reverse('ranking:statistics')}#{SECTION_ANCHORS[section_id]}"
+    return format_html('<a class="definition" href="{}">{}</a>', url, gettext("Definitions"))
 
 
 @register.inclusion_tag("ranking/_section.html", takes_context=True)

@@ -28,6 +28,8 @@ def test_report_and_study_pages_fit_a_phone_and_pass_axe(page, login, star_study
         "/organize/rubrics/",
         f"/judges/studies/{pk}/run/",
         f"/organize/studies/{pk}/quality/",
+        "/reports/statistics/",
+        "/organize/api-token/",
     )
     for path in paths:
         page.goto(path)

@@ -70,7 +70,7 @@ def test_an_organizer_creates_a_judge_sees_key_and_estimate_and_watches_a_run_fi
     expect(keys.locator("li", has_text=KEY_ENV)).to_contain_text("set")
     expect(keys.locator("li", has_text="OPENAI_API_KEY")).to_contain_text("not set")
     expect(page.locator("#id_api_key_env")).to_contain_text(f"{KEY_ENV} — set")
-    page.fill("#id_name", "local judge")
+    page.fill("#id_name", "local judge on the organizer's own test server")
     page.fill("#id_model", "fake-judge")
     page.fill("#id_base_url", fake.base_url)
     page.select_option("#id_api_key_env", KEY_ENV)
@@ -80,7 +80,14 @@ def test_an_organizer_creates_a_judge_sees_key_and_estimate_and_watches_a_run_fi
     expect(page.locator("tr", has_text="local judge")).to_contain_text("set")
 
     page.goto(f"/judges/studies/{study.pk}/run/")
-    page.select_option("#id_judge", label=f"local judge (fake-judge; {KEY_ENV} set)")
+    label = f"local judge on the organizer's own test server (fake-judge; {KEY_ENV} set)"
+    page.select_option("#id_judge", label=label)
+    # A long judge label stays inside the narrow form.
+    form, select = (
+        page.locator("#run-form").bounding_box(),
+        page.locator("#id_judge").bounding_box(),
+    )
+    assert select["x"] + select["width"] <= form["x"] + form["width"]
     page.fill("#id_repeat_rate", "0")
     page.get_by_role("button", name="Check and estimate the cost").click()
     expect(page.locator("#key-status")).to_have_text("set")

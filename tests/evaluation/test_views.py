@@ -160,6 +160,8 @@ def test_starting_a_run_from_the_page_runs_it_through_the_task_queue(
 
 def test_the_run_page_shows_parse_failures_with_escaped_raw_output(organizer_client, alice_run):
     page = organizer_client.get(reverse("judges:run", args=[alice_run.pk])).content.decode()
+    # Where the run's ratings end up: the study's report, one click away.
+    assert f'href="{reverse("ranking:report", args=[alice_run.study_id])}"' in page
     assert '<td class="num" id="n-parse-failed">1</td>' in page
     assert "no scores found" in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; no stars" in page

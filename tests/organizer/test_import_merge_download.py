@@ -376,6 +376,30 @@ def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
     assert not Dataset.objects.filter(name="my-data").exists()
 
 
+def test_a_refusal_names_the_forms_fields_not_the_commands_flags(organizer_client):
+    """The importers' refusals are shared with the command ("pass --rater NAME --rater-kind ...");
+    the page, which has fields and no flags, names the fields."""
+    header = b"id,question_uuid,llm_name,dialog_uuid,user_id,user_type,metric,score\n"
+    html = upload(
+        organizer_client, header, name="scores.csv", format="llmeval1-scores", dataset=""
+    ).content.decode()
+    errors = re.search(r'id="import-errors".*?</section>', html, re.S).group(0)
+    assert "cannot tell whose scores these are" in errors
+    assert "“rater” NAME “rater kind”" in errors and "--rater" not in errors
+
+
+def test_llmeval2_scores_without_a_folder_ask_for_the_folder_field(organizer_client):
+    """An uploaded file has lost its folder (human-score / gpt-score), which is what tells whose
+    scores it holds: the form asks for the page's "Score folder" field before any parsing."""
+    html = upload(
+        organizer_client, b"[]", name="Chemistry_data.json", format="llmeval2-scores", dataset=""
+    )
+    assert html.status_code == 400
+    body = html.content.decode()
+    assert "Choose the folder the score files come from" in body
+    assert "--rater" not in body and not Rater.objects.exists()
+
+
 def test_the_download_links_say_which_csv_keeps_formula_like_text(organizer_client, organizer):
     """The plain CSV keeps an answer such as `=HYPERLINK(...)` exactly (docs/decisions/data.md);
     the page says so where the organizer picks the file, and points to the spreadsheet-safe ones."""

@@ -61,6 +61,19 @@ def test_the_new_study_page_lists_the_datasets_task_types_and_llms(organizer_cli
     assert reverse("organize:dataset_llms", args=[dataset.pk]) in html
 
 
+def test_without_a_dataset_the_new_study_page_points_to_the_import(
+    organizer_client, other_organizer
+):
+    """A new organizer's first visit: no dataset to pick (another organizer's is not theirs),
+    so the page says where datasets come from instead of offering an empty list."""
+    Dataset.objects.create(name="not yours", owner=other_organizer)
+    html = organizer_client.get(reverse("organize:study_new")).content.decode()
+    assert 'id="no-dataset"' in html and reverse("organize:import") in html
+    typed_dataset()  # the shared catalogue is everyone's
+    html = organizer_client.get(reverse("organize:study_new")).content.decode()
+    assert 'id="no-dataset"' not in html
+
+
 def test_the_pickers_fragment_follows_the_chosen_dataset_for_htmx(organizer_client, db):
     dataset = typed_dataset()
     other = make_dataset(1, 2)

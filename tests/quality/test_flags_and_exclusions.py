@@ -4,6 +4,7 @@ check ratings kept out of the model statistics but in the exports."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -109,6 +110,22 @@ def test_quality_page_lists_annotators_by_pseudonym_with_flags(crowd, organizer_
     for rater in crowd.raters.values():
         assert rater.pseudonym in body and rater.external_id not in body
     assert "straight_lining" in body and "too_fast" in body
+
+
+def test_quality_and_study_pages_name_pools_and_flags_in_the_pages_language(
+    crowd, organizer_client
+):
+    organizer_client.cookies["django_language"] = "zh-hans"
+    url = reverse("organize:study_quality", args=[crowd.study.pk])
+    body = organizer_client.get(url).content.decode()
+    speeder = crowd.raters["speeder"].pseudonym
+    row = re.search(rf'data-rater="{re.escape(speeder)}".*?</tr>', body, re.S).group(0)
+    assert "<td>众包</td>" in row and "<td>crowd</td>" not in row
+    # The flag in words, its code kept as the cell's title (and as the exclusion's reason).
+    assert '<td class="flags" title="too_fast">过快</td>' in row
+    study_page = organizer_client.get(reverse("organize:study", args=[crowd.study.pk]))
+    progress = study_page.content.decode()
+    assert f"<td><code>{speeder}</code></td><td>众包</td>" in progress
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import zipfile
 import pandas as pd
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from ranking import charts_sections, formatting
 from ranking.services import report_build
@@ -138,6 +139,9 @@ def test_the_agreement_headline_reads_the_judge_agreement_table(pair_study):  # 
         "Judge gpt-4 agrees with the human majority on 65.0% of pairs "
         "(humans with each other: 70.0%)."
     )
+    with translation.override("zh-hans"):
+        chinese = report_summary(report).agreement[0]
+    assert chinese.startswith("评审模型 gpt-4") and chinese.endswith("（人工之间：70.0%）。")
 
 
 def test_each_section_of_a_pairwise_report_has_a_chart(pair_study):  # noqa: F811

@@ -48,6 +48,10 @@ def test_every_report_column_has_a_header_the_catalog_can_translate():
         ("win_share", "Win share", "胜占比"),
         ("n_at_least_k", "N at least k", "至少相差 k 的数量"),
         ("rater_kind", "Rater kind", "评分者类型"),
+        # Abbreviations and intervals as a reader writes them, not "Mae", "Spearman ci low".
+        ("mae", "MAE", "平均绝对误差（MAE）"),
+        ("spearman_ci_low", "Spearman 95% CI low", "Spearman 95% 置信下限"),
+        ("kendall_ci_high", "Kendall 95% CI high", "Kendall 95% 置信上限"),
     ],
 )
 def test_a_header_follows_the_active_language(column, english, chinese):
@@ -99,3 +103,20 @@ def test_each_leaderboard_column_keeps_its_own_precision(star_study):
         shown = row[column].split(" ")[0]
         assert shown == formatting.number(means[row[0]]), row
     assert any("." in row[column] for row in boards.rows)
+
+
+@pytest.mark.django_db
+def test_star_tables_name_criteria_as_the_rubric_does_in_the_pages_language(
+    organizer_client, star_study
+):
+    """The per-criterion tables head their columns with the rubric's own labels (its Chinese
+    ones on a Chinese page), not with the keys made into words ("Logicality", "Overall")."""
+    url = reverse("ranking:report", args=[star_study.study.pk])
+    with translation.override("en"):
+        human = organizer_client.get(url).context["star_tables"][0]
+    assert {"Logicity", "Explanation Correctness", "Overall"} <= set(human.columns)
+    assert "Logicality" not in human.columns
+    organizer_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    human = organizer_client.get(url).context["star_tables"][0]
+    assert {"逻辑性", "总体"} <= set(human.columns)
+    assert "Overall" not in human.columns and "Logicity" not in human.columns

@@ -173,7 +173,10 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
     result, errors = _run(request, staged, dry_run=False)
     _discard(request)
     if result is None:
-        messages.error(request, _("Refused, nothing was written: %(e)s") % {"e": " ".join(errors)})
+        messages.error(
+            request,
+            _("Refused, nothing was written: %(e)s") % {"e": option_names(" ".join(errors))},
+        )
         return redirect("organize:import")
     messages.success(request, _("Imported: %(n)d rows added.") % {"n": result.total_added})
     if result.dataset_id:
