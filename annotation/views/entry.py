@@ -69,6 +69,18 @@ def _crowd_identity(query) -> tuple[str, str, dict[str, str]]:
     return platform, inputs.external_id(worker, required=True), meta
 
 
+def with_link_ids(old: dict, study: Study, ids: dict[str, str]) -> dict:
+    """A crowd rater's meta with the platform ids of a link of `study`: the latest link's at the
+    top level, and each study's own under "links" (an MTurk assignment id is one HIT's, so the
+    approvals of one study must not take the id of a HIT of another). A link without an id
+    leaves the one kept for the study."""
+    links = dict(old.get("links") or {})
+    kept = dict(links.get(study.public_id) or {})
+    kept.update({k: v for k, v in ids.items() if v})
+    links[study.public_id] = kept
+    return {**old, **ids, "links": links}
+
+
 def _has_ids(query) -> bool:
     return bool(query.get("PROLIFIC_PID") or query.get("workerId"))
 
@@ -161,14 +173,15 @@ def _crowd_rater(
         if _new_arrival_refused(request):
             return _too_many_arrivals(request, study)
         rater, _created = Rater.objects.get_or_create(
-            **key, external_id=worker, defaults={"meta": meta}
+            **key, external_id=worker, defaults={"meta": with_link_ids({}, study, meta)}
         )
     elif request.session.session_key is None and _new_arrival_refused(request, "session"):
         # A known id opened without a session (a new browser) starts one: a session row. The
         # link replayed without cookies would otherwise write a row a request.
         return _too_many_arrivals(request, study, known=True)
-    if meta != {k: rater.meta.get(k) for k in meta}:
-        rater.meta = {**rater.meta, **meta}
+    updated = with_link_ids(rater.meta or {}, study, meta)
+    if updated != rater.meta:
+        rater.meta = updated
         rater.save(update_fields=["meta"])
     if submit_to is not None:
         mturk = dict(request.session.get(SESSION_MTURK, {}))
