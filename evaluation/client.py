@@ -339,7 +339,7 @@ def status_error(response: httpx2.Response) -> openai.APIStatusError:
     body: Any = text
     message = f"Error code: {response.status_code}"
     with contextlib.suppress(ValueError):  # a body that is not JSON stays text, as the SDK has it
-        body = json.loads(text)
+        body = loads(text)
     if isinstance(body, dict):
         body = body.get("error", body)
         if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:

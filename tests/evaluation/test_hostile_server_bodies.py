@@ -54,3 +54,29 @@ def test_what_is_kept_of_an_answer_fits_the_database():
     assert "\ud800" not in safety.short_error("bad \ud800 request") and "\x00" not in (
         safety.short_error("bad \x00 request")
     )
+
+
+NESTED = b'{"error": ' * 50_000 + b"1" + b"}" * 50_000
+
+
+@pytest.mark.parametrize("status", [200, 400, 500])
+def test_a_server_answering_json_nested_deeper_than_the_stack_fails_calls_not_the_run(
+    make_study, make_judge, status
+):
+    from evaluation.launch import judge_run_start
+    from evaluation.runner import execute_run
+
+    from .listener import Listener
+
+    with Listener() as server:
+        server.models_reply = (200, NESTED, {})
+        server.reply = (status, NESTED, {})
+        judge = make_judge(base_url=server.base_url, max_attempts=1)
+        study = make_study(["Q?"], n_llms=1)
+        # The pre-flight reads the model list: one it cannot read is no model list at all.
+        run, estimate = judge_run_start(study=study, judge=judge, repeat_rate=0, enqueue=False)
+        assert estimate.model_listed is None
+        run = execute_run(run.pk, backoff=0)
+    assert run.status == "done", (run.status, run.error)
+    call = run.calls.get()
+    assert call.status == "failed" and call.rating is None and len(call.error) <= 400
