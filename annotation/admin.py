@@ -19,6 +19,7 @@ from django.utils.html import format_html
 
 from annotation.admin_forms import ImportForm
 from annotation.admin_scope import (
+    JSON_OVERRIDES,
     DatasetScoped,
     RubricScoped,
     ScopedAdminMixin,
@@ -224,6 +225,7 @@ class ResponseAdmin(DatasetScoped, admin.ModelAdmin):
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
+    formfield_overrides = JSON_OVERRIDES
     fields = [
         "order",
         "key",

@@ -16,16 +16,20 @@ edit everything. Evaluation models reuse `evaluation.services.judges_for` / `tem
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django import forms
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import models
 from django.db.models import Exists, ForeignKey, Model, OuterRef, Q, QuerySet
 from django.db.models.options import Options
 from django.forms import ModelChoiceField
+from django.forms.fields import InvalidJSONInput
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 
-from annotation import permissions
+from annotation import inputs, permissions
 from annotation.models import Assignment, Question, Rater, Response, Rubric, Study
 from annotation.permissions import datasets_owned, datasets_visible, studies_for
 
@@ -66,6 +70,43 @@ def rubrics_owned(user) -> QuerySet[Rubric]:
     return qs.exclude(Exists(Study.objects.filter(rubric=OuterRef("pk"))))
 
 
+# A NUL in JSON text: the escape \u0000 after an even number of backslashes (a raw NUL is not
+# JSON at all).
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _unstorable_json(text: object) -> bool:
+    """Text Django's JSON field would take, or fail on, that nothing can store: JSON nested
+    deeper than the stack (a RecursionError, a 500), a lone surrogate or a NUL (no database
+    text holds them); invalid JSON too, which Django's field refuses anyway."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        inputs.json_loads(text)
+    except ValueError:
+        return True
+    return bool(_JSON_NUL.search(text))
+
+
+class StrictJSONField(forms.JSONField):
+    """The admin's JSON fields: what cannot be stored is invalid JSON (a field error), not a
+    500 from the decoder's stack or the database."""
+
+    def to_python(self, value: Any) -> Any:
+        if _unstorable_json(value):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if not self.disabled and _unstorable_json(data):
+            return InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+# Every admin form (pages and inlines) reads JSON with the field above.
+JSON_OVERRIDES: dict = {models.JSONField: {"form_class": StrictJSONField}}
+
+
 class ScopedAdminMixin(admin.ModelAdmin):
     """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`.
     A ModelAdmin itself, so that its super() calls are typed; admins list it before another
@@ -73,6 +114,7 @@ class ScopedAdminMixin(admin.ModelAdmin):
 
     # Foreign-key form fields whose choices are limited: field name -> fn(user) -> queryset.
     fk_choices: dict = {}
+    formfield_overrides = JSON_OVERRIDES
 
     def visible(self, request: HttpRequest, qs: QuerySet) -> QuerySet:
         return qs

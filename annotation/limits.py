@@ -86,3 +86,10 @@ def parse_id(text: object) -> int | None:
     if not (text.isascii() and text.isdigit() and len(text) <= 18):
         return None
     return int(text)
+
+
+def check_ranges(**values: tuple[int, int, int]) -> None:
+    """ValueError naming the first of `name=(value, lowest, highest)` out of its range."""
+    for name, (value, lo, hi) in values.items():
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must be between {lo} and {hi}.")

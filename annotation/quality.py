@@ -220,10 +220,20 @@ def approval_rows(study: Study, platform: str) -> list[list[str]]:
         if platform == "prolific":
             row = [rater.external_id, "REJECT" if reason else "APPROVE", reason]
         else:
-            assignment = str(rater.meta.get("assignment_id", ""))
+            assignment = str(_link_id(rater, study, "assignment_id"))
             row = [assignment, rater.external_id, "" if reason else "x", reason, reason]
         rows.append([escape_formula(cell) for cell in row])
     return [PLATFORM_COLUMNS[platform], *rows]
+
+
+def _link_id(rater: Rater, study: Study, name: str) -> object:
+    """A platform id from the crowd link the rater opened `study` with (views/entry.py,
+    with_link_ids); from their latest link when their meta predates the per-study ids."""
+    meta = rater.meta or {}
+    links = meta.get("links") or {}
+    if study.public_id in links:
+        return links[study.public_id].get(name, "")
+    return meta.get(name, "")
 
 
 def _without(df: pd.DataFrame, excluded: set[str]) -> pd.DataFrame:

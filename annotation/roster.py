@@ -62,43 +62,46 @@ class RosterLine:
 
 def roster_parse(text: str) -> list[RosterLine]:
     """One username or e-mail address a line (blank lines ignored). An address becomes the
-    username too. Raises ValidationError listing every bad line by number and value."""
+    username too. Raises ValidationError listing every bad line by number and value; a paste of
+    more than MAX_BULK names is refused before any line is looked up."""
+    entries = [(n, raw.strip()) for n, raw in enumerate(text.splitlines(), start=1) if raw.strip()]
+    if len(entries) > MAX_BULK:
+        raise ValidationError(
+            _("%(n)d names: add at most %(max)d at a time.") % {"n": len(entries), "max": MAX_BULK}
+        )
+    if not entries:
+        raise ValidationError(_("Paste at least one username or e-mail address."))
     errors: list[str] = []
     lines: list[RosterLine] = []
     seen: dict[str, int] = {}
-    users = get_user_model().objects
-    validator = UnicodeUsernameValidator()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        value = raw.strip()
-        if not value:
-            continue
-        shown = repr(value[:60])
-        if "\x00" in value or len(value) > USERNAME_MAX:
-            errors.append(f"line {number}: {shown} is not a usable username")
-            continue
-        email = ""
-        try:
-            if "@" in value:
-                validate_email(value)
-                email = value
-            validator(value)
-        except ValidationError:
-            errors.append(f"line {number}: {shown} is neither a username nor an e-mail address")
-            continue
-        key = value.casefold()
-        if key in seen:
-            errors.append(f"line {number}: {shown} repeats line {seen[key]}")
-        elif users.filter(username__iexact=value).exists():
-            errors.append(f"line {number}: the username {shown} is taken")
-        seen.setdefault(key, number)
-        lines.append(RosterLine(number, value, email))
-    if len(lines) > MAX_BULK:
-        errors.append(f"{len(lines)} names: add at most {MAX_BULK} at a time")
-    if not lines and not errors:
-        errors.append("Paste at least one username or e-mail address.")
+    for number, value in entries:
+        error = _line_error(value, seen.get(value.casefold()))
+        seen.setdefault(value.casefold(), number)
+        if error is not None:
+            errors.append(_("line %(n)d: %(error)s") % {"n": number, "error": error})
+        else:
+            lines.append(RosterLine(number, value, value if "@" in value else ""))
     if errors:
         raise ValidationError(errors)
     return lines
+
+
+def _line_error(value: str, repeats: int | None) -> str | None:
+    """Why one pasted name cannot be an account, or None."""
+    shown = repr(value[:60])
+    if "\x00" in value or len(value) > USERNAME_MAX:
+        return _("%(value)s is not a usable username") % {"value": shown}
+    try:
+        if "@" in value:
+            validate_email(value)
+        UnicodeUsernameValidator()(value)
+    except ValidationError:
+        return _("%(value)s is neither a username nor an e-mail address") % {"value": shown}
+    if repeats is not None:
+        return _("%(value)s repeats line %(line)d") % {"value": shown, "line": repeats}
+    if get_user_model().objects.filter(username__iexact=value).exists():
+        return _("the username %(value)s is taken") % {"value": shown}
+    return None
 
 
 @dataclass(frozen=True)

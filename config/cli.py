@@ -3,7 +3,7 @@ switches, and handing options on to a service under their own names."""
 
 from __future__ import annotations
 
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
 from typing import Any, Protocol
 
 from django.core.management.base import CommandError
@@ -11,6 +11,15 @@ from django.db import models
 
 from annotation.limits import parse_id
 from annotation.permissions import AmbiguousName, one_named
+
+
+def row_id(text: str) -> int:
+    """An argparse type for a row id: plain ASCII digits that fit a bigint (int() would take
+    '١٢' and '1_0', and a 30-digit id was an OverflowError traceback at the query)."""
+    value = parse_id(text)
+    if value is None:
+        raise ArgumentTypeError(f"{text!r} is not a row id (ASCII digits, at most 18)")
+    return value
 
 
 def add_study_argument(parser: ArgumentParser, *, required: bool = True) -> None:

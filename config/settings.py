@@ -229,8 +229,12 @@ ANNOTATION_OPEN_PER_ADDRESS = envint("ANNOTATION_OPEN_PER_ADDRESS", 4)
 # Generous: a real annotator never gets near it. 0 turns the cap off.
 ANNOTATION_MAX_HOLD = envint("ANNOTATION_MAX_HOLD", 3600, minimum=0)
 # New crowd worker ids (raters) one client address may bring per hour: a stranger replaying an
-# entry link with made-up ids cannot fill the database with raters. 0 turns the cap off.
+# entry link with made-up ids cannot fill the database with raters. The same number caps, on its
+# own count, new sessions of known ids (the link replayed without cookies). 0 turns the cap off.
 ANNOTATION_CROWD_ARRIVALS_PER_HOUR = envint("ANNOTATION_CROWD_ARRIVALS_PER_HOUR", 200)
+# Failed sign-ins (login page and admin) one client address may make per hour before the form
+# refuses without checking the password (config/login.py). 0 turns the cap off.
+LOGIN_FAILURES_PER_HOUR = envint("LOGIN_FAILURES_PER_HOUR", 30, minimum=0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -7,10 +7,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from annotation.views import home as views_home
+from config.login import LimitedAdminAuthenticationForm, LoginView
+
+# The admin's sign-in counts failed attempts per address like the login page (config/login.py).
+admin.site.login_form = LimitedAdminAuthenticationForm
 
 urlpatterns = [
     path("", views_home.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -82,6 +82,11 @@ class JudgeRunAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_filter = ["status"]
     readonly_fields = [f.name for f in JudgeRun._meta.fields]
 
+    def has_add_permission(self, request, obj=None) -> bool:
+        # A run is started from the study's judge page, the API or the command (pre-flight,
+        # cost estimate, plan); an empty row added here was a NOT NULL error.
+        return False
+
     def visible(self, request, qs):
         return qs.filter(pk__in=runs_for(request.user).values("pk"))
 
@@ -102,6 +107,9 @@ class JudgeCallAdmin(ScopedAdminMixin, admin.ModelAdmin):
     ]
     list_filter = ["purpose", "status", "parse_status", "cached"]
     readonly_fields = [f.name for f in JudgeCall._meta.fields]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # calls are the runner's record of what it paid for
 
     def visible(self, request, qs):
         return qs.filter(run__in=runs_for(request.user))

@@ -34,6 +34,7 @@ import openai
 from django.conf import settings
 from django.utils import timezone
 
+from evaluation import client as http
 from evaluation import planning, recording, safety, services
 from evaluation.models import JudgeCall, JudgeRun
 from evaluation.planning import Job
@@ -162,23 +163,21 @@ def affordable(run: JudgeRun, jobs: list[Job], json_first: bool) -> list[Job]:
 
 def _outcome(job: Job, json_mode: bool, row: dict, now) -> Outcome:
     response = row.get("response") or {}
+    if not isinstance(response, dict):
+        response = {"body": {"error": {"message": "the line's response is not an object"}}}
     body = response.get("body") or {}
-    if response.get("status_code") == 200 and isinstance(body.get("choices"), list):
-        choice = body["choices"][0] if body["choices"] else {}
-        usage = body.get("usage") or {}
-        return Outcome(
-            job=job,
-            json_mode=json_mode,
-            status=JudgeCall.Status.OK,
-            raw=(choice.get("message") or {}).get("content") or "",
-            finish_reason=choice.get("finish_reason") or "",
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            attempts=1,
-            http_status=200,
-            started_at=now,
-            finished_at=now,
-        )
+    status = response.get("status_code")
+    if status == 200 and isinstance(body, dict) and isinstance(body.get("choices"), list):
+        try:  # the same reading (and refusals) as a live call's answer
+            content, finish_reason, tokens_in, tokens_out = http.completion_fields(body)
+        except ValueError as e:
+            body = {"error": {"message": f"malformed response: {e}"}}
+        else:
+            return Outcome(
+                job=job, json_mode=json_mode, status=JudgeCall.Status.OK, raw=content,
+                finish_reason=finish_reason, tokens_in=tokens_in, tokens_out=tokens_out,
+                attempts=1, http_status=200, started_at=now, finished_at=now,
+            )  # fmt: skip
     error = row.get("error") or (body.get("error") if isinstance(body, dict) else None) or {}
     message = error.get("message") if isinstance(error, dict) else str(error)
     return Outcome(
@@ -186,7 +185,7 @@ def _outcome(job: Job, json_mode: bool, row: dict, now) -> Outcome:
         json_mode=json_mode,
         status=JudgeCall.Status.FAILED,
         attempts=1,
-        http_status=response.get("status_code"),
+        http_status=status if type(status) is int and 100 <= status <= 599 else None,
         error=safety.short_error(f"batch line failed: {message or 'no reason given'}"),
         started_at=now,
         finished_at=now,
@@ -203,7 +202,7 @@ def results(client: openai.OpenAI, batch, jobs: list[Job], json_first: bool) -> 
             continue
         for line in client.files.content(file_id).text.splitlines():
             try:
-                row = json.loads(line)
+                row = http.loads(line)
             except ValueError:
                 continue
             job = by_id.pop(str(row.get("custom_id")), None) if isinstance(row, dict) else None

@@ -61,30 +61,65 @@ def from_typed(resp) -> tuple[str, str, int, int]:
     choice = resp.choices[0] if resp.choices else None
     usage = resp.usage
     return (
-        (choice.message.content or "") if choice else "",
-        (choice.finish_reason or "") if choice else "",
-        (usage.prompt_tokens or 0) if usage else 0,
-        (usage.completion_tokens or 0) if usage else 0,
+        safety.storable_text(choice.message.content or "") if choice else "",
+        _finish_reason(choice.finish_reason) if choice else "",
+        _tokens(usage.prompt_tokens) if usage else 0,
+        _tokens(usage.completion_tokens) if usage else 0,
     )
 
 
 def from_json(raw) -> tuple[str, str, int, int]:
     """content, finish_reason, prompt and completion tokens of a chat completion response."""
-    return completion_fields(raw.json())
+    return completion_fields(loads(raw.content))
+
+
+def loads(content: bytes | str) -> Any:
+    """A response body's JSON; ValueError also when it is nested deeper than Python's stack."""
+    try:
+        return json.loads(content)
+    except RecursionError:
+        raise ValueError("the response body is nested too deeply") from None
+
+
+# The longest token count a call may report (what a call's counters hold).
+MAX_TOKENS = 2**31 - 1
+
+
+def _tokens(value: Any) -> int:
+    if value is None:
+        return 0
+    if type(value) is not int or not 0 <= value <= MAX_TOKENS:
+        raise ValueError(f"a token count that is no count: {str(value)[:40]!r}")
+    return value
+
+
+def _finish_reason(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > 40:
+        raise ValueError(f"a finish_reason that is no reason: {str(value)[:40]!r}")
+    return safety.storable_text(value)
 
 
 def completion_fields(data: Any) -> tuple[str, str, int, int]:
-    """content, finish_reason, prompt and completion tokens of a chat completion body."""
+    """content, finish_reason, prompt and completion tokens of a chat completion body;
+    ValueError when the body does not have a chat completion's shape (a server that sends
+    something else, or a hostile one, fails the call instead of the run)."""
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         raise ValueError("no choices in the response body")
     choice = data["choices"][0] if data["choices"] else {}
-    message = choice.get("message") or {}
+    message = (choice.get("message") if isinstance(choice, dict) else None) or {}
     usage = data.get("usage") or {}
+    if not all(isinstance(part, dict) for part in (choice, message, usage)):
+        raise ValueError("the choice or the usage in the response body is not an object")
+    content = message.get("content") or ""
+    if not isinstance(content, str):
+        raise ValueError("the answer in the response body is not text")
     return (
-        message.get("content") or "",
-        choice.get("finish_reason") or "",
-        int(usage.get("prompt_tokens") or 0),
-        int(usage.get("completion_tokens") or 0),
+        safety.storable_text(content),
+        _finish_reason(choice.get("finish_reason")),
+        _tokens(usage.get("prompt_tokens")),
+        _tokens(usage.get("completion_tokens")),
     )
 
 
@@ -280,7 +315,7 @@ async def _post_direct(client: JudgeClient, session, body: dict, headers: dict):
                 request=httpx2.Request("POST", url),
             )
         )
-    return completion_fields(json.loads(content)), response.headers
+    return completion_fields(loads(content)), response.headers
 
 
 # The SDK's error class per status (as its clients choose them); others are APIStatusError,
@@ -304,7 +339,7 @@ def status_error(response: httpx2.Response) -> openai.APIStatusError:
     body: Any = text
     message = f"Error code: {response.status_code}"
     with contextlib.suppress(ValueError):  # a body that is not JSON stays text, as the SDK has it
-        body = json.loads(text)
+        body = loads(text)
     if isinstance(body, dict):
         body = body.get("error", body)
         if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:

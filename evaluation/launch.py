@@ -108,8 +108,10 @@ def model_check(*, judge: JudgeConfig, key: str) -> tuple[bool | None, str]:
             "url": judge.base_url,
             "detail": detail,
         }
-    except (openai.APIError, ValueError, TypeError, AttributeError):
-        return None, ""  # a 200 that is not a model list: the server offers none we can read
+    except (openai.APIError, ValueError, TypeError, AttributeError, RecursionError):
+        # A 200 that is not a model list (or JSON nested deeper than the stack): the server
+        # offers none we can read.
+        return None, ""
     finally:
         client.close()
     if judge.model in ids:

@@ -99,7 +99,7 @@ def _balanced(text: str, open_ch: str, close_ch: str) -> list[str]:
 def _load(fragment: str) -> Any:
     try:
         return json.loads(fragment)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         pass
     try:
         return ast.literal_eval(fragment)

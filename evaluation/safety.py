@@ -41,6 +41,8 @@ SENSITIVE = re.compile(
     r"(\"?\s*[:=]\s*\"?|\s+)(?:(?:bearer|basic|token)\s+)?[^\s\",;]+"
 )
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Half of a UTF-16 pair: a JSON "\\ud800" decodes to one, and no database text can hold it.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -268,5 +270,11 @@ def short_error(text: object, *, secrets: tuple[str, ...] = (), limit: int = ERR
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[redacted]")
     text = SENSITIVE.sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
-    text = CONTROL.sub(" ", text)
+    text = SURROGATE.sub("\ufffd", CONTROL.sub(" ", text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def storable_text(text: str) -> str:
+    """A judge server's answer as the database can keep it: NUL characters (which PostgreSQL
+    text refuses) dropped, a lone surrogate replaced by U+FFFD; anything else kept as sent."""
+    return SURROGATE.sub("\ufffd", text.replace("\x00", ""))

@@ -33,6 +33,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Avg, Max
 
+from annotation.limits import MAX_QUESTIONS, MAX_RATINGS_PER_ITEM, MAX_SEED, check_ranges
 from annotation.models import (
     Assignment,
     Criterion,
@@ -430,6 +431,9 @@ def _summary(result: SimulationResult, rows: list[NewRating], counts: dict, rate
     )
 
 
+MAX_RATERS_PER_POOL = 1000  # far above any demo; more would run for days
+
+
 @transaction.atomic
 def simulate_ratings(
     *,
@@ -453,8 +457,11 @@ def simulate_ratings(
     unknown = [p for p in pools if p not in PROFILES]
     if unknown:
         raise ValueError(f"Unknown pools: {', '.join(unknown)} (use {', '.join(POOLS)}).")
-    if raters_per_pool < 1:
-        raise ValueError("raters_per_pool must be at least 1.")
+    check_ranges(
+        raters_per_pool=(raters_per_pool, 1, MAX_RATERS_PER_POOL), seed=(seed, 0, MAX_SEED),
+        ratings_per_item=(ratings_per_item, 1, MAX_RATINGS_PER_ITEM),
+        max_items=(1 if max_items is None else max_items, 1, MAX_QUESTIONS),
+    )  # fmt: skip
     result = SimulationResult(study_id=study.pk, study_name=study.name)
     start_index = _reset(study, force=force, more=more)
     if start_index is None:

@@ -69,6 +69,18 @@ def _crowd_identity(query) -> tuple[str, str, dict[str, str]]:
     return platform, inputs.external_id(worker, required=True), meta
 
 
+def with_link_ids(old: dict, study: Study, ids: dict[str, str]) -> dict:
+    """A crowd rater's meta with the platform ids of a link of `study`: the latest link's at the
+    top level, and each study's own under "links" (an MTurk assignment id is one HIT's, so the
+    approvals of one study must not take the id of a HIT of another). A link without an id
+    leaves the one kept for the study."""
+    links = dict(old.get("links") or {})
+    kept = dict(links.get(study.public_id) or {})
+    kept.update({k: v for k, v in ids.items() if v})
+    links[study.public_id] = kept
+    return {**old, **ids, "links": links}
+
+
 def _has_ids(query) -> bool:
     return bool(query.get("PROLIFIC_PID") or query.get("workerId"))
 
@@ -113,13 +125,26 @@ def _keep_pending(response: HttpResponse, study: Study, query) -> HttpResponse:
     return response
 
 
-def _new_arrival_refused(request: HttpRequest) -> bool:
-    """One more new crowd identity from this address this hour would pass the cap."""
+def _new_arrival_refused(request: HttpRequest, what: str = "new") -> bool:
+    """One more new crowd identity (what="new") or one more new browser session of a known one
+    (what="session") from this address this hour would pass the cap; each has its own count."""
     cap = int(getattr(settings, "ANNOTATION_CROWD_ARRIVALS_PER_HOUR", 200))
     if cap <= 0:
         return False
-    key = f"annot-crowd-new:{limit_key(request)}:{int(time.time() // 3600)}"
+    key = f"annot-crowd-{what}:{limit_key(request)}:{int(time.time() // 3600)}"
     return hit(key, 3700) > cap
+
+
+def _too_many_arrivals(request: HttpRequest, study: Study, *, known: bool = False) -> HttpResponse:
+    """The 429 of the cap: new worker ids, or (known) new browsers of known ones."""
+    if known:
+        text = _(
+            "This study was opened in too many new browsers from your address this hour. "
+            "Try again later."
+        )
+    else:
+        text = _("Too many new worker ids arrived from your address this hour. Try again later.")
+    return _message(request, study, _("Too many new workers from your network"), text, status=429)
 
 
 def _crowd_rater(
@@ -146,18 +171,17 @@ def _crowd_rater(
         if not create:
             return Rater(**key, external_id=worker, meta=meta)
         if _new_arrival_refused(request):
-            return _message(
-                request,
-                study,
-                _("Too many new workers from your network"),
-                _("Too many new worker ids arrived from your address this hour. Try again later."),
-                status=429,
-            )
+            return _too_many_arrivals(request, study)
         rater, _created = Rater.objects.get_or_create(
-            **key, external_id=worker, defaults={"meta": meta}
+            **key, external_id=worker, defaults={"meta": with_link_ids({}, study, meta)}
         )
-    if meta != {k: rater.meta.get(k) for k in meta}:
-        rater.meta = {**rater.meta, **meta}
+    elif request.session.session_key is None and _new_arrival_refused(request, "session"):
+        # A known id opened without a session (a new browser) starts one: a session row. The
+        # link replayed without cookies would otherwise write a row a request.
+        return _too_many_arrivals(request, study, known=True)
+    updated = with_link_ids(rater.meta or {}, study, meta)
+    if updated != rater.meta:
+        rater.meta = updated
         rater.save(update_fields=["meta"])
     if submit_to is not None:
         mturk = dict(request.session.get(SESSION_MTURK, {}))

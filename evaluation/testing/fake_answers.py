@@ -87,6 +87,9 @@ def answer_for(messages: list[dict[str, Any]], *, json_mode: bool = False) -> st
     return "\n".join(f"{label}: {v} stars" for label, v in scores.items())
 
 
+BAD_KINDS = ("malformed", "wrongkeys", "outofrange", "truncated", "nested", "nul", "surrogate")
+
+
 def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tuple[str, str]:
     good = answer_for(messages, json_mode=json_mode)
     if kind == "malformed":
@@ -97,6 +100,12 @@ def bad_answer(kind: str, messages: list[dict[str, Any]], json_mode: bool) -> tu
         return re.sub(r"(?<=[:：] )\d+|(?<=\": )\d+|(?<=rank': )\d+", "99", good), "stop"
     if kind == "truncated":
         return good[: max(1, len(good) // 3)], "length"
+    if kind == "nested":  # JSON nested deeper than any parser's stack
+        return '{"a": ' * 20000 + "1" + "}" * 20000, "stop"
+    if kind == "nul":  # a NUL character, which PostgreSQL text cannot hold
+        return good + "\x00", "stop"
+    if kind == "surrogate":  # half of a UTF-16 pair, which no database text can hold
+        return good + "\ud800", "stop"
     return good, "stop"
 
 
@@ -105,9 +114,7 @@ def completion(req: dict[str, Any], messages: list, markers, completion_id: str)
     ask. Usage counts prompt characters / 4 (as a tokenizer counts English) and the answer at
     most max_tokens, as a real server bills."""
     json_mode = (req.get("response_format") or {}).get("type") == "json_object"
-    kind = next(
-        (k for k in ("malformed", "wrongkeys", "outofrange", "truncated") if k in markers), ""
-    )
+    kind = next((k for k in BAD_KINDS if k in markers), "")
     content, finish = bad_answer(kind, messages, json_mode)
     tokens_in = max(1, (len(_prompt_text(messages)) + 3) // 4)
     tokens_out = max(1, min(len(content) // 2, int(req.get("max_tokens") or 1 << 30)))

@@ -14,6 +14,8 @@ question's text), or for every request through the server settings:
     <<fake:hang:N>>       the first N attempts hang (past any client timeout)
     <<fake:fail>>         every attempt gets 500
     <<fake:malformed>>    a 200 whose content is prose, no scores
+    <<fake:nested>>       a 200 whose content is JSON nested 20,000 deep
+    <<fake:nul>>, <<fake:surrogate>>  a 200 whose content ends in a NUL or a lone surrogate
     <<fake:wrongkeys>>    a 200 with JSON under the wrong keys
     <<fake:outofrange>>   a 200 with scores of 99
     <<fake:truncated>>    a 200 cut short with finish_reason "length"
@@ -177,7 +179,8 @@ class FakeOpenAI(RateLimits):
 
         return web.Response(
             status=status,
-            body=json.dumps(data, ensure_ascii=False).encode(),
+            # A lone surrogate (<<fake:surrogate>>) goes out as its JSON escape, "\\ud800".
+            body=json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace"),
             content_type="application/json",
             headers=headers,
         )

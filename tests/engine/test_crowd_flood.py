@@ -106,3 +106,28 @@ def test_the_pending_ids_of_one_study_do_not_open_another(db, organizer):
     client.get(_url(first), {"PROLIFIC_PID": "only-first"})
     assert client.post(_url(second), {"consent": "yes"}).status_code == 400
     assert not Rater.objects.filter(external_id="only-first").exists()
+
+
+def test_a_known_id_replayed_without_cookies_starts_at_most_the_cap_of_sessions(
+    db, organizer, settings
+):
+    # Opening the link with a known worker id starts a session (a database row) in a browser
+    # that has none: replayed without cookies, it would write a row a request.
+    settings.ANNOTATION_CROWD_ARRIVALS_PER_HOUR = 3
+    cache.clear()
+    study = make_study(owner=organizer, admit_crowd=True, n_questions=8)
+    worker = Client(REMOTE_ADDR="203.0.113.50")
+    worker.get(_url(study), {"PROLIFIC_PID": "known-1"})
+    assert worker.post(_url(study), {"consent": "yes"}).status_code == 302
+    sessions = Session.objects.count()
+    statuses = [
+        Client(REMOTE_ADDR="203.0.113.50").get(_url(study), {"PROLIFIC_PID": "known-1"}).status_code
+        for _ in range(5)
+    ]
+    assert statuses == [302, 302, 302, 429, 429]
+    assert Session.objects.count() == sessions + 3
+    # The worker's own browser (its session) is not held back, nor is another address.
+    assert worker.get(_url(study), {"PROLIFIC_PID": "known-1"}).status_code == 302
+    other = Client(REMOTE_ADDR="192.0.2.45")
+    assert other.get(_url(study), {"PROLIFIC_PID": "known-1"}).status_code == 302
+    assert Session.objects.count() == sessions + 4

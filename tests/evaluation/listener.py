@@ -21,7 +21,8 @@ CHAT_OK = {
 class Listener:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        # (status, body, extra headers) answered to every POST and to every GET (model list).
+        # (status, body, extra headers) answered to every POST and to every GET (model list);
+        # a body given as bytes is sent as it is.
         self.reply: tuple[int, Any, dict[str, str]] = (200, CHAT_OK, {})
         self.models_reply: tuple[int, Any, dict[str, str]] = (
             200,
@@ -32,7 +33,7 @@ class Listener:
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self, status: int, body: Any, headers: dict[str, str]) -> None:
-                data = json.dumps(body).encode()
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

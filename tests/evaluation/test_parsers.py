@@ -264,6 +264,8 @@ def test_a_label_two_criteria_share_is_never_assigned_to_either():
         "output" + " " * 50_000 + "x",
         "{" * 50_000,
         "```" * 20_000,
+        '{"a": ' * 50_000 + "1" + "}" * 50_000,  # deeper than Python's stack
+        "[" * 100_000 + "]" * 100_000,
     ],
 )
 def test_huge_hostile_outputs_are_refused_quickly(text):

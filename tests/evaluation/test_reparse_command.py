@@ -100,6 +100,10 @@ def test_reparse_all_of_one_study_leaves_other_studies_alone(make_study, make_ju
         (["--run", "999999"], "No run 999999."),
         ([], "one of the arguments --run --all is required"),
         (["--run", "1", "--all"], "not allowed with argument"),
+        # int() took '١٢' as 12, and a 30-digit id was an OverflowError at the query.
+        (["--run", "9" * 30], "is not a row id"),
+        (["--all", "--study", "١٢"], "is not a row id"),
+        (["--run", "1_0"], "is not a row id"),
     ],
 )
 def test_bad_arguments_are_refused_clearly(db, args, message):

@@ -115,3 +115,26 @@ def test_a_run_whose_outputs_all_fail_changes_the_report_stamp(make_study, make_
     _run(study, make_judge())
     assert Rating.objects.filter(item__study=study).count() == 0
     assert study_rating_stamp(study) != before
+
+
+@pytest.mark.parametrize("mode", ["live", "batch"])
+@pytest.mark.parametrize("marker", ["nested", "nul", "surrogate"])
+def test_a_hostile_output_is_kept_as_an_unparsed_call_and_the_run_finishes(
+    make_study, make_judge, fake, marker, mode, monkeypatch
+):
+    # A judge server (or a model talked into it) answers with JSON nested 20,000 deep, or a
+    # good answer followed by a NUL or a lone surrogate (which no database text holds): the paid
+    # call is stored (unparsed when nothing can be read from it) and the run finishes.
+    monkeypatch.setenv("JUDGE_BATCH_POLL", "0.01")
+    study = make_study(["Fine?", f"Hostile <<fake:{marker}>>"], n_llms=1, repeat_rate=0)
+    run = judge_run_create(study=study, judge=make_judge(), repeat_rate=0, mode=mode)
+    run = execute_run(run.pk, backoff=0.01)
+    assert run.status == "done", (run.status, run.error)
+    calls = JudgeCall.objects.filter(run=run)
+    assert calls.count() == 2 and not calls.exclude(status=JudgeCall.Status.OK).exists()
+    hostile = calls.get(item__question__text__contains="Hostile")
+    assert "\x00" not in hostile.raw_output and "\ud800" not in hostile.raw_output
+    if marker == "nested":
+        assert hostile.parse_status == JudgeCall.Parse.FAILED and hostile.rating is None
+    else:  # the answer before the stray character is read as usual
+        assert hostile.parse_status == JudgeCall.Parse.OK and hostile.rating is not None

@@ -315,3 +315,13 @@ def test_superusers_still_see_everything(client, alice):
     judge = judge_config_create(name="alice-judge-3", owner=alice)
     assert client.get(_url("evaluation_judgeconfig_change", judge.pk)).status_code == 200
     assert JudgeConfig.objects.count() == 1
+
+
+@pytest.mark.parametrize("model", ["evaluation_judgerun", "evaluation_judgecall"])
+def test_judge_runs_and_calls_are_not_added_by_hand(client, model):
+    # A run is started with its pre-flight and plan; a call is the runner's record. An empty
+    # row saved from the admin's add form was a NOT NULL error (a 409 about a conflict).
+    client.force_login(User.objects.create_superuser("root", password="root-pass-123"))
+    assert client.get(_url(f"{model}_add")).status_code == 403
+    assert client.post(_url(f"{model}_add"), {}).status_code == 403
+    assert not JudgeRun.objects.exists()

@@ -141,3 +141,54 @@ def test_an_overlong_search_is_a_400_not_a_database_error(client, organizer):
     response = client.get("/api/questions/", {"search": "x" * 70_000})
     assert response.status_code == 400 and "at most 1000" in str(response.json()["search"])
     assert client.get("/api/questions/", {"search": "x" * 1000}).status_code == 200
+
+
+ADMIN_JSON = {
+    "nested": "[" * 100_000 + "]" * 100_000,
+    "lone surrogate": '{"a": "\\ud800"}',
+    "nul": '{"a": "x\\u0000y"}',
+}
+
+
+def _admin_json_forms():
+    """(add URL, JSON field names) of every admin add form with a JSON field."""
+    from django.contrib import admin
+    from django.db import models
+    from django.urls import reverse
+
+    for model in admin.site._registry:
+        fields = [f.name for f in model._meta.fields if isinstance(f, models.JSONField)]
+        if fields:
+            meta = model._meta
+            yield reverse(f"admin:{meta.app_label}_{meta.model_name}_add"), fields
+
+
+@pytest.mark.parametrize("why", list(ADMIN_JSON))
+def test_json_no_database_stores_is_a_field_error_in_every_admin_form(client, db, why):
+    # Django's JSON form field lets a RecursionError through (a 500) and hands a lone surrogate
+    # or a NUL to the database; the admin's forms refuse all three as invalid JSON.
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_superuser("root", password="root-pass-123"))
+    checked = 0
+    for url, fields in _admin_json_forms():
+        response = client.post(url, dict.fromkeys(fields, ADMIN_JSON[why]))
+        if response.status_code == 302:  # studies are made on the organizer's page
+            assert response["Location"] == "/organize/studies/new/", url
+            continue
+        assert response.status_code in (200, 403), (url, response.status_code)
+        if response.status_code == 200:
+            assert b"Enter a valid JSON" in response.content, url
+            checked += 1
+    # The rubric page's criteria rows (an inline) carry a JSON field too.
+    inline = {
+        "key": "hostile", "name_en": "Hostile", "mode": "star",
+        "criteria-TOTAL_FORMS": "1", "criteria-INITIAL_FORMS": "0",
+        "criteria-0-order": "0", "criteria-0-key": "k", "criteria-0-label_en": "K",
+        "criteria-0-min_score": "1", "criteria-0-max_score": "3",
+        "criteria-0-descriptions": ADMIN_JSON[why],
+    }  # fmt: skip
+    response = client.post("/admin/annotation/rubric/add/", inline)
+    assert response.status_code == 200 and b"Enter a valid JSON" in response.content
+    assert checked >= 3  # questions, criteria, raters at least
+    assert not Question.objects.exists()

@@ -64,3 +64,34 @@ def test_only_the_owner_downloads_worker_ids(crowd, client, other_organizer):
 def test_unknown_platform_is_a_404(crowd, organizer_client):
     url = reverse("organize:study_approvals", args=[crowd.study.pk, "upwork"])
     assert organizer_client.get(url).status_code == 404
+
+
+def _mturk_worker_rates(client, study, assignment_id: str) -> None:
+    """An MTurk worker opens the study's HIT, agrees and rates their first item."""
+    from annotation.models import Assignment
+    from tests.engine.conftest import crowd_enter
+
+    ids = {"workerId": "W-TWO-HITS", "assignmentId": assignment_id, "hitId": "H"}
+    first = crowd_enter(client, study, {**ids, "turkSubmitTo": "https://www.mturk.com"})
+    a = Assignment.objects.get(public_id=first["Location"].rstrip("/").split("/")[-1])
+    post = {f"c_{c.key}": "1" for c in study.rubric.criteria_for(a.item.question)}
+    assert client.post(first["Location"], post).status_code == 302
+
+
+def test_a_worker_of_two_hits_is_approved_with_each_studys_assignment_id(
+    organizer, organizer_client
+):
+    # MTurk's assignment id belongs to one HIT: the list of one study must name the assignment
+    # the worker took for that study, not the one of the HIT they opened last.
+    from django.test import Client
+
+    from tests.factories import make_study
+
+    first, second = (make_study(owner=organizer, admit_crowd=True) for _ in range(2))
+    worker = Client()
+    _mturk_worker_rates(worker, first, "ASSIGN-FIRST")
+    _mturk_worker_rates(worker, second, "ASSIGN-SECOND")
+    for study, assignment in ((first, "ASSIGN-FIRST"), (second, "ASSIGN-SECOND")):
+        url = reverse("organize:study_approvals", args=[study.pk, "mturk"])
+        rows = _csv(organizer_client.get(url))
+        assert rows[1:] == [[assignment, "W-TWO-HITS", "x", "", ""]]

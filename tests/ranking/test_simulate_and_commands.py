@@ -181,6 +181,41 @@ def test_simulate_command_reports_and_refuses_unknown_studies(star_study):
         call_command("simulate_ratings", "--study", "no such study")
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--raters-per-pool", "99999999999999"),  # ran for hours making raters
+        ("--raters-per-pool", "0"),
+        ("--ratings-per-item", "0"),
+        ("--ratings-per-item", "51"),
+        ("--max-items", "-1"),
+        ("--seed", "-1"),
+        ("--seed", "9" * 30),
+    ],
+)
+def test_simulate_command_refuses_options_out_of_range_and_writes_nothing(
+    star_study, option, value
+):
+    before = Rater.objects.count()
+    with pytest.raises(CommandError, match="must be between"):
+        call_command("simulate_ratings", "--study", str(star_study.study.pk), option, value)
+    assert Rater.objects.count() == before
+
+
+@pytest.mark.parametrize("command", ["report", "export_data"])
+def test_commands_say_when_they_cannot_write_their_file(star_study, tmp_path, command):
+    # A traceback (FileNotFoundError, NotADirectoryError) before.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    outs = [blocker / "out.json"]
+    if command == "export_data":  # the report makes its folders; the export does not
+        outs.append(tmp_path / "missing" / "out.csv")
+    for out in outs:
+        with pytest.raises(CommandError, match="Cannot write"):
+            call_command(command, "--study", str(star_study.study.pk), "--out", str(out))
+
+
 # --------------------------------------------------------------------------- report command
 
 

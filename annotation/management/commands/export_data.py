@@ -33,8 +33,11 @@ class Command(BaseCommand):
         if opts["format"] == "xlsx" and not opts["out"] and sys.stdout.isatty():
             raise CommandError("XLSX is binary: give --out PATH.")
         if opts["out"]:
-            with open(opts["out"], "wb") as fh:
-                n = export_write(study, what=opts["what"], fmt=opts["format"], out=fh)
+            try:
+                with open(opts["out"], "wb") as fh:
+                    n = export_write(study, what=opts["what"], fmt=opts["format"], out=fh)
+            except OSError as e:  # a missing folder, no permission, a full disk
+                raise CommandError(f"Cannot write {opts['out']}: {e.strerror or e}") from None
             self.stderr.write(f"wrote {n} bytes to {opts['out']}")
         else:
             self.stdout.flush()

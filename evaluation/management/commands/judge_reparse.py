@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.cli import row_id
 from evaluation import recording
 from evaluation.models import JudgeRun
 
@@ -20,10 +21,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         which = parser.add_mutually_exclusive_group(required=True)
         which.add_argument(
-            "--run", type=int, action="append", metavar="ID", help="A run id (repeatable)."
+            "--run", type=row_id, action="append", metavar="ID", help="A run id (repeatable)."
         )
         which.add_argument("--all", action="store_true", help="Every run (of --study if given).")
-        parser.add_argument("--study", type=int, metavar="ID", help="With --all: one study only.")
+        parser.add_argument(
+            "--study", type=row_id, metavar="ID", help="With --all: one study only."
+        )
 
     def handle(self, *args, **opts):
         runs = JudgeRun.objects.order_by("pk")

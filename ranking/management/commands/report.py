@@ -109,12 +109,15 @@ class Command(BaseCommand):
             self.stdout.write(exports.to_json(report).decode("utf-8"))
             return
         path = Path(out or exports.filename(report, fmt))
-        if fmt == "csv" and path.suffix.lower() != ".zip":
-            written = exports.write_csv_dir(report, path)
-            self.stdout.write(f"Wrote {len(written)} CSV files to {path}/")
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(exports.render(report, fmt))
+        try:
+            if fmt == "csv" and path.suffix.lower() != ".zip":
+                written = exports.write_csv_dir(report, path)
+                self.stdout.write(f"Wrote {len(written)} CSV files to {path}/")
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(exports.render(report, fmt))
+        except OSError as e:  # no permission, a file where a folder should be, a full disk
+            raise CommandError(f"Cannot write {path}: {e.strerror or e}") from None
         meta = report.meta
         self.stdout.write(
             f"Wrote {path} ({meta.get('n_star_ratings', 0)} star ratings, "

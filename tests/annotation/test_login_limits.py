@@ -1,0 +1,52 @@
+"""Guessing passwords: failed sign-ins per client address and hour are capped on the login page
+and the admin's sign-in; past the cap the password is not even checked (config/login.py)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+LOGIN = "/accounts/login/"
+ADMIN_LOGIN = "/admin/login/"
+
+
+@pytest.fixture
+def staff(db) -> User:
+    return User.objects.create_superuser("root", password="the-right-password")
+
+
+def _guess(client: Client, url: str, password: str):
+    return client.post(url, {"username": "root", "password": password})
+
+
+@pytest.mark.parametrize("url", [LOGIN, ADMIN_LOGIN])
+def test_failed_sign_ins_from_one_address_are_capped(staff, settings, url):
+    settings.LOGIN_FAILURES_PER_HOUR = 3
+    guesser = Client(REMOTE_ADDR="203.0.113.66")
+    assert [_guess(guesser, url, f"guess-{i}").status_code for i in range(3)] == [200] * 3
+    refused = _guess(guesser, url, "the-right-password")  # the right one, too late
+    assert refused.status_code == (429 if url == LOGIN else 200)
+    assert b"Too many failed sign-ins from your address" in refused.content
+    assert "_auth_user_id" not in guesser.session
+    # Another address signs in as usual.
+    other = Client(REMOTE_ADDR="192.0.2.10")
+    assert _guess(other, url, "the-right-password").status_code == 302
+    assert other.session["_auth_user_id"] == str(staff.pk)
+
+
+def test_a_cap_of_zero_turns_it_off(staff, settings):
+    settings.LOGIN_FAILURES_PER_HOUR = 0
+    guesser = Client(REMOTE_ADDR="203.0.113.67")
+    for i in range(5):
+        _guess(guesser, LOGIN, f"guess-{i}")
+    assert _guess(guesser, LOGIN, "the-right-password").status_code == 302
+
+
+def test_the_refusal_speaks_chinese(staff, settings):
+    settings.LOGIN_FAILURES_PER_HOUR = 1
+    guesser = Client(REMOTE_ADDR="203.0.113.68", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    _guess(guesser, LOGIN, "wrong")
+    refused = _guess(guesser, LOGIN, "wrong again")
+    assert refused.status_code == 429
+    assert "登录失败次数过多" in refused.content.decode()
