@@ -209,7 +209,8 @@ def _actions(c: dict) -> str:
     if c["study"].mode == "pairwise":
         keys = _e(t["keys_pairwise"])
     else:
-        keys = f"{_e(t['keys_star'])} {_e(t['keys_ten'])}"
+        ten = f" {_e(t['keys_ten'])}" if c["zero_is_ten"] else ""
+        keys = f"{_e(t['keys_star'])}{ten} {_e(t['keys_arrows'])}"
     return (
         '\n\n  <div class="actions">'
         f'\n    <button type="submit" class="primary" data-action="submit">{submit}</button>'
