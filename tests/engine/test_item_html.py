@@ -203,3 +203,23 @@ def test_the_zero_gives_ten_hint_is_shown_only_where_it_holds(db, organizer, rub
         assert shortcuts is not None
         assert (ten in shortcuts.group(1)) is said
         assert shortcuts.group(1).endswith(arrows)
+
+
+def test_the_zero_of_a_scale_from_zero_reads_0_not_a_first_star(db, organizer):
+    """A criterion from 0 (the rubric form allows it) drew its 0 as a star, so 0 looked like one
+    star given. Both renderings now show it as the digit, still a radio of value 0 (no script
+    needed); the 1-3 stars stay stars."""
+    _own_rubric("from-zero", [(0, 3)])
+    study = make_study(owner=organizer, admit_public=True, instructions="", rubric="from-zero")
+    rater = make_rater("public")
+    a = _served(study, rater)
+    template, by_hand = _both(a, rater, posted={"c_c0": "0"})
+    assert by_hand == template
+    labels = re.findall(r'<label class="(star[^"]*)".*?value="(\d+)"(.*?)</label>', by_hand)
+    assert [(cls, value) for cls, value, _ in labels] == [
+        ("star zero", "0"), ("star", "1"), ("star", "2"), ("star", "3"),
+    ]  # fmt: skip
+    zero, *stars = (rest for _, _, rest in labels)
+    assert zero.startswith(" checked>") and '<span aria-hidden="true">0</span>' in zero
+    assert "★" not in zero
+    assert all('<span aria-hidden="true">★</span>' in s for s in stars)
