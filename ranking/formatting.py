@@ -57,6 +57,11 @@ HEADERS: dict[str, Any] = {
     "spearman_ci_high": _("Spearman 95% CI high"),
     "kendall_ci_low": _("Kendall 95% CI low"),
     "kendall_ci_high": _("Kendall 95% CI high"),
+    # Named in the notes of the judge section by these words (ranking/_agreement.html).
+    "n_no_majority": _("Items without a majority"),
+    "p_longer": _("Share won by the longer answer"),
+    "length_coef": _("Length coefficient"),
+    "lc_win_rate": _("Length-controlled win rate"),
 }
 
 # The other headers follow from the column name (``win_share`` -> "Win share"); these are
@@ -101,10 +106,8 @@ GENERIC_HEADERS = (
     gettext_noop("Kind a"),
     gettext_noop("Kind b"),
     gettext_noop("Lam"),
-    gettext_noop("Lc win rate"),
     gettext_noop("Left of decisive"),
     gettext_noop("Left share"),
-    gettext_noop("Length coef"),
     gettext_noop("Level"),
     gettext_noop("Loss"),
     gettext_noop("Loss share"),
@@ -133,7 +136,6 @@ GENERIC_HEADERS = (
     gettext_noop("N judge only items"),
     gettext_noop("N matches"),
     gettext_noop("N no hint"),
-    gettext_noop("N no majority"),
     gettext_noop("N pairs"),
     gettext_noop("N pairs no ties"),
     gettext_noop("N pairwise"),
@@ -149,7 +151,6 @@ GENERIC_HEADERS = (
     gettext_noop("Observed var max"),
     gettext_noop("Observed var mean"),
     gettext_noop("P"),
-    gettext_noop("P longer"),
     gettext_noop("Pearson"),
     gettext_noop("Points"),
     gettext_noop("Points rank"),

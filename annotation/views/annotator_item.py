@@ -85,7 +85,9 @@ def _item_labels() -> dict[str, str]:
             "Keys: digits give stars criterion by criterion, Enter submits, S skips, "
             "Backspace or ← goes back."
         ),
-        "keys_ten": _("0 gives 10 on a 1-10 scale. On a focused star, ← and → move the star."),
+        # Said only where a criterion's stars reach 10 without a 0 (annotate.js's starFor).
+        "keys_ten": _("0 gives 10 on a 1-10 scale."),
+        "keys_arrows": _("On a focused star, ← and → move the star."),
     }
 
 
@@ -126,6 +128,16 @@ def criteria_rows(a: Assignment, values: dict[str, int]) -> list[dict]:
     return rows
 
 
+def zero_is_ten(rows: list[dict]) -> bool:
+    """Whether the 0 key gives 10 on some criterion of the screen: its stars reach 10 and have
+    no 0 (what annotate.js's starFor does), so that the hint is shown only where it holds."""
+    for row in rows:
+        values = {s["value"] for s in row["stars"]}
+        if 10 in values and 0 not in values:
+            return True
+    return False
+
+
 def item_context(
     a: Assignment, rater: Rater, *, posted=None, errors=None, done: int | None = None
 ) -> dict:
@@ -156,6 +168,7 @@ def item_context(
         answers = {"left": left.text if left else "", "right": right.text if right else ""}
     else:
         answers = {"single": item.response_a.text}
+    criteria = criteria_rows(a, values) if a.study.mode == Rubric.Mode.STAR else []
     return {
         "study": a.study,
         "assignment": a,
@@ -163,7 +176,8 @@ def item_context(
         "question": item.question.text,
         "reference": item.question.reference if a.hint_shown else "",
         "answers": answers,
-        "criteria": criteria_rows(a, values) if a.study.mode == Rubric.Mode.STAR else [],
+        "criteria": criteria,
+        "zero_is_ten": zero_is_ten(criteria),
         "t": labels,
         "choices": choices,
         "choice": choice,

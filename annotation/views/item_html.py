@@ -190,9 +190,11 @@ def _criterion(row: dict, *, first: bool) -> str:
     for s in stars:
         value, desc = _e(s["value"]), _e(s["desc"])
         checked = "checked" if row["selected"] == s["value"] else ""
+        # A scale from 0 shows its 0 as "0", not as a first star.
+        zero, glyph = (" zero", "0") if s["value"] == 0 else ("", "★")
         out.append(
-            f'\n          <label class="star" title="{value} — {desc}"><input type="radio"'
-            f' name="c_{key}" value="{value}" {checked}><span aria-hidden="true">★</span>'
+            f'\n          <label class="star{zero}" title="{value} — {desc}"><input type="radio"'
+            f' name="c_{key}" value="{value}" {checked}><span aria-hidden="true">{glyph}</span>'
             f'<span class="sr-only">{value} {desc}</span></label>\n          '
         )
     out.append(
@@ -209,7 +211,8 @@ def _actions(c: dict) -> str:
     if c["study"].mode == "pairwise":
         keys = _e(t["keys_pairwise"])
     else:
-        keys = f"{_e(t['keys_star'])} {_e(t['keys_ten'])}"
+        ten = f" {_e(t['keys_ten'])}" if c["zero_is_ten"] else ""
+        keys = f"{_e(t['keys_star'])}{ten} {_e(t['keys_arrows'])}"
     return (
         '\n\n  <div class="actions">'
         f'\n    <button type="submit" class="primary" data-action="submit">{submit}</button>'

@@ -98,7 +98,10 @@ def _stability(
     sh_rank: np.ndarray,
     n_shuffles: int,
 ) -> pd.DataFrame:
+    # Ranked among the models that played (the others are dropped below): whole numbers, as
+    # every other rank of the report.
     p_rank = pd.Series(pts["score"]).where(played).rank(ascending=False, method="min")
+    p_rank = p_rank.fillna(0).astype("int64")
     with np.errstate(all="ignore"):
         return pd.DataFrame(
             {

@@ -45,6 +45,15 @@ def agreement_tables(report) -> dict[str, presenters.Table]:
     return out
 
 
+@register.simple_tag
+def column_header(column: str) -> str:
+    """The words a table of the page heads this column with (the notes name columns by them;
+    the codes are for the downloads and the API)."""
+    from ranking import formatting
+
+    return formatting.header(column)
+
+
 @register.simple_tag(takes_context=True)
 def bt_ties_links(context) -> list[dict[str, object]]:
     """Links to the same report with each Bradley-Terry tie rule (other filters kept)."""

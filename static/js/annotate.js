@@ -42,8 +42,10 @@
     criteria().forEach(function (fs) {
       var checked = fs.querySelector("input:checked");
       var value = checked ? parseInt(checked.value, 10) : 0;
+      // Stars 1 up to the given one are lit; a 0 (scales from 0) is a "0", never a lit star.
       fs.querySelectorAll("label.star").forEach(function (lab) {
-        lab.classList.toggle("on", parseInt(lab.querySelector("input").value, 10) <= value);
+        var star = parseInt(lab.querySelector("input").value, 10);
+        lab.classList.toggle("on", star >= 1 && star <= value);
       });
       var desc = fs.querySelector("[data-star-desc]");
       if (desc) desc.textContent = checked ? checked.closest("label").title : "";

@@ -157,6 +157,30 @@ def test_zero_gives_ten_on_a_one_to_ten_scale(carol, organizer):
     assert Rating.objects.get().scores_dict() == {"overall": 10}
 
 
+def test_a_scale_from_zero_shows_0_as_a_digit_and_lights_no_star_for_it(carol, organizer):
+    """0 on a 0-3 criterion was drawn lit as one star (and lit before anything was chosen)."""
+    from annotation.models import Criterion
+
+    page = carol
+    rubric = Rubric.objects.create(key="from-zero", name_en="From zero", mode="star")
+    Criterion.objects.create(rubric=rubric, key="done", label_en="Done", min_score=0, max_score=3)
+    study = make_study(owner=organizer, rubric="from-zero", n_questions=1, n_llms=1)
+    _open_item(page, study)
+    stars = page.locator("fieldset.criterion label.star")
+    expect(stars).to_have_count(4)
+    expect(stars.first.locator("span[aria-hidden]")).to_have_text("0")
+    expect(page.locator("label.star.on")).to_have_count(0)
+    page.keyboard.press("2")
+    expect(page.locator("label.star.on")).to_have_count(2)
+    expect(stars.first).not_to_have_class(re.compile(r"\bon\b"))
+    page.keyboard.press("0")
+    expect(page.locator("fieldset.criterion input[value='0']")).to_be_checked()
+    expect(page.locator("label.star.on")).to_have_count(0)
+    page.keyboard.press("Enter")
+    expect(page.locator("#done")).to_be_visible()
+    assert Rating.objects.get().scores_dict() == {"done": 0}
+
+
 def test_star_and_pairwise_items_are_completed_with_the_keyboard_alone(carol, organizer):
     page = carol
     star = make_study(owner=organizer, n_questions=1, n_llms=1, ratings_per_item=1)

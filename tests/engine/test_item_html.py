@@ -161,3 +161,65 @@ def test_a_criterion_without_star_meanings_gets_no_empty_help_line(db, organizer
     template, by_hand = _both(_served(study, rater), rater)
     assert by_hand == template
     assert by_hand.count('class="star-help"') == 1 and "1★ bad; 2★★ good" in by_hand
+
+
+def _own_rubric(key: str, ranges: list[tuple[int, int]]):
+    from annotation.models import Criterion, Rubric
+
+    rubric = Rubric.objects.create(key=key, name_en=key, mode="star")
+    for order, (low, high) in enumerate(ranges):
+        Criterion.objects.create(
+            rubric=rubric, key=f"c{order}", label_en=f"C{order}", min_score=low, max_score=high,
+            order=order,
+        )  # fmt: skip
+    return key
+
+
+@pytest.mark.parametrize(
+    ("rubric", "ranges", "said"),
+    [
+        ("llmeval2", None, False),  # 1-3 stars and the like: 0 does nothing
+        ("alignbench", None, True),  # 1-10: 0 gives 10
+        ("mixed", [(1, 3), (1, 10)], True),  # one criterion reaching 10 is enough
+        ("zero-ten", [(0, 10)], False),  # 0 is a star of its own there, not 10
+    ],
+)
+def test_the_zero_gives_ten_hint_is_shown_only_where_it_holds(db, organizer, rubric, ranges, said):
+    """The hint "0 gives 10 on a 1-10 scale" was on every star screen, 1-3 stars included; the
+    arrow-key hint stays on all of them. The page and the fragment say the same."""
+    if ranges:
+        _own_rubric(rubric, ranges)
+    study = make_study(owner=organizer, admit_public=True, instructions="", rubric=rubric)
+    rater = make_rater("public")
+    a = _served(study, rater)
+    for language, ten, arrows in [
+        ("en", "0 gives 10 on a 1-10 scale.", "On a focused star, ← and → move the star."),
+        ("zh-hans", "1-10 分制下按 0 即 10 分。", "焦点在星级上时，← 和 → 调整星级。"),
+    ]:
+        with translation.override(language):
+            template, by_hand = _both(a, rater)
+        assert by_hand == template
+        shortcuts = re.search(r'<p class="muted small shortcuts">(.*?)</p>', by_hand)
+        assert shortcuts is not None
+        assert (ten in shortcuts.group(1)) is said
+        assert shortcuts.group(1).endswith(arrows)
+
+
+def test_the_zero_of_a_scale_from_zero_reads_0_not_a_first_star(db, organizer):
+    """A criterion from 0 (the rubric form allows it) drew its 0 as a star, so 0 looked like one
+    star given. Both renderings now show it as the digit, still a radio of value 0 (no script
+    needed); the 1-3 stars stay stars."""
+    _own_rubric("from-zero", [(0, 3)])
+    study = make_study(owner=organizer, admit_public=True, instructions="", rubric="from-zero")
+    rater = make_rater("public")
+    a = _served(study, rater)
+    template, by_hand = _both(a, rater, posted={"c_c0": "0"})
+    assert by_hand == template
+    labels = re.findall(r'<label class="(star[^"]*)".*?value="(\d+)"(.*?)</label>', by_hand)
+    assert [(cls, value) for cls, value, _ in labels] == [
+        ("star zero", "0"), ("star", "1"), ("star", "2"), ("star", "3"),
+    ]  # fmt: skip
+    zero, *stars = (rest for _, _, rest in labels)
+    assert zero.startswith(" checked>") and '<span aria-hidden="true">0</span>' in zero
+    assert "★" not in zero
+    assert all('<span aria-hidden="true">★</span>' in s for s in stars)

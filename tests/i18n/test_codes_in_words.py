@@ -91,3 +91,44 @@ def test_a_gold_upload_json_error_is_translated(
     assert r.status_code == 400
     assert "不是有效的 JSON：第 1 行第 15 列，对象末尾多了一个逗号。" in page
     assert "Illegal trailing comma" not in page
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", ["Items without a majority", "Share won by the longer answer",
+                "Length coefficient", "Length-controlled win rate"]),
+        ("zh-hans", ["无多数意见的条目", "较长回答胜出占比", "长度系数", "长度控制胜率"]),
+    ],
+)  # fmt: skip
+def test_the_judge_section_notes_name_columns_by_their_headers_not_their_codes(
+    organizer_client,
+    pair_study,  # noqa: F811
+    language,
+    words,
+):
+    """The notes said "(n_no_majority)", "p_longer: ...", "lc_win_rate: ..." in the prose; they
+    now use the words the tables head those columns with. The API keeps the codes."""
+    from django.utils import translation
+
+    from ranking import formatting
+
+    organizer_client.cookies["django_language"] = language
+    html = organizer_client.get(reverse("ranking:report", args=[pair_study.study.pk]))
+    section = re.search(
+        r'<section class="report-section" id="judge-agreement">(.*?)</section>',
+        html.content.decode(),
+        re.S,
+    ).group(1)
+    notes = " ".join(re.findall(r'<p class="muted">(.*?)</p>', section, re.S))
+    codes = ("n_no_majority", "p_longer", "length_coef", "lc_win_rate")
+    for code, word in zip(codes, words, strict=True):
+        assert code not in notes
+        assert f"“{word}”" in notes
+        with translation.override(language):
+            assert formatting.header(code) == word  # the tables' headers, the same words
+    assert f"<th>{words[1]}</th>" in section  # the judge_bias table heads the column so
+    api = organizer_client.get(
+        reverse("ranking:api-report-table", args=[pair_study.study.pk, "judge_bias"])
+    ).json()
+    assert {"p_longer", "length_coef"} <= set(api["columns"])

@@ -82,6 +82,12 @@ def test_the_page_rounds_but_the_downloads_keep_full_precision(organizer_client,
     )
     assert doc["tables"]["elo_stability"][0]["elo"] == pytest.approx(exact, abs=1e-9)
     assert doc["tables"]["elo_stability"][0]["elo"] != round(exact)
+    # Ranks are whole numbers in the downloads and the API, points_rank as elo_rank (not 1.0).
+    api = organizer_client.get(
+        reverse("ranking:api-report-table", args=[study.pk, "elo_stability"])
+    ).json()
+    for row in [*doc["tables"]["elo_stability"], *api["rows"]]:
+        assert type(row["points_rank"]) is int and type(row["elo_rank"]) is int
 
 
 def test_the_summary_has_a_leaderboard_per_rater_kind_with_intervals(pair_study):  # noqa: F811

@@ -54,3 +54,17 @@ def test_chinese_page_says_the_definitions_are_in_english(organizer_client):
     html = organizer_client.get(reverse("ranking:statistics")).content.decode()
     assert "以下定义以英文撰写。" in html and "目录" in html
     assert '<article class="card md doc" id="definitions" lang="en">' in html
+
+
+def test_every_link_of_the_definitions_goes_to_an_anchor_of_the_page(organizer_client):
+    """docs/statistics.md names other documents as plain text (docs/quality.md): a Markdown link
+    relative to docs/ (`[x](quality.md)`) would be a dead link on this page. Every link inside
+    the definitions and the contents is an anchor of the page or a full http(s) address."""
+    html = organizer_client.get(reverse("ranking:statistics")).content.decode()
+    ids = set(re.findall(r'\bid="([^"]+)"', html))
+    body = re.search(r'<nav class="card".*</article>', html, re.S)
+    assert body is not None
+    hrefs = re.findall(r'href="([^"]*)"', body.group(0))
+    assert len(hrefs) > 10
+    for href in hrefs:
+        assert href[1:] in ids if href.startswith("#") else href.startswith("https://"), href

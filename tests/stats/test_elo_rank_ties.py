@@ -44,3 +44,15 @@ def test_ranks_desc_is_rank_min_of_the_negated_ratings_on_every_row():
     expected = rankdata(-ratings, method="min", axis=-1)
     np.testing.assert_array_equal(elo.ranks_desc(ratings), expected)
     np.testing.assert_array_equal(elo.ranks_desc(ratings[0]), expected[0])
+
+
+def test_points_rank_of_the_stability_table_is_an_integer_like_every_other_rank():
+    """``points_rank`` was pandas' float rank (the API and the JSON download said 1.0 where
+    every other rank says 1); its declared type is int64, as ``elo_rank``'s."""
+    rows = []
+    for item, (a, b, choice) in enumerate([("x", "y", "A"), ("y", "z", "A"), ("x", "z", "tie")]):
+        rows += [(r, item, a, b, choice) for r in ("h1", "h2")]
+    stab = build_report(None, pair_frame(rows), n_shuffles=3, n_bootstrap=0)["elo_stability"]
+    assert len(stab) and str(stab["points_rank"].dtype) == "int64"
+    assert str(stab["elo_rank"].dtype) == "int64"
+    assert sorted(stab.loc[stab["rater_kind"] == "all", "points_rank"]) == [1, 2, 3]
