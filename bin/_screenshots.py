@@ -99,6 +99,8 @@ def _shoot(browser, url: str, studies: list[tuple[str, str]]) -> None:
     _login(page, "organizer", "organizer-demo")
     page.goto(f"/studies/{report_pk}/report/")
     page.wait_for_load_state("networkidle")
+    # The charts come in their own request once the page is shown (ranking/chart_groups.py).
+    page.locator("#charts-leaderboards figure img").first.wait_for()
     # The first section of the report (past the filter form) at the top of the picture.
     page.evaluate("document.querySelector('main h2')?.scrollIntoView()")
     page.screenshot(path=str(IMG / "report.png"))
