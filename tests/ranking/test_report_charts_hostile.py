@@ -38,3 +38,27 @@ def test_charts_of_a_stale_snapshot_are_not_kept_for_the_fresh_one(
     assert expected != _drawn_afresh(stale)  # the new rating shows in some chart
     assert chart_groups.svgs(fresh) == expected
     assert page_charts(organizer_client, study) != before
+
+
+def test_the_last_day_there_is_as_the_end_date_bounds_nothing(organizer_client, star_study):
+    """end=9999-12-31 was a 500 (the next midnight is past datetime's range) on the report,
+    its charts, its downloads and the API; it is the same as no end date."""
+    pk = star_study.study.pk
+    last_day = {"end": "9999-12-31"}
+    for name, args in [
+        ("ranking:report-charts", [pk]),
+        ("ranking:report", [pk]),
+        ("ranking:report-download", [pk, "json"]),
+        ("ranking:api-report", [pk]),
+    ]:
+        for headers in ({}, {"HX-Request": "true"}):
+            response = organizer_client.get(reverse(name, args=args), last_day, headers=headers)
+            assert response.status_code == 200, (name, headers)
+    page = organizer_client.get(reverse("ranking:report", args=[pk]), last_day)
+    everything = organizer_client.get(reverse("ranking:report", args=[pk]))
+    assert page.context["report"].meta["n_star_ratings"] == (
+        everything.context["report"].meta["n_star_ratings"]
+    )
+    assert page_charts(organizer_client, star_study.study, last_day) == page_charts(
+        organizer_client, star_study.study
+    )
