@@ -3,9 +3,12 @@ never outlive it, odd filters are a 400, the fragment and the page never mix."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from django.urls import reverse
 
+from annotation.models import LLM
 from ranking import chart_groups, services
 from ranking.services import StudyReport
 
@@ -62,3 +65,20 @@ def test_the_last_day_there_is_as_the_end_date_bounds_nothing(organizer_client, 
     assert page_charts(organizer_client, star_study.study, last_day) == page_charts(
         organizer_client, star_study.study
     )
+
+
+def test_names_are_drawn_as_text_never_as_mathtext(organizer_client, star_study):
+    """A model named "$\\frac$" made the charts a 500 (matplotlib parsed it as mathtext); a name
+    with two dollar signs was drawn as a formula."""
+    names = ["$\\frac$", "a $5 and $10 b"]
+    for llm, name in zip(LLM.objects.order_by("pk"), names, strict=False):
+        llm.name = name
+        llm.save(update_fields=["name"])
+    charts = page_charts(organizer_client, star_study.study)
+    svgs = [
+        base64.b64decode(src.split(",", 1)[1]).decode()
+        for figures in charts.values()
+        for src, _alt in figures
+    ]
+    for name in names:
+        assert any(name in svg for svg in svgs), name
