@@ -12,10 +12,12 @@ from annotation.models import LLM
 from ranking import chart_groups, services
 from ranking.services import StudyReport
 
+from . import test_report_refresh
 from .conftest import new_rating, page_charts
-from .test_report_refresh import large, queued  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
+queued = test_report_refresh.queued  # fixtures: the task queue recorded, every study large
+large = test_report_refresh.large
 
 
 def _drawn_afresh(report) -> dict[str, str | None]:
@@ -24,7 +26,7 @@ def _drawn_afresh(report) -> dict[str, str | None]:
 
 
 def test_charts_of_a_stale_snapshot_are_not_kept_for_the_fresh_one(
-    organizer_client, star_study, large, queued  # noqa: F811
+    organizer_client, star_study, large, queued
 ):
     study = star_study.study
     before = page_charts(organizer_client, study)
@@ -59,8 +61,9 @@ def test_the_last_day_there_is_as_the_end_date_bounds_nothing(organizer_client, 
             assert response.status_code == 200, (name, headers)
     page = organizer_client.get(reverse("ranking:report", args=[pk]), last_day)
     everything = organizer_client.get(reverse("ranking:report", args=[pk]))
-    assert page.context["report"].meta["n_star_ratings"] == (
-        everything.context["report"].meta["n_star_ratings"]
+    assert (
+        page.context["report"].meta["n_star_ratings"]
+        == (everything.context["report"].meta["n_star_ratings"])
     )
     assert page_charts(organizer_client, star_study.study, last_day) == page_charts(
         organizer_client, star_study.study
