@@ -36,6 +36,9 @@ PALETTE = ("#0969da", "#1a7f37", "#9a6700", "#cf222e", "#8250df", "#bf3989", "#1
 _RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "llmeval-report",
+    # Names (models, judges, raters) are untrusted text, never mathtext: "$" is a dollar sign, and
+    # a name like "$\\frac$" does not stop the charts with a parse error.
+    "text.parse_math": False,
     "font.family": ["sans-serif"],
     "font.size": 9,
     "axes.spines.top": False,

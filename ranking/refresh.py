@@ -114,7 +114,9 @@ def _as_datetime(value, *, end_of_day: bool = False) -> dt.datetime | None:
         return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
     if isinstance(value, dt.date):
         # A date range is inclusive of its last day: the statistics' end bound is exclusive, so
-        # the end date becomes the following midnight.
+        # the end date becomes the following midnight; the last day there is bounds nothing.
+        if end_of_day and value >= dt.date.max:
+            return None
         day = value + dt.timedelta(days=1) if end_of_day else value
         return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
     raise TypeError(f"Not a date or datetime: {value!r}")

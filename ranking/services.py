@@ -134,11 +134,13 @@ def report_build(
     key = report_cache_key(study.pk, filters, count, stamp)
     latest = _latest_key(study.pk, filters)
     if stale_ok and count >= stale_min_ratings():
-        old = _stale_snapshot(latest, key)
+        old_key, old = _stale_snapshot(latest, key)
         if old is not None:
             report_refresh_soon(study_id=study.pk, filters=filters)
-            return StudyReport(study, filters, old, cached=True, cache_key=key, stale=True)
-        if old is None and cache.get(key) is None and refresh_pending(study.pk, filters):
+            # Under the old snapshot's key: what is cached next to it (the charts) is drawn
+            # from its tables, and must not be served for the current snapshot.
+            return StudyReport(study, filters, old, cached=True, cache_key=old_key, stale=True)
+        if cache.get(key) is None and refresh_pending(study.pk, filters):
             return StudyReport(study, filters, {}, cache_key=key, computing=True)
     tables, cached = snapshot(key, lambda: _compute(study, filters))
     if not cached:
@@ -190,15 +192,13 @@ def _latest_key(study_pk: int, filters: ReportFilters) -> str:
     return f"ranking:report:v{CACHE_VERSION}:{study_pk}:{filters.cache_token()}:latest"
 
 
-def _stale_snapshot(latest: str, key: str) -> dict[str, Any] | None:
-    """The newest stored snapshot when it is not the current one (None when there is none, or
-    when the current one is stored: then it is served as usual)."""
+def _stale_snapshot(latest: str, key: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(its key, the newest stored snapshot) when it is not the current one; (None, None) when
+    there is none, or when the current one is stored: then it is served as usual."""
     old_key = cache.get(latest)
-    if old_key is None or old_key == key:
-        return None
-    if cache.get(key) is not None:
-        return None
-    return cache.get(old_key)
+    if old_key is None or old_key == key or cache.get(key) is not None:
+        return None, None
+    return old_key, cache.get(old_key)
 
 
 def report_refresh(*, study_id: int, filters: Mapping[str, Any] | None = None) -> bool:

@@ -72,8 +72,10 @@ HOSTILE = [
     "=cmd|'/c calc'!A1",
     "../../etc/passwd",
     "{{ settings.SECRET_KEY }}",
+    "9999-12-31",  # the last date there is: the day after it is out of range
+    "0001-01-01",
 ]
-QUICK = ["\x00", "\udcff", "١٢", str(2**70), "1e309", "x" * 5000]
+QUICK = ["\x00", "\udcff", "١٢", str(2**70), "1e309", "x" * 5000, "9999-12-31"]
 PATH_INTS = [str(2**63), str(2**64 + 5), "9" * 40, "0"]
 PATH_STRS = ["%00", "%FF%FE", "%ED%A0%80", "%D9%A1%D9%A2", "x" * 3000, "..%2F..%2Fsettings"]
 JSON_BODIES = [

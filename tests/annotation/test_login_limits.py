@@ -50,3 +50,43 @@ def test_the_refusal_speaks_chinese(staff, settings):
     refused = _guess(guesser, LOGIN, "wrong again")
     assert refused.status_code == 429
     assert "登录失败次数过多" in refused.content.decode()
+
+
+@pytest.mark.parametrize("url", [LOGIN, ADMIN_LOGIN])
+def test_a_forged_forwarded_for_buys_no_new_budget(staff, settings, url):
+    """X-Forwarded-For is any client's to write: without TRUSTED_PROXIES it is ignored, and
+    behind a listed proxy only the address the proxy appended counts (annotation/net.py)."""
+    settings.LOGIN_FAILURES_PER_HOUR = 2
+    direct = Client(REMOTE_ADDR="203.0.113.70")
+    for i in range(2):
+        direct.post(
+            url, {"username": "root", "password": f"g{i}"}, HTTP_X_FORWARDED_FOR=f"10.9.0.{i}"
+        )
+    forged = direct.post(
+        url,
+        {"username": "root", "password": "the-right-password"},
+        HTTP_X_FORWARDED_FOR="10.9.0.99",
+    )
+    assert b"Too many failed sign-ins" in forged.content and "_auth_user_id" not in direct.session
+
+    settings.TRUSTED_PROXIES = ["127.0.0.1"]
+    proxied = Client(REMOTE_ADDR="127.0.0.1")
+    for i in range(2):  # the client writes a new left-hand address each time; the proxy appends
+        proxied.post(
+            url,
+            {"username": "root", "password": f"h{i}"},
+            HTTP_X_FORWARDED_FOR=f"10.8.0.{i}, 198.51.100.7",
+        )
+    refused = proxied.post(
+        url,
+        {"username": "root", "password": "the-right-password"},
+        HTTP_X_FORWARDED_FOR="10.8.0.99, 198.51.100.7",
+    )
+    assert b"Too many failed sign-ins" in refused.content
+    # Another client behind the same proxy is not locked out by this one.
+    other = proxied.post(
+        url,
+        {"username": "root", "password": "the-right-password"},
+        HTTP_X_FORWARDED_FOR="198.51.100.8",
+    )
+    assert other.status_code == 302
