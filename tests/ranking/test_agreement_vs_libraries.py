@@ -25,7 +25,8 @@ from sklearn.metrics import cohen_kappa_score, precision_recall_fscore_support
 
 from annotation.models import Rater, Study
 
-pytestmark = pytest.mark.django_db
+# database_independent: the figures from the report frames: the frames are the same on PostgreSQL (tests/ranking/test_frames_copy.py).
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 MODELS = {"m-a": 0.8, "m-b": 0.5, "模型-c": 0.2}  # quality; the unicode name sorts last
 CRITERIA = ("accuracy", "fluency")

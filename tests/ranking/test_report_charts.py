@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from .conftest import page_charts
 
-pytestmark = pytest.mark.django_db
+# database_independent: pages, permissions and cache keys: the same on any database.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 
 def charts_url(study) -> str:

@@ -15,7 +15,8 @@ from ranking.services import StudyReport
 from . import test_report_refresh
 from .conftest import new_rating, page_charts
 
-pytestmark = pytest.mark.django_db
+# database_independent: pages, permissions and cache keys: the same on any database.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 queued = test_report_refresh.queued  # fixtures: the task queue recorded, every study large
 large = test_report_refresh.large
 

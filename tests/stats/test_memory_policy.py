@@ -11,6 +11,9 @@ import pytest
 
 from ranking.stats import memory
 
+# No database: its subprocess only computes a report in memory.
+pytestmark = pytest.mark.database_independent
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
