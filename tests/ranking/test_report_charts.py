@@ -9,6 +9,8 @@ import re
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from .conftest import page_charts
 
@@ -75,3 +77,21 @@ def test_another_organizers_study_is_a_404_and_strangers_log_in(other_organizer,
     c.force_login(other_organizer)
     assert c.get(charts_url(star_study.study)).status_code == 404
     assert c.get(charts_url(star_study.study), headers={"HX-Request": "true"}).status_code == 404
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+def test_without_javascript_filters_that_leave_no_chart_say_so(organizer_client, star_study, lang):
+    """Filters under which nothing can be drawn give a page that says so, not a bare title."""
+    study = star_study.study
+    empty = {"start": "2000-01-01", "end": "2000-01-02"}
+    assert not any(page_charts(organizer_client, study, empty).values())
+    response = organizer_client.get(charts_url(study), empty, headers={"Accept-Language": lang})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<figure>" not in page and 'class="report-section"' not in page
+    with translation.override(lang):
+        said = gettext("No chart to draw under these filters.")
+    assert said in page and (lang == "en" or not said.isascii())
+    # With charts to draw, the page shows them and not the sentence.
+    full = organizer_client.get(charts_url(study), headers={"Accept-Language": lang})
+    assert "<figure>" in full.content.decode() and said not in full.content.decode()
