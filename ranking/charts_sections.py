@@ -10,7 +10,7 @@ import pandas as pd
 from django.utils.translation import gettext as _
 from matplotlib import rc_context
 
-from ranking.charts import _RC, PALETTE, _figure, _has, _svg, word
+from ranking.charts import _RC, PALETTE, _figure, _has, _svg, table_word, word
 
 MAX_BARS = 30
 
@@ -142,9 +142,12 @@ def agreement(df: pd.DataFrame) -> str | None:
 def position_bias(df: pd.DataFrame) -> str | None:
     if not _has(df, "group", "left_share", "right_share", "tie_share"):
         return None
-    labels = list(df["group"].astype(str))
+    # The rows in the words of the report's table ("pool: crowd"), not its codes.
+    groups = [table_word("group", str(g)) for g in df["group"]]
+    labels = groups
     if "group_by" in df.columns:
-        labels = list(df["group_by"].astype(str) + ": " + df["group"].astype(str))
+        by = [table_word("group_by", str(b)) for b in df["group_by"]]
+        labels = [f"{b}: {g}" for b, g in zip(by, groups, strict=True)]
     parts = {_("left"): df["left_share"].to_numpy(), _("right"): df["right_share"].to_numpy(),
              _("tie"): df["tie_share"].to_numpy()}  # fmt: skip
     if "both_bad_share" in df.columns:

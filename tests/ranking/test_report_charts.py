@@ -4,6 +4,7 @@ without JavaScript, the same address is a page of charts."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
@@ -95,3 +96,22 @@ def test_without_javascript_filters_that_leave_no_chart_say_so(organizer_client,
     # With charts to draw, the page shows them and not the sentence.
     full = organizer_client.get(charts_url(study), headers={"Accept-Language": lang})
     assert "<figure>" in full.content.decode() and said not in full.content.decode()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+def test_the_position_bias_chart_names_its_rows_in_words(organizer_client, pair_study, lang):
+    """Its rows read "rater_kind: human", "pool: crowd" (codes, in English on a Chinese page);
+    they now say what the report's table says, in the page's language."""
+    charts = page_charts(organizer_client, pair_study.study, lang=lang)
+    [(src, _alt)] = charts["position"]
+    svg = base64.b64decode(src.split(",", 1)[1]).decode()
+    assert "rater_kind" not in svg
+    assert lang == "en" or "pool: crowd" not in svg
+    with translation.override(lang):
+        rows = [
+            f"{gettext('rater kind')}: {gettext('human')}",
+            f"{gettext('pool')}: {gettext('crowd')}",
+        ]
+    for row in rows:
+        assert row in svg
+    assert lang == "en" or not rows[1].isascii()
