@@ -115,3 +115,23 @@ def test_the_position_bias_chart_names_its_rows_in_words(organizer_client, pair_
     for row in rows:
         assert row in svg
     assert lang == "en" or not rows[1].isascii()
+
+
+CODES = re.compile(
+    r">(?:[^<]*\b(?:rater_kind|group_by|task_type)\b|(?:pool|human|judge|all|onsite|crowd|public): |(?:all|onsite|crowd|public) / )"
+)
+
+
+@pytest.mark.parametrize("study", ["star_study", "pair_study"])
+def test_no_chart_labels_its_rows_with_codes_on_the_chinese_page(organizer_client, study, request):
+    """Length bias, discrimination, agreement, hints and position bias named their rows by the
+    tables' codes ("pool: crowd", "human: task_type ...", "onsite / accuracy")."""
+    built = request.getfixturevalue(study)
+    charts = page_charts(organizer_client, built.study, lang="zh-hans")
+    texts = []
+    for figures in charts.values():
+        for src, _alt in figures:
+            texts.append(base64.b64decode(src.split(",", 1)[1]).decode())
+    assert len(texts) >= 5
+    coded = [m.group(0) for svg in texts for m in CODES.finditer(svg)]
+    assert coded == []
