@@ -10,7 +10,7 @@ import pandas as pd
 from django.utils.translation import gettext as _
 from matplotlib import rc_context
 
-from ranking.charts import _RC, PALETTE, _figure, _has, _svg, word
+from ranking.charts import _RC, PALETTE, _figure, _has, _svg, table_word, word
 
 MAX_BARS = 30
 
@@ -85,14 +85,20 @@ def correlation_heatmap(df: pd.DataFrame) -> str | None:
     return _svg(fig)
 
 
+def _said(df: pd.DataFrame, column: str) -> list[str]:
+    """A column's codes (pool, rater kind, group...) in the words of the report's tables and
+    the page's language ("pool: crowd", "评分者类型: 人工"), not as codes; other values as they are."""
+    return [table_word(column, str(v)) for v in df[column]]
+
+
 def length_bias(df: pd.DataFrame) -> str | None:
     if not _has(df, "group", "min_delta", "win_share", "draw_share", "loss_share"):
         return None
     if "n" in df.columns:
         df = df[df["n"].fillna(0) > 0]
-    group = df["group"].astype(str)
+    group = _said(df, "group")
     if "group_by" in df.columns:
-        group = df["group_by"].astype(str) + ": " + group
+        group = [f"{b}: {g}" for b, g in zip(_said(df, "group_by"), group, strict=True)]
     chars = _("%(group)s (≥%(n)d chars)")
     labels = [
         chars % {"group": g, "n": int(d)} for g, d in zip(group, df["min_delta"], strict=True)
@@ -109,7 +115,7 @@ def gaps(df: pd.DataFrame) -> str | None:
     if not _has(df, "criterion", "k", "share"):
         return None
     df = df.sort_values(["criterion", "k"])
-    labels = [f"{c}, |Δ| ≥ {k:g}" for c, k in zip(df["criterion"], df["k"], strict=True)]
+    labels = [f"{c}, |Δ| ≥ {k:g}" for c, k in zip(_said(df, "criterion"), df["k"], strict=True)]
     return _barh(
         labels, df["share"], _("Items where humans and judges differ"), _("items"), share=True
     )
@@ -119,15 +125,18 @@ def discrimination(df: pd.DataFrame) -> str | None:
     if not _has(df, "dimension", "value", "spread"):
         return None
     d = df.sort_values("spread", ascending=False)
-    kind = d["rater_kind"].astype(str) + ": " if "rater_kind" in d.columns else ""
-    labels = list(kind + d["dimension"].astype(str) + " " + d["value"].astype(str))
+    kinds = [f"{k}: " for k in _said(d, "rater_kind")] if "rater_kind" in d.columns else None
+    named = [f"{m} {v}" for m, v in zip(_said(d, "dimension"), d["value"].astype(str), strict=True)]
+    labels = [k + n for k, n in zip(kinds, named, strict=True)] if kinds else named
     return _barh(labels, d["spread"], _("Best minus worst model"), _("spread"))
 
 
 def hint_effect(df: pd.DataFrame) -> str | None:
     if not _has(df, "metric", "criterion", "diff"):
         return None
-    labels = list(df["metric"].astype(str) + " / " + df["criterion"].astype(str))
+    labels = [
+        f"{m} / {c}" for m, c in zip(_said(df, "metric"), _said(df, "criterion"), strict=True)
+    ]
     return _barh(labels, df["diff"], _("With hint minus without"), _("difference"))
 
 
@@ -135,16 +144,16 @@ def agreement(df: pd.DataFrame) -> str | None:
     if not _has(df, "pool", "criterion", "alpha"):
         return None
     d = df[df["alpha"].notna()]
-    labels = list(d["pool"].astype(str) + " / " + d["criterion"].astype(str))
+    labels = [f"{p} / {c}" for p, c in zip(_said(d, "pool"), _said(d, "criterion"), strict=True)]
     return _barh(labels, d["alpha"], _("Krippendorff's α (1 = perfect, 0 = chance)"), "α")
 
 
 def position_bias(df: pd.DataFrame) -> str | None:
     if not _has(df, "group", "left_share", "right_share", "tie_share"):
         return None
-    labels = list(df["group"].astype(str))
+    labels = _said(df, "group")
     if "group_by" in df.columns:
-        labels = list(df["group_by"].astype(str) + ": " + df["group"].astype(str))
+        labels = [f"{b}: {g}" for b, g in zip(_said(df, "group_by"), labels, strict=True)]
     parts = {_("left"): df["left_share"].to_numpy(), _("right"): df["right_share"].to_numpy(),
              _("tie"): df["tie_share"].to_numpy()}  # fmt: skip
     if "both_bad_share" in df.columns:

@@ -121,11 +121,15 @@ def report_charts(request: HtmxHttpRequest, study_id: int) -> HttpResponse:
             content_type="text/plain; charset=utf-8",
         )
     report = services.report_build(study=study, filters=filters, stale_ok=True)
+    groups = [] if report.computing else chart_groups.groups(report)
+    if not request.htmx:
+        # The page of its own lists the groups with charts (the swaps also empty the others).
+        groups = [g for g in groups if g.figures]
     context = {
         "study": study,
         "query": request.GET.urlencode(),
         "computing": report.computing,
-        "groups": [] if report.computing else chart_groups.groups(report),
+        "groups": groups,
     }
     template = "ranking/_chart_swaps.html" if request.htmx else "ranking/charts.html"
     response = render(request, template, context)

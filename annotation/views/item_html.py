@@ -192,8 +192,9 @@ def _criterion(row: dict, *, first: bool) -> str:
         checked = "checked" if row["selected"] == s["value"] else ""
         # A scale from 0 shows its 0 as "0", not as a first star.
         zero, glyph = (" zero", "0") if s["value"] == 0 else ("", "★")
+        title = f"{value} — {desc}" if desc else value  # a star without a meaning: its number
         out.append(
-            f'\n          <label class="star{zero}" title="{value} — {desc}"><input type="radio"'
+            f'\n          <label class="star{zero}" title="{title}"><input type="radio"'
             f' name="c_{key}" value="{value}" {checked}><span aria-hidden="true">{glyph}</span>'
             f'<span class="sr-only">{value} {desc}</span></label>\n          '
         )

@@ -161,6 +161,10 @@ def test_a_criterion_without_star_meanings_gets_no_empty_help_line(db, organizer
     template, by_hand = _both(_served(study, rater), rater)
     assert by_hand == template
     assert by_hand.count('class="star-help"') == 1 and "1★ bad; 2★★ good" in by_hand
+    # The chosen star is named under the stars by its label's title (static/js/annotate.js):
+    # "2 — good" where the star has a meaning, "2" where it has none (it read "2 — ").
+    titles = re.findall(r'<label class="star[^"]*" title="([^"]*)"', by_hand)
+    assert titles == ["1", "2", "1 — bad", "2 — good"]
 
 
 def _own_rubric(key: str, ranges: list[tuple[int, int]]):

@@ -4,11 +4,14 @@ without JavaScript, the same address is a page of charts."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext
 
 from .conftest import page_charts
 
@@ -76,3 +79,60 @@ def test_another_organizers_study_is_a_404_and_strangers_log_in(other_organizer,
     c.force_login(other_organizer)
     assert c.get(charts_url(star_study.study)).status_code == 404
     assert c.get(charts_url(star_study.study), headers={"HX-Request": "true"}).status_code == 404
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+def test_without_javascript_filters_that_leave_no_chart_say_so(organizer_client, star_study, lang):
+    """Filters under which nothing can be drawn give a page that says so, not a bare title."""
+    study = star_study.study
+    empty = {"start": "2000-01-01", "end": "2000-01-02"}
+    assert not any(page_charts(organizer_client, study, empty).values())
+    response = organizer_client.get(charts_url(study), empty, headers={"Accept-Language": lang})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<figure>" not in page and 'class="report-section"' not in page
+    with translation.override(lang):
+        said = gettext("No chart to draw under these filters.")
+    assert said in page and (lang == "en" or not said.isascii())
+    # With charts to draw, the page shows them and not the sentence.
+    full = organizer_client.get(charts_url(study), headers={"Accept-Language": lang})
+    assert "<figure>" in full.content.decode() and said not in full.content.decode()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+def test_the_position_bias_chart_names_its_rows_in_words(organizer_client, pair_study, lang):
+    """Its rows read "rater_kind: human", "pool: crowd" (codes, in English on a Chinese page);
+    they now say what the report's table says, in the page's language."""
+    charts = page_charts(organizer_client, pair_study.study, lang=lang)
+    [(src, _alt)] = charts["position"]
+    svg = base64.b64decode(src.split(",", 1)[1]).decode()
+    assert "rater_kind" not in svg
+    assert lang == "en" or "pool: crowd" not in svg
+    with translation.override(lang):
+        rows = [
+            f"{gettext('rater kind')}: {gettext('human')}",
+            f"{gettext('pool')}: {gettext('crowd')}",
+        ]
+    for row in rows:
+        assert row in svg
+    assert lang == "en" or not rows[1].isascii()
+
+
+CODES = re.compile(
+    r">(?:[^<]*\b(?:rater_kind|group_by|task_type)\b|(?:pool|human|judge|all|onsite|crowd|public): |(?:all|onsite|crowd|public) / )"
+)
+
+
+@pytest.mark.parametrize("study", ["star_study", "pair_study"])
+def test_no_chart_labels_its_rows_with_codes_on_the_chinese_page(organizer_client, study, request):
+    """Length bias, discrimination, agreement, hints and position bias named their rows by the
+    tables' codes ("pool: crowd", "human: task_type ...", "onsite / accuracy")."""
+    built = request.getfixturevalue(study)
+    charts = page_charts(organizer_client, built.study, lang="zh-hans")
+    texts = []
+    for figures in charts.values():
+        for src, _alt in figures:
+            texts.append(base64.b64decode(src.split(",", 1)[1]).decode())
+    assert len(texts) >= 5
+    coded = [m.group(0) for svg in texts for m in CODES.finditer(svg)]
+    assert coded == []
