@@ -23,6 +23,9 @@ from annotation.views.item_html import item_fragment
 
 from .conftest import answer, make_rater, make_study
 
+# database_independent: the item page's HTML: the same on any database (the engine's statements are checked on PostgreSQL in test_hot_path and test_query_budget).
+pytestmark = pytest.mark.database_independent
+
 HOSTILE = '<script>alert("x")</script> & \'quoted\' <b onmouseover="x()">bold</b>'
 _TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([A-Za-z0-9]+)"')
 

@@ -26,7 +26,8 @@ from tests.evaluation.conftest import KEY_ENV
 from tests.factories import make_rater
 from tests.organizer.test_import_merge_download import dup_dataset
 
-pytestmark = pytest.mark.django_db
+# database_independent: wording in two languages: the same on any database.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 LLMEVAL1_HEADER = "id,question_uuid,llm_name,dialog_uuid,user_id,user_type,metric,score\n"
 LLMEVAL2_BAD = [{"question_uuid": "q1", "llm_name": "m", "dialog": [], "type": "C"}]

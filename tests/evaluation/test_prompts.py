@@ -9,6 +9,9 @@ from annotation.models import Question, Rubric
 from evaluation import prompts
 from evaluation.models import PromptTemplate
 
+# database_independent: prompts rendered from the rubric: the same words on any database.
+pytestmark = pytest.mark.database_independent
+
 
 def _views(rubric_key: str, question: Question):
     rubric = Rubric.objects.get(key=rubric_key)

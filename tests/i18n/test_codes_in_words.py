@@ -12,7 +12,8 @@ from django.urls import reverse
 from annotation.services import study_create
 from tests.ranking.conftest import pair_study  # noqa: F401
 
-pytestmark = pytest.mark.django_db
+# database_independent: wording in two languages: the same on any database.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 
 def _zh(client):

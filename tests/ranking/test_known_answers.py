@@ -23,7 +23,8 @@ from tests.published import one_row
 
 from .conftest import rate
 
-pytestmark = pytest.mark.django_db
+# database_independent: figures from the report frames, which tests/ranking/test_frames_copy.py checks cell for cell on PostgreSQL.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
 STRENGTH = {"m-a": 2.6, "m-b": 2.1, "m-c": 1.6, "m-d": 1.2}  # on the 1-3 star scale

@@ -102,6 +102,7 @@ def test_the_report_shows_the_three_figures_side_by_side_and_the_chart(
     assert src.startswith("data:image/svg+xml;base64,")
 
 
+@pytest.mark.database_independent  # PPI++ figures from the report frames (test_frames_copy)
 def test_the_api_carries_the_table_with_no_nan(api, half_rated):
     response = api.get(table_url(half_rated, "ppi"))
     assert response.status_code == 200

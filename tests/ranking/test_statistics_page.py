@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from ranking.definitions import SECTION_ANCHORS, slug
 
-pytestmark = pytest.mark.django_db
+# database_independent: a page of documentation: the same on any database.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 
 def test_slugs_are_githubs_heading_anchors():
