@@ -61,6 +61,8 @@ def test_pairwise_report_opens_with_a_summary_and_folds_its_tables(
     # shows human headers.
     section = page.locator("#elo")
     expect(section.locator("figure img").first).to_be_visible(timeout=REPORT_TIMEOUT)
+    # Every place for charts has been filled (none still says it is drawing).
+    expect(page.locator(".charts.pending")).to_have_count(0)
     table = section.locator("details").first
     expect(table.locator("table")).to_be_hidden()
     table.locator("summary").click()

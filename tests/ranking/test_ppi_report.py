@@ -96,7 +96,7 @@ def test_the_report_shows_the_three_figures_side_by_side_and_the_chart(
     assert len(overall) == 20
     assert all(row.count("[") == 2 for row in overall)
     # Its chart comes with the page's others, into the section's empty place.
-    assert '<div class="charts" id="charts-judge-assisted"></div>' in section
+    assert '<div class="charts pending" id="charts-judge-assisted" data-loading=' in section
     [(src, alt)] = page_charts(organizer_client, half_rated)["judge-assisted"]
     assert alt.startswith("Interval width against human ratings spent")
     assert src.startswith("data:image/svg+xml;base64,")

@@ -19,6 +19,12 @@ from .conftest import page_charts
 pytestmark = [pytest.mark.django_db, pytest.mark.database_independent]
 
 
+# An empty place for a group of charts, with what it says until they come.
+PLACE = (
+    r'<div class="charts pending" id="charts-([\w-]+)" data-loading="Drawing the charts…"></div>'
+)
+
+
 def charts_url(study) -> str:
     return reverse("ranking:report-charts", args=[study.pk])
 
@@ -26,7 +32,7 @@ def charts_url(study) -> str:
 def test_every_place_on_the_page_gets_its_charts_and_no_other(organizer_client, star_study):
     study = star_study.study
     html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
-    places = set(re.findall(r'<div class="charts" id="charts-([\w-]+)"></div>', html))
+    places = set(re.findall(PLACE, html))
     charts = page_charts(organizer_client, study)
     assert set(charts) == places
     drawn = {group for group, figures in charts.items() if figures}
@@ -35,6 +41,10 @@ def test_every_place_on_the_page_gets_its_charts_and_no_other(organizer_client, 
     for figures in charts.values():
         for src, alt in figures:
             assert src.startswith("data:image/svg+xml;base64,") and alt
+    # Until they come, each place says so in the page's language.
+    organizer_client.cookies["django_language"] = "zh-hans"
+    chinese = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
+    assert chinese.count('data-loading="正在绘制图表…"') == len(places)
 
 
 def test_the_charts_follow_the_pages_filters(organizer_client, star_study):
@@ -53,7 +63,10 @@ def test_the_charts_follow_the_pages_filters(organizer_client, star_study):
 def test_without_javascript_the_address_is_a_page_of_charts(organizer_client, star_study):
     study = star_study.study
     html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
-    assert f'<noscript><p class="card"><a href="{charts_url(study)}">' in html
+    noscript = "".join(re.findall(r"<noscript>(.*?)</noscript>", html, re.S))
+    assert f'<p class="card"><a href="{charts_url(study)}">' in noscript
+    # ... and the empty places do not say "drawing" without the script that fills them.
+    assert ".charts.pending::before { display: none; }" in noscript
     response = organizer_client.get(charts_url(study))
     assert response.status_code == 200
     page = response.content.decode()

@@ -64,7 +64,7 @@ def test_owner_sees_every_section_of_the_report(organizer_client, star_study):
     )
     charts = page_charts(organizer_client, star_study.study)
     for group in charts:
-        assert f'<div class="charts" id="charts-{group}"></div>' in html
+        assert f'<div class="charts pending" id="charts-{group}" data-loading=' in html
     assert {"leaderboards", "accuracy", "annotators", "judge-assisted", "quality"} <= set(charts)
     # Charts are SVG images in data URIs; accuracy per pool is drawn.
     assert charts["accuracy"][0][0].startswith("data:image/svg+xml;base64,")
