@@ -18,7 +18,9 @@ def test_every_call_in_flight_has_a_connection_and_connections_are_reused(
     make_study, make_judge, fake, monkeypatch, transport
 ):
     monkeypatch.setenv("JUDGE_HTTP_TRANSPORT", transport)
-    fake.latency = 0.05
+    # Long enough that the twelfth call starts before the first answers even on a loaded
+    # machine (at 0.05 s a CI run under load once saw 11 in flight).
+    fake.latency = 0.3
     concurrency = 12
     study = make_study([f"Question {i}?" for i in range(36)], n_llms=2)  # 72 calls
     run = judge_run_create(study=study, judge=make_judge(concurrency=concurrency), repeat_rate=0)
