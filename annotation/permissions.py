@@ -13,7 +13,9 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from django_htmx.http import HttpResponseClientRedirect
 from rest_framework.permissions import BasePermission
 
 ORGANIZERS_GROUP = "organizers"
@@ -33,12 +35,24 @@ def organizer_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            return _to_login(request)
         if not is_organizer(request.user):
             raise PermissionDenied
         return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _to_login(request) -> HttpResponse:
+    """The login page, back to where the user was. An htmx request (a session that expired on
+    an open page: its filters, its charts) gets a client-side redirect back to the page itself:
+    htmx would follow a 302 and put the login page in the fragment's place, or, for the charts'
+    out-of-band swaps, drop it and leave the page waiting."""
+    htmx = getattr(request, "htmx", None)
+    if htmx:
+        page = htmx.current_url_abs_path or request.get_full_path()
+        return HttpResponseClientRedirect(redirect_to_login(page).url)
+    return redirect_to_login(request.get_full_path())
 
 
 def studies_for(user):

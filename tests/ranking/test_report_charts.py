@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import re
+from urllib.parse import quote
 
 import pytest
 from django.test import Client
@@ -89,6 +90,13 @@ def test_another_organizers_study_is_a_404_and_strangers_log_in(other_organizer,
     c = Client()
     response = c.get(charts_url(star_study.study))
     assert response.status_code in (302, 403)
+    # An expired session on an open report page: htmx is sent back to the login page, and from
+    # there to the report (a 302 would be followed and its page dropped by the swaps).
+    page = reverse("ranking:report", args=[star_study.study.pk]) + "?pool=crowd"
+    hx = {"HX-Request": "true", "HX-Current-URL": f"http://testserver{page}"}
+    response = c.get(charts_url(star_study.study), headers=hx)
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == reverse("login") + "?next=" + quote(page, safe="/")
     c.force_login(other_organizer)
     assert c.get(charts_url(star_study.study)).status_code == 404
     assert c.get(charts_url(star_study.study), headers={"HX-Request": "true"}).status_code == 404
