@@ -25,8 +25,8 @@ from annotation.importers.base import (
     check_score,
     progress,
 )
+from annotation.importers.bundle import LinePlace, Where
 from annotation.importers.bundle import message as _
-from annotation.importers.bundle import place
 from annotation.importers.reading import csv_rows as _csv_rows
 from annotation.importers.reading import iso_time
 from annotation.importers.reading import jsonl_records as _jsonl_records
@@ -65,7 +65,7 @@ class _Record:
     path: Path
     rid: str
     repairs: RepairLog
-    where: str  # "file, line N" for messages
+    where: Where  # "file, line N" for messages
 
     def refuse(self, why: str) -> ImportRefused:
         return ImportRefused(_("%(where)s: %(why)s", where=self.where, why=why))
@@ -421,7 +421,7 @@ class _FastPairwise:
         self.add(
             specs.RatingSpec(study=self.study, rater=rater.name, question=qid, llm=a, other_llm=b,
                              choice=choice, submitted_at=submitted,
-                             where=place(self.name, f"line {number}"))
+                             where=LinePlace(self.name, number))
         )  # fmt: skip
         return True
 
@@ -448,7 +448,7 @@ def _one(state: _State, r: _Record) -> None:
     HANDLERS[kind](state, r, qid)
 
 
-def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[str, dict]]:
+def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[int, dict]]:
     """The records of a file for `_one`: all of a JSONL file's; a CSV file's rows that
     `_FastPairwise` does not take (it adds those to the bundle itself, in file order)."""
     if fmt == "jsonl":
@@ -459,7 +459,7 @@ def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[str, di
         if fast is None:
             fast = _FastPairwise(state, header, path.name)
         if not fast.take(row, number):
-            yield f"line {number}", {k: v for k, v in zip(header, row, strict=False) if v}
+            yield number, {k: v for k, v in zip(header, row, strict=False) if v}
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> specs.Bundle:
@@ -473,9 +473,9 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
         name = path.name
         records = progress(_file_records(state, path, fmt), total=None, desc=name,
                            enabled=opts.progress)  # fmt: skip
-        for rid, rec in records:
+        for number, rec in records:
             try:
-                _one(state, _Record(rec, path, rid, repairs, place(name, rid)))
+                _one(state, _Record(rec, path, f"line {number}", repairs, LinePlace(name, number)))
             except ImportRefused as exc:
                 if str(exc) in said:  # a file-wide problem (e.g. an unknown rubric): once
                     continue

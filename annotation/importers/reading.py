@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from annotation import inputs
-from annotation.importers.bundle import ImportRefused, Place, place
+from annotation.importers.bundle import ImportRefused, LinePlace, Place, Where, place
 from annotation.importers.bundle import message as _
 from annotation.importers.results import RepairLog
 
@@ -157,7 +157,7 @@ def check_score(
     )
 
 
-def parse_json(text: str, where: str, *, jsonl: bool = False) -> Any:
+def parse_json(text: str, where: Where, *, jsonl: bool = False) -> Any:
     """Parsed JSON, or ImportRefused naming `where` (the file, or its line for JSONL)."""
     try:
         return inputs.json_loads(text)
@@ -214,9 +214,7 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
         with open(path, encoding="utf-8-sig") as fh:
             for number, line in enumerate(fh, start=1):
                 if line.strip():
-                    out.append(
-                        (number, parse_json(line, place(path.name, f"line {number}"), jsonl=True))
-                    )
+                    out.append((number, parse_json(line, LinePlace(path.name, number), jsonl=True)))
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
     return out
@@ -262,13 +260,13 @@ def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
         ) from exc
 
 
-def jsonl_records(path: Path) -> Iterator[tuple[str, dict]]:
-    """('line N', object) per line of a JSONL file of objects (the generic format)."""
+def jsonl_records(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) per line of a JSONL file of objects (the generic format)."""
     out = []
     for number, rec in read_jsonl(path):
         if not isinstance(rec, dict):
             raise ImportRefused(
-                _("%(where)s: expected an object", where=place(path.name, f"line {number}"))
+                _("%(where)s: expected an object", where=LinePlace(path.name, number))
             )
-        out.append((f"line {number}", rec))
+        out.append((number, rec))
     return iter(out)

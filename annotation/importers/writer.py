@@ -25,6 +25,7 @@ from annotation.importers.bundle import (
     RatingSpec,
     ResponseSpec,
     StudySpec,
+    Where,
 )
 from annotation.importers.bundle import message as _
 from annotation.importers.counters import refresh_counters
@@ -177,7 +178,7 @@ def _new_responses(ctx: _Ctx) -> list[tuple[int, int, str, str]]:
             "question_id", "llm_id", "text"
         )
     }
-    seen: dict[tuple[int, int], tuple[str, str]] = {}
+    seen: dict[tuple[int, int], tuple[str, Where]] = {}
     new: list[tuple[int, int, str, str]] = []  # question id, LLM id, external id, text
     for spec in ctx.bundle.responses:
         key = (ctx.q_ids[spec.question], ctx.llm_ids[spec.llm])
