@@ -14,6 +14,9 @@ from ranking.services import report_build
 from ranking.stats.report import build_report
 from ranking.stats.synthetic import generate
 
+# Headers and their translations: the same on any database (SQLite pass only).
+pytestmark = pytest.mark.database_independent
+
 
 def _columns(value) -> set[str]:
     """Column names of every table in a report (and the keys of its dicts of figures)."""
