@@ -389,15 +389,7 @@ def _correlations(xv: npt.NDArray[np.float64], yv: npt.NDArray[np.float64]) -> d
             "kendall_tau_b": nan,
             "kendall_p": nan,
         }
-    rho = stats.spearmanr(xv, yv)
-    tau = stats.kendalltau(xv, yv, variant="b")
-    return {
-        "n_models": n,
-        "spearman_rho": float(rho.statistic),
-        "spearman_p": rank_tests.spearman_p(xv, yv),
-        "kendall_tau_b": float(tau.statistic),
-        "kendall_p": rank_tests.kendall_p(xv, yv, float(tau.pvalue)),
-    }
+    return {"n_models": n, **rank_tests.correlations(xv, yv)}
 
 
 def _scored(ranking: pd.Series) -> tuple[dict[object, int], npt.NDArray[np.float64]]:
