@@ -44,9 +44,14 @@ def _groups(f: pd.DataFrame):
 
 @pytest.mark.parametrize("min_common", [2, 5])
 def test_agreement_tables_match_the_definitions(min_common):
-    study = synthetic.generate(n_models=5, n_questions=12, seed=3)
+    # Small pools: each rater rates many items, so most groups have rater pairs with enough
+    # common items at either threshold (with the generator's default pools of 3,000 raters,
+    # most groups had none at 5), and the pair-by-pair reference stays quick.
+    study = synthetic.generate(n_models=5, n_questions=12, seed=3, n_onsite=6, n_crowd=20,
+                               n_public=40)  # fmt: skip
     j = judgements(coerce_star(study.star_df), coerce_pair(study.pair_df))
     alpha, kappa = agreement_tables(j, min_common=min_common)
+    assert (kappa["n_rater_pairs"] > 0).sum() >= 9
     f = j[j["is_first"]]
     seen = 0
     for (mode, pool, crit), g in _groups(f):
