@@ -90,3 +90,40 @@ def test_a_forged_forwarded_for_buys_no_new_budget(staff, settings, url):
         HTTP_X_FORWARDED_FOR="198.51.100.8",
     )
     assert other.status_code == 302
+
+
+def test_the_hour_slides_so_the_turn_of_the_clock_buys_no_second_cap(staff, settings, monkeypatch):
+    """A whole cap spent just before the hour turns still counts just after it: the failures of
+    the hour before fade out over the next hour instead of vanishing at its top."""
+    import config.login as login
+
+    settings.LOGIN_FAILURES_PER_HOUR = 4
+    guesser = Client(REMOTE_ADDR="203.0.113.80")
+    now = [1_800_000_000 - 30.0]  # 30 s before a clock hour ends
+    monkeypatch.setattr(login.time, "time", lambda: now[0])
+    assert [_guess(guesser, LOGIN, f"g{i}").status_code for i in range(4)] == [200] * 4
+    now[0] += 60  # 30 s into the next clock hour
+    refused = _guess(guesser, LOGIN, "the-right-password")
+    assert refused.status_code == 429 and "_auth_user_id" not in guesser.session
+    # The four failures fade out over that hour: a quarter of it later one of them has gone.
+    now[0] += 15 * 60
+    assert _guess(guesser, LOGIN, "the-right-password").status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("current", "previous", "gone", "minutes"),
+    [
+        (0, 4, 0.5, 0),  # 0 + 4 x 0.5 = 2: one more failure keeps it within 4
+        (3, 0, 0.9, 0),  # this hour's 3: the fourth is allowed
+        (0, 4, 0.0, 15),  # 4 x (1 - t) <= 3 once a quarter of the hour has gone
+        (2, 4, 0.25, 30),  # 2 + 4 x (0.75 - t) <= 3 once t = 0.5 h
+        (4, 0, 0.5, 45),  # this hour's 4: its end, then 4 x (1 - t) <= 3 after 15 min
+        (8, 0, 0.5, 68),  # this hour's 8: its end, then 8 x (1 - t) <= 3 after 37.5 min
+    ],
+)
+def test_the_wait_is_until_one_more_failure_fits_the_sliding_count(
+    current, previous, gone, minutes
+):
+    from config.login import wait_minutes
+
+    assert wait_minutes(current, previous, gone, 4) == minutes
