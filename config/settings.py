@@ -250,6 +250,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "config.drf.exception_handler",
+    # The browsable API draws no HTML forms: their drop-downs listed every organizer's rows.
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "config.drf.RawFormsBrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "config.drf.Pages",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"public_signup": "30/hour", "anon": "600/minute"},
