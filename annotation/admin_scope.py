@@ -21,6 +21,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin import widgets
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models
 from django.db.models import Exists, ForeignKey, Model, OuterRef, Q, QuerySet
@@ -107,6 +108,25 @@ class StrictJSONField(forms.JSONField):
 JSON_OVERRIDES: dict = {models.JSONField: {"form_class": StrictJSONField}}
 
 
+class ScopedRawIdWidget(widgets.ForeignKeyRawIdWidget):
+    """The raw-id box, naming the chosen object (its name and change link beside the box) only
+    when it is in `queryset`. Django's widget looks the id up in the whole table, so an
+    organizer who opened ?dataset=<id> on the question form read the name of another
+    organizer's private dataset."""
+
+    def __init__(self, rel: Any, admin_site: admin.AdminSite, queryset: QuerySet, **kwargs):
+        super().__init__(rel, admin_site, **kwargs)
+        self.queryset = queryset
+
+    def label_and_url_for_value(self, value: Any) -> tuple[str, str]:
+        key = self.rel.get_related_field().name
+        try:
+            allowed = self.queryset.filter(**{key: value}).exists()
+        except (ValueError, TypeError, ValidationError):
+            allowed = False
+        return super().label_and_url_for_value(value) if allowed else ("", "")
+
+
 class ScopedAdminMixin(admin.ModelAdmin):
     """Base for every scoped ModelAdmin: override `visible` and, where it differs, `owned`.
     A ModelAdmin itself, so that its super() calls are typed; admins list it before another
@@ -174,7 +194,28 @@ class ScopedAdminMixin(admin.ModelAdmin):
         choices = self.fk_choices.get(db_field.name)
         if choices is not None and not request.user.is_superuser:
             kwargs["queryset"] = choices(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if (
+            isinstance(field, ModelChoiceField)
+            and isinstance(field.widget, widgets.ForeignKeyRawIdWidget)
+            and field.queryset is not None
+            and not request.user.is_superuser
+        ):
+            field.widget = ScopedRawIdWidget(
+                db_field.remote_field,
+                self.admin_site,
+                self._raw_id_names(db_field, field.queryset, request),
+                using=field.widget.db,
+            )
+        return field
+
+    def _raw_id_names(self, db_field: ForeignKey, qs: QuerySet, request: HttpRequest) -> QuerySet:
+        """The objects a raw-id box may name: those the field takes, and of a scoped model
+        only those its admin lists to this organizer."""
+        related = self.admin_site._registry.get(db_field.remote_field.model)
+        if isinstance(related, ScopedAdminMixin):
+            qs = qs.filter(pk__in=related.get_queryset(request).values("pk"))
+        return qs
 
 
 class StudyScoped(ScopedAdminMixin):

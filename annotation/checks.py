@@ -255,12 +255,21 @@ def gold_unmark(*, study: Study, item_id: int) -> None:
 
 @transaction.atomic
 def attention_check_create(
-    *, study: Study, instruction: str, answer: Any, text_a: str, text_b: str = ""
+    *,
+    study: Study,
+    instruction: str,
+    answer: Any,
+    text_a: str,
+    text_b: str = "",
+    reference: str = "",
 ) -> Item:
     """An attention check: a question in the study's dataset whose text is the organizer's
     instruction, answered by reserved "[attention check]" models (text_a and, pairwise, text_b),
-    and an item with check_kind "attention" and the accepted answer (A is text_a)."""
+    and an item with check_kind "attention" and the accepted answer (A is text_a). `reference`
+    is the question's reference answer, shown when an exposure shows hints: where the study's
+    questions all have one, a check without one would be the item without a reference card."""
     instruction = _text(instruction, _("Instruction"), limit=MAX_TEXT)
+    reference = _text(reference, _("Reference answer"), limit=MAX_TEXT)
     text_a = _text(text_a, _("Answer A"), limit=MAX_TEXT)
     text_b = _text(text_b, _("Answer B"), limit=MAX_TEXT)
     pairwise = study.mode == Rubric.Mode.PAIRWISE
@@ -272,6 +281,7 @@ def attention_check_create(
         dataset=study.dataset,
         external_id=f"attention-check-{study.public_id}-{n}",
         text=instruction,
+        reference=reference,
         meta={"check_kind": "attention", "study": study.public_id},
     )
     responses = [

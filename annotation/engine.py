@@ -49,6 +49,7 @@ from annotation.engine_hidden import hidden_exposure
 from annotation.engine_pick import assignments_expire, reserve_exposure
 from annotation.engine_submit import (
     Submitted,
+    can_change,
     canonical_choice,
     criteria_for,
     display_choice,
@@ -89,6 +90,7 @@ __all__ = [
     "check_admission",
     "criteria_for",
     "display_choice",
+    "can_change",
     "is_repeated",
     "rater_progress",
     "rater_submitted_count",

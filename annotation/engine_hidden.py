@@ -3,8 +3,9 @@ attention checks). Both are served only where a new item would have been, never 
 exposures in a row, reserve nothing and never count toward N. A rater cannot tell them from a
 regular item: same page, same kind of URL, sides and hints drawn as for any item.
 
-- Repeats: about study.repeat_rate of exposures, at least REPEAT_GAP exposures after the original;
-  pairwise repeats swap the sides.
+- Repeats: about study.repeat_rate of exposures, at least REPEAT_GAP exposures after the original
+  and only once the original is past the rater's RECENT_EDITS latest submissions (closed to
+  them); pairwise repeats swap the sides.
 - Checks: about study.check_rate of exposures, an item with check_kind set that this rater has not
   seen, chosen at random; any number of raters may see each check once.
 """
@@ -17,7 +18,14 @@ from typing import TypedDict
 from django.db.models import Exists, OuterRef
 
 from annotation import engine_sql
-from annotation.engine_base import REPEAT_GAP, Slot, exposure_insert, exposure_new, hint_for
+from annotation.engine_base import (
+    RECENT_EDITS,
+    REPEAT_GAP,
+    Slot,
+    exposure_insert,
+    exposure_new,
+    hint_for,
+)
 from annotation.engine_pick import reserve_or_reclaim
 from annotation.models import Assignment, Item, Rater, Rubric, Study
 
@@ -32,8 +40,24 @@ class Origin(TypedDict):
     hint_shown: bool
 
 
+def _closed_before(*, study: Study, rater: Rater) -> int | None:
+    """The seq below which the rater's submissions can no longer be opened or changed (they
+    have RECENT_EDITS later submissions); None while they have fewer than RECENT_EDITS."""
+    latest = (
+        Assignment.objects.filter(study=study, rater=rater, status=Assignment.Status.SUBMITTED)
+        .order_by("-seq")
+        .values_list("seq", flat=True)[RECENT_EDITS - 1 : RECENT_EDITS]
+    )
+    return next(iter(latest), None)
+
+
 def repeat_origin(*, study: Study, rater: Rater, seq: int, rng: random.Random) -> Origin | None:
-    """A submitted first exposure of a regular item at least REPEAT_GAP back, never repeated."""
+    """A submitted first exposure of a regular item at least REPEAT_GAP back, never repeated,
+    and already closed to its rater (engine_submit.can_change): its page and Previous then read
+    the same before and after the repeat, so they cannot give the repeat away."""
+    closed_before = _closed_before(study=study, rater=rater)
+    if closed_before is None:
+        return None
     already = Assignment.objects.filter(repeat_of=OuterRef("pk"))
     candidates = list(
         Assignment.objects.filter(
@@ -42,6 +66,7 @@ def repeat_origin(*, study: Study, rater: Rater, seq: int, rng: random.Random) -
             status=Assignment.Status.SUBMITTED,
             is_repeat=False,
             seq__lte=seq - REPEAT_GAP - 1,
+            seq__lt=closed_before,
         )
         .filter(~Exists(already))
         .order_by("-seq")

@@ -282,6 +282,14 @@ def is_repeated(assignment: Assignment) -> bool:
     return Assignment.objects.filter(repeat_of_id=assignment.pk).exists()
 
 
+def can_change(assignment: Assignment) -> bool:
+    """Whether the rater may still open and change this submitted exposure: it is among their
+    RECENT_EDITS latest submissions in the study and was never repeated. Its page and Previous
+    show it only then, so that no page of an earlier rating reads differently once a hidden
+    repeat of it is served (repeats are drawn only from ratings past this window)."""
+    return _is_recent(assignment) and not is_repeated(assignment)
+
+
 def _edit(
     a: Assignment,
     *,

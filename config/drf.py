@@ -12,6 +12,9 @@ the net under them:
 - ``SafeTokenAuthentication``: DRF encodes the Authorization header as Latin-1 before it splits
   it, so a header with other characters ("Token ١٢", which a test client or an ASGI adapter can
   pass through) raised UnicodeEncodeError: now refused like any malformed header.
+- ``RawFormsBrowsableAPIRenderer``: the API opened in a browser offers the raw JSON / form-data
+  box only. DRF's HTML form for a POST or PUT lists each related field's whole queryset in a
+  drop-down: /api/imports/ named every organizer's datasets and every account's username.
 - ``exception_handler``: Django's ValidationError (from model ``full_clean`` or a service) and
   the database's DataError (a value the column cannot hold: NUL in PostgreSQL text, a number
   beyond the column's range) become a 400 with the messages, after DRF's own handling; an
@@ -31,6 +34,7 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed, ParseError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.response import Response
 
 logger = logging.getLogger(__name__)
@@ -45,6 +49,18 @@ class ClientIpThrottleMixin:
         from annotation.net import limit_key
 
         return limit_key(request)
+
+
+class RawFormsBrowsableAPIRenderer(BrowsableAPIRenderer):
+    """The browsable API without its generated HTML forms: a related field's drop-down would
+    list rows of every organizer (a serializer's queryset is scoped when it validates, not when
+    DRF draws the form). The raw data box, which lists nothing, stays for POST and PUT; the
+    DELETE and OPTIONS buttons stay too."""
+
+    def get_rendered_html_form(self, data, view, method, request):
+        if method in ("DELETE", "OPTIONS"):
+            return super().get_rendered_html_form(data, view, method, request)
+        return None
 
 
 class SafeTokenAuthentication(TokenAuthentication):

@@ -224,6 +224,9 @@ LOGOUT_REDIRECT_URL = "home"
 # cannot lock a study with made-up worker ids; see annotation/leases.py). 0 turns the cap off,
 # e.g. for a load test whose clients all come from one address.
 ANNOTATION_OPEN_PER_ADDRESS = envint("ANNOTATION_OPEN_PER_ADDRESS", 4)
+# Largest upload (all files of one import, in MB) the import page, API and admin take: the
+# importers parse a file whole in memory. 0 = no cap. The command line has none.
+IMPORT_UPLOAD_MAX_MB = envint("IMPORT_UPLOAD_MAX_MB", 256, minimum=0)
 # Longest any annotator may hold one item, in seconds from when it was served (renewals after it
 # are refused, so a script that keeps renewing cannot block a study; see annotation/leases.py).
 # Generous: a real annotator never gets near it. 0 turns the cap off.
@@ -250,6 +253,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "config.drf.exception_handler",
+    # The browsable API draws no HTML forms: their drop-downs listed every organizer's rows.
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "config.drf.RawFormsBrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "config.drf.Pages",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"public_signup": "30/hour", "anon": "600/minute"},

@@ -127,29 +127,55 @@ def check_key_host(name: str, url: str) -> None:
 # --- endpoints ------------------------------------------------------------------------------
 
 
-def _rules() -> tuple[set[str], list[str], list[ipaddress.IPv4Network | ipaddress.IPv6Network]]:
-    names: set[str] = set()
-    suffixes: list[str] = []
-    networks = []
-    for entry in getattr(settings, "JUDGE_ALLOWED_HOSTS", []):
-        entry = entry.strip().strip("[]").lower()
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+_PORT = re.compile(r"^(?P<host>.+):(?P<port>[0-9]{1,5})$")
+
+
+def _split_port(entry: str) -> tuple[str, int | None]:
+    """An entry of JUDGE_ALLOWED_HOSTS as (host, port or None for any port): `host:8000`,
+    `10.0.0.0/8:8000`, `[::1]:8000`; an IPv6 address or network without brackets has no port."""
+    if entry.startswith("["):
+        host, _sep, rest = entry[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        return host, int(port) if port.isdigit() and port.isascii() else None
+    m = _PORT.match(entry)
+    if m and ":" not in m["host"]:
+        return m["host"], int(m["port"])
+    return entry, None
+
+
+def _rules() -> tuple[
+    list[tuple[str, int | None]], list[tuple[str, int | None]], list[tuple[Network, int | None]]
+]:
+    """(names, .suffixes, networks) the operator allows, each with its port (None: any)."""
+    names: list[tuple[str, int | None]] = []
+    suffixes: list[tuple[str, int | None]] = []
+    networks: list[tuple[Network, int | None]] = []
+    for raw in getattr(settings, "JUDGE_ALLOWED_HOSTS", []):
+        entry, port = _split_port(raw.strip().lower())
         if not entry:
             continue
         try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
+            networks.append((ipaddress.ip_network(entry, strict=False), port))
         except ValueError:
             if entry.startswith("."):
-                suffixes.append(entry)
+                suffixes.append((entry, port))
             else:
-                names.add(entry.rstrip("."))
+                names.append((entry.rstrip("."), port))
     return names, suffixes, networks
 
 
-def host_listed(host: str) -> bool:
-    """The host name itself is listed (exactly, or under a listed .suffix)."""
+def _port_ok(allowed: int | None, port: int | None) -> bool:
+    return allowed is None or allowed == port
+
+
+def host_listed(host: str, port: int | None = None) -> bool:
+    """The host name itself is listed (exactly, or under a listed .suffix), for this port."""
     names, suffixes, _networks = _rules()
     host = host.lower().rstrip(".")
-    return host in names or any(host.endswith(s) for s in suffixes)
+    return any(host == n and _port_ok(p, port) for n, p in names) or any(
+        host.endswith(s) and _port_ok(p, port) for s, p in suffixes
+    )
 
 
 def is_public(ip: Address) -> bool:
@@ -165,10 +191,10 @@ def is_public(ip: Address) -> bool:
     )
 
 
-def address_refusal(ip: Address) -> str | None:
-    """Why this address may not be called, or None when it may."""
+def address_refusal(ip: Address, port: int | None = None) -> str | None:
+    """Why this address (on this port) may not be called, or None when it may."""
     _names, _suffixes, networks = _rules()
-    if any(ip in net for net in networks):
+    if any(ip in net and _port_ok(p, port) for net, p in networks):
         return None
     if is_public(ip):
         if getattr(settings, "JUDGE_ALLOW_PUBLIC_HOSTS", True):
@@ -211,7 +237,7 @@ def check_base_url(url: str, *, must_resolve: bool = True) -> None:
     if parts.username is not None or parts.password is not None:
         raise ValidationError(_("Put no user name or password in the judge URL."))
     host = parts.hostname
-    if host_listed(host):
+    if host_listed(host, port):
         return
     try:
         addresses = [ipaddress.ip_address(host)]
@@ -222,7 +248,7 @@ def check_base_url(url: str, *, must_resolve: bool = True) -> None:
             raise ValidationError(_("The judge host %(host)s does not resolve.") % {"host": host})
         return
     for ip in addresses:
-        reason = address_refusal(ip)
+        reason = address_refusal(ip, port)
         if reason:
             raise ValidationError(_("Judge URL refused: %(reason)s.") % {"reason": reason})
 
@@ -244,10 +270,11 @@ def guarded_session():
 
         async def resolve(self, host: str, port: int = 0, family=socket.AF_INET):
             infos = await self._inner.resolve(host, port, family)
-            if host_listed(host):
+            if host_listed(host, port):
                 return infos
             for info in infos:
-                reason = address_refusal(ipaddress.ip_address(info["host"].split("%")[0]))
+                ip = ipaddress.ip_address(info["host"].split("%")[0])
+                reason = address_refusal(ip, port)
                 if reason:
                     raise OSError(errno.EACCES, f"{host}: {reason}")
             return infos

@@ -70,6 +70,12 @@ class AttentionInput(serializers.Serializer):
     instruction = serializers.CharField(max_length=checks.MAX_TEXT)
     text_a = serializers.CharField(max_length=checks.MAX_TEXT)
     text_b = serializers.CharField(max_length=checks.MAX_TEXT, required=False, allow_blank=True)
+    reference = serializers.CharField(
+        max_length=checks.MAX_TEXT,
+        required=False,
+        allow_blank=True,
+        help_text="Reference answer, shown when the exposure shows hints (as a regular item's).",
+    )
     answer = serializers.JSONField(
         help_text='Pairwise {"choices": ["A"]} (A is text_a); star {"scores": {"key": [4, 5]}}.'
     )

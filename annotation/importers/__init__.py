@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from annotation.importers import alignbench, chinese_alpaca_eval, generic, llmeval1, llmeval2
@@ -208,10 +209,31 @@ def dataset_preview(**options: Any) -> dict[str, Any]:
 MAX_FILE_NAME_BYTES = 200
 
 
+def _refuse_oversized(files) -> None:
+    """Refuse uploads that together pass IMPORT_UPLOAD_MAX_MB (0: no cap): the importers parse
+    a file whole in memory and the browser import keeps a previewed upload for an hour, so one
+    huge upload could exhaust the server's memory or disk for everyone. The command line, which
+    reads the operator's own files, has no cap."""
+    cap_mb = int(getattr(settings, "IMPORT_UPLOAD_MAX_MB", 256))
+    total = sum(int(getattr(f, "size", 0) or 0) for f in files)
+    if cap_mb > 0 and total > cap_mb * 1024 * 1024:
+        raise ImportRefused(
+            _(
+                "the upload is %(size)s MB, more than the %(cap)s MB this server takes in the "
+                "browser and the API (IMPORT_UPLOAD_MAX_MB); split it into smaller uploads, or "
+                "import it on the server with manage.py import_dataset",
+                size=f"{total / (1024 * 1024):.1f}",
+                cap=cap_mb,
+            )
+        )
+
+
 def save_uploads(files, folder: str, tmp: str | Path) -> list[Path]:
     """Write uploaded files into a temporary folder for the importers (API and admin). The file
     name is kept (formats read the subject or the model from it), never a client's path; folder
-    (e.g. "human-score") stands for the folder the files came from."""
+    (e.g. "human-score") stands for the folder the files came from. Uploads over
+    IMPORT_UPLOAD_MAX_MB are refused before a byte is written."""
+    _refuse_oversized(files)
     base = Path(tmp) / folder if folder else Path(tmp)
     base.mkdir(parents=True, exist_ok=True)
     out = []

@@ -319,8 +319,10 @@ def assignment_page(request: HtmxHttpRequest, assignment_pid) -> HttpResponse:
     a, rater = _own_assignment(request, assignment_pid)
     if _throttled(rater):
         return _too_many()
+    # A rating's page is open while it can be changed; past that (or once repeated) it sends
+    # its rater on, so the pages of earlier ratings never tell a hidden repeat apart.
     if a.status in (Assignment.Status.SKIPPED, Assignment.Status.EXPIRED) or (
-        a.status == Assignment.Status.SUBMITTED and engine.is_repeated(a)
+        a.status == Assignment.Status.SUBMITTED and not engine.can_change(a)
     ):
         return redirect("annotate:next", study_pid=a.study.public_id)
     _renew_lease(a, rater)

@@ -2,7 +2,8 @@
 
 The rule (docs/annotators.md): an exposure is *eligible* for a repeat when the rater's previous
 exposure was not a repeat and a submitted first rating of theirs, never repeated, lies at least
-REPEAT_GAP + 1 exposures back, and the study still has a new item for them. Each eligible
+REPEAT_GAP + 1 exposures back with at least RECENT_EDITS submissions of theirs after it, and the
+study still has a new item for them. Each eligible
 exposure is a repeat with probability study.repeat_rate. The excess the issue measured came from
 annotators who kept asking after the study had nothing new for them: the draw still served
 repeats there, and only repeats, so in short sessions they made up 10% of eligible exposures.
@@ -32,8 +33,14 @@ def repeat_share(study) -> tuple[int, int]:
         repeated: set[int] = set()
         for i, a in enumerate(exposures):
             before = exposures[:i]
+            submitted = [o.seq for o in before if o.status == "submitted"]
+            # Closed to its rater: RECENT_EDITS later submissions (engine_hidden.repeat_origin).
+            closed = submitted[-engine.RECENT_EDITS] if len(submitted) >= engine.RECENT_EDITS else 0
             possible = (not before or not before[-1].is_repeat) and any(
-                o.status == "submitted" and not o.is_repeat and o.pk not in repeated
+                o.status == "submitted"
+                and not o.is_repeat
+                and o.pk not in repeated
+                and o.seq < closed
                 for o in before[: max(0, i - engine.REPEAT_GAP)]
             )
             if a.is_repeat:

@@ -71,6 +71,16 @@ class AttentionForm(forms.Form):
         max_length=checks.MAX_TEXT,
         label=gettext_lazy("Answer B (pairwise)"),
     )
+    reference = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=checks.MAX_TEXT,
+        label=gettext_lazy("Reference answer"),
+        help_text=gettext_lazy(
+            "Shown when the item shows hints. If your questions have reference answers and the "
+            "study shows hints, give one here too, or the check is the item without one."
+        ),
+    )
     choices = forms.MultipleChoiceField(
         required=False,
         choices=PairChoice.choices,
@@ -168,6 +178,7 @@ def attention_create(request: HttpRequest, study_id: int) -> HttpResponse:
                 instruction=form.cleaned_data["instruction"],
                 text_a=form.cleaned_data["text_a"],
                 text_b=form.cleaned_data.get("text_b", ""),
+                reference=form.cleaned_data.get("reference", ""),
                 answer=form.answer(study),
             )
         except ValidationError as e:
