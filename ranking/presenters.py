@@ -30,7 +30,7 @@ LEADERBOARDS = {
 
 
 # How each leaderboard's values are written, and its column title.
-SOURCE_KINDS = {"star": "number", "total": "number", "points": "share", "elo": "elo", "bt": "elo"}
+SOURCE_KINDS = {"star": "number", "total": "total", "points": "share", "elo": "elo", "bt": "elo"}
 SOURCE_LABELS = {
     "star": _("Mean stars"),
     "total": _("Total /100"),
@@ -356,8 +356,11 @@ def compare_table(result: dict[str, Any]) -> Table:
     rows = []
     for m in result["models"]:
         row = [m]
-        for lk in lookup:
+        for lk, c in zip(lookup, cols, strict=True):
             r = lk.get(m)
-            row.append(f"{fmt(r['value'])} ({r['rank']})" if r else "")
+            # Written as the report page writes the same leaderboard (Points as a share, Elo
+            # whole, the total to two decimals), so the two pages show the same figure.
+            value = formatting.number(r["value"], SOURCE_KINDS[c["ranking"]]) if r else ""
+            row.append(f"{value} ({r['rank']})" if r else "")
         rows.append(row)
     return Table("compare", [str(_("model")), *[c["label"] for c in cols]], rows, len(rows))

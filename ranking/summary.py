@@ -103,7 +103,7 @@ def _star_board(report: StudyReport, kind: str) -> Board | None:
         if has_ci:
             row.append(_interval(star, model, "number"))
         if has_total:
-            row.append(formatting.number(_get(total, model, "total")))
+            row.append(formatting.number(_get(total, model, "total"), "total"))
         row.append(formatting.number(_get(star, model, "n"), "count"))
         rows.append(row)
     columns = [_("Rank"), _("Model"), _("Mean stars")]

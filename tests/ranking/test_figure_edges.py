@@ -1,0 +1,98 @@
+"""Edge cases a reviewer probes, through the path a user takes: a generic JSONL file through
+`manage.py import_dataset`, the report through the API, the pages and the downloads, each
+figure against an independent computation."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from annotation.models import Study
+
+pytestmark = pytest.mark.django_db
+
+
+def _question(qid: str, kind: str = "subjective", task: str = "") -> dict:
+    return {"type": "question", "question_id": qid, "text": f"question {qid}", "kind": kind,
+            "task_type": task}  # fmt: skip
+
+
+def _answer(qid: str, llm: str) -> dict:
+    return {"type": "response", "question_id": qid, "llm": llm, "text": f"{llm} on {qid}"}
+
+
+def _stars(qid: str, llm: str, rater: str, scores: dict, kind: str = "human") -> dict:
+    pool = "judge" if kind == "judge" else "onsite"
+    return {"type": "rating", "question_id": qid, "llm": llm, "rater": rater, "rater_kind": kind,
+            "rater_pool": pool, "scores": scores}  # fmt: skip
+
+
+def _import(tmp_path, user, recs: list[dict], dataset: str, rubric: str = "llmeval1") -> None:
+    path = tmp_path / f"{dataset}.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in recs), encoding="utf-8")
+    call_command("import_dataset", str(path), format="jsonl", dataset=dataset, rubric=rubric,
+                 no_progress=True, user=user.username, stdout=io.StringIO())  # fmt: skip
+
+
+def _api(user, study: Study, **params) -> dict:
+    api = APIClient()
+    api.force_authenticate(user)
+    response = api.get(reverse("ranking:api-report", args=[study.pk]), params)
+    assert response.status_code == 200
+    return response.json()
+
+
+# --------------------------------------------------------------------------- page rounding
+
+
+@pytest.fixture
+def llmeval2_study(tmp_path, organizer) -> Study:
+    """Subjective LLMEval-2 stars of three models by two humans and a judge: totals out of 100
+    with two decimals that three significant digits would round away."""
+    rng = random.Random(5)
+    recs: list[dict] = []
+    for i in range(7):
+        recs.append(_question(f"q{i}", task=f"subject-{i % 3}"))
+        for m in ("m-a", "m-b", "m-c"):
+            recs.append(_answer(f"q{i}", m))
+            for rater, kind in (("h1", "human"), ("h2", "human"), ("J", "judge")):
+                scores = {"accuracy": rng.randint(1, 5), "informativeness": rng.randint(1, 3),
+                          "fluency": rng.randint(1, 3), "logicality": rng.randint(1, 3)}  # fmt: skip
+                recs.append(_stars(f"q{i}", m, rater, scores, kind))
+    _import(tmp_path, organizer, recs, "Totals", rubric="llmeval2")
+    return Study.objects.get(name="Totals (imported ratings)")
+
+
+def test_the_total_out_of_100_reads_to_two_decimals_on_every_page(
+    organizer, organizer_client, llmeval2_study
+):
+    totals = _api(organizer, llmeval2_study)["tables"]["leaderboard_total"]
+    shown = {f"{row['total']:.2f}": row["rater_kind"] for row in totals}
+    assert any(not text.endswith("0") for text in shown)  # a case three digits would round
+    for language in ("en", "zh-hans"):
+        page = organizer_client.get(
+            reverse("ranking:report", args=[llmeval2_study.pk]), HTTP_ACCEPT_LANGUAGE=language
+        ).content.decode()
+        for text, kind in shown.items():
+            # The leaderboards side by side, and the summary per rater kind: "86.98", not "87".
+            assert f">{text} (" in page, (language, text)
+            assert kind == "all" or f">{text}<" in page, (language, text)
+    compare = organizer_client.get(
+        reverse("ranking:compare"),
+        {
+            "s1-study": llmeval2_study.pk,
+            "s1-ranking": "total",
+            "s1-kind": "human",
+            "s2-study": llmeval2_study.pk,
+            "s2-ranking": "points",
+            "s2-kind": "all",
+        },  # fmt: skip
+    )
+    human = {f"{r['total']:.2f}" for r in totals if r["rater_kind"] == "human"}
+    assert all(f"{text} (" in compare.content.decode() for text in human)
