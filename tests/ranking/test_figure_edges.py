@@ -96,3 +96,41 @@ def test_the_total_out_of_100_reads_to_two_decimals_on_every_page(
     )
     human = {f"{r['total']:.2f}" for r in totals if r["rater_kind"] == "human"}
     assert all(f"{text} (" in compare.content.decode() for text in human)
+
+
+# --------------------------------------------------------------------------- no variance
+
+
+@pytest.fixture
+def constant_study(tmp_path, organizer) -> Study:
+    """Two models, eight questions, three humans and a judge who all give accuracy 2 and
+    fluency 3; the judge's informativeness is 1 on m1 and 2 on m2, the humans' 2 throughout."""
+    recs: list[dict] = []
+    for i in range(8):
+        recs.append(_question(f"q{i}"))
+        for m in ("m1", "m2"):
+            recs.append(_answer(f"q{i}", m))
+            for rater in ("h1", "h2", "h3"):
+                recs.append(_stars(f"q{i}", m, rater, {"accuracy": 2, "fluency": 3,
+                                                       "informativeness": 2}))  # fmt: skip
+            judge = {"accuracy": 2, "fluency": 3, "informativeness": 1 if m == "m1" else 2}
+            recs.append(_stars(f"q{i}", m, "J", judge, kind="judge"))
+    _import(tmp_path, organizer, recs, "Flat")
+    return Study.objects.get(name="Flat (imported ratings)")
+
+
+def test_a_criterion_without_variance_keeps_its_gap_rows(organizer, constant_study):
+    """Every human and the judge agree on accuracy and fluency: every gap is 0, so the share
+    of items with a gap of at least 1 or 2 stars (the rubric's range is 1-3) is 0, a figure,
+    not a missing row. Informativeness differs by exactly 1 on m1's 8 of the 16 answers."""
+    rows = _api(organizer, constant_study)["tables"]["gaps"]
+    got = {(r["criterion"], r["k"]): (r["n_items"], r["n_at_least_k"]) for r in rows}
+    assert got == {
+        ("accuracy", 1.0): (16, 0),
+        ("accuracy", 2.0): (16, 0),
+        ("fluency", 1.0): (16, 0),
+        ("fluency", 2.0): (16, 0),
+        ("informativeness", 1.0): (16, 8),
+        ("informativeness", 2.0): (16, 0),
+    }
+
