@@ -134,3 +134,29 @@ def test_a_criterion_without_variance_keeps_its_gap_rows(organizer, constant_stu
         ("informativeness", 2.0): (16, 0),
     }
 
+
+def test_models_that_tie_are_not_one_model_both_best_and_worst(organizer, constant_study):
+    rows = _api(organizer, constant_study)["tables"]["discrimination"]
+    accuracy = [r for r in rows if r["dimension"] == "criterion" and r["value"] == "accuracy"]
+    assert len(accuracy) == 3  # all raters, humans, the judge
+    for r in accuracy:
+        assert (r["best_model"], r["worst_model"], r["spread"]) == ("m1", "m2", 0.0)
+    # The judge's informativeness: m2 (2) is better than m1 (1).
+    judge = next(r for r in rows if r["rater_kind"] == "judge" and r["value"] == "informativeness")
+    assert (judge["best_model"], judge["worst_model"], judge["spread"]) == ("m2", "m1", 1.0)
+
+
+def test_one_model_has_no_spread(tmp_path, organizer, organizer_client):
+    recs: list[dict] = []
+    for i in range(6):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "solo")]
+        recs += [_stars(f"q{i}", "solo", r, {"accuracy": 1 + (i + n) % 3}) for n, r in
+                 enumerate(("h1", "h2"))]  # fmt: skip
+    _import(tmp_path, organizer, recs, "Solo")
+    study = Study.objects.get(name="Solo (imported ratings)")
+    rows = _api(organizer, study)["tables"]["discrimination"]
+    assert rows and all(r["n_models"] == 1 for r in rows)
+    assert all(r["spread"] is None and r["worst_model"] == "" for r in rows)
+    assert {r["best_model"] for r in rows} == {"solo"}
+    page = organizer_client.get(reverse("ranking:report", args=[study.pk]))
+    assert page.status_code == 200 and 'class="num undefined"' in page.content.decode()
