@@ -41,8 +41,9 @@ CACHE_SECONDS = 60 * 60
 # The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
 STALE_SECONDS = CACHE_SECONDS
 # Bump when the report's layout changes so that old snapshots are not served.
-CACHE_VERSION = 6  # bump when the report gains or changes tables (v4: PPI++, quality, stale;
-# v5: pairs oriented by model name, equal Elo ratings share a rank; v6: points_rank an integer)
+CACHE_VERSION = 7  # bump when the report gains or changes tables (v4: PPI++, quality, stale;
+# v5: pairs oriented by model name, equal Elo ratings share a rank; v6: points_rank an integer;
+# v7: gaps up to the rubric's range, discrimination ties and single models)
 
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
