@@ -180,7 +180,10 @@ def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     frames, quality_tables = _quality_in_scope(study, frames, kwargs)
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
     kwargs.setdefault("criterion_min", selectors.criterion_min(study) or None)
-    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
+    scope = QualityScope.of(
+        criteria=kwargs.get("criteria"), **{k: kwargs.get(k) for k in SCOPE_KEYS}
+    )
+    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study, scope))
     computed_at = timezone.now()
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)
     tables.update(quality_tables)  # exclusions, reliability, gold, data quality (docs/quality.md)

@@ -160,3 +160,49 @@ def test_one_model_has_no_spread(tmp_path, organizer, organizer_client):
     assert {r["best_model"] for r in rows} == {"solo"}
     page = organizer_client.get(reverse("ranking:report", args=[study.pk]))
     assert page.status_code == 200 and 'class="num undefined"' in page.content.decode()
+
+
+# --------------------------------------------------------------------------- filters
+
+
+@pytest.fixture
+def judged_study(tmp_path, organizer) -> Study:
+    """Onsite humans on 1 March; an imported judge on 1 March (6 outputs, 2 unparsed) and on
+    2 March (6 outputs, all parsed)."""
+    recs: list[dict] = []
+    for i in range(6):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "m1"), _answer(f"q{i}", "m2")]
+        for j, m in enumerate(("m1", "m2")):
+            day = "2024-03-01" if j == 0 else "2024-03-02"
+            for rater in ("h1", "h2"):
+                rec = _stars(f"q{i}", m, rater, {"accuracy": 1 + (i + j) % 3})
+                recs.append({**rec, "submitted_at": "2024-03-01T09:00:00+00:00"})
+            judge = _stars(f"q{i}", m, "J", {"accuracy": 1 + i % 3}, kind="judge")
+            judge["submitted_at"] = f"{day}T10:00:00+00:00"
+            if j == 0 and i < 2:
+                judge.update(scores={}, parse_status="unparsed", raw_output="no verdict")
+            recs.append(judge)
+    _import(tmp_path, organizer, recs, "Judged")
+    return Study.objects.get(name="Judged (imported ratings)")
+
+
+def _parsed(tables: dict) -> tuple[list[tuple], int]:
+    judges = [
+        (r["n_calls"], r["share_parsed"]) for r in tables["judge_bias"] if r["group_by"] == "judge"
+    ]
+    dq = next(r["n"] for r in tables["data_quality"] if r["issue"] == "unparsed judge output")
+    return judges, dq
+
+
+def test_the_judges_share_parsed_follows_the_filters_as_the_data_quality_count_does(
+    organizer, judged_study
+):
+    assert _parsed(_api(organizer, judged_study)["tables"]) == ([(12, 10 / 12)], 2)
+    # 1 March only: the judge's 6 outputs of that day, 2 of them unparsed.
+    day_one = _api(organizer, judged_study, start="2024-03-01", end="2024-03-01")["tables"]
+    assert _parsed(day_one) == ([(6, 4 / 6)], 2)
+    # 2 March only: 6 outputs, all parsed.
+    day_two = _api(organizer, judged_study, start="2024-03-02", end="2024-03-02")["tables"]
+    assert _parsed(day_two) == ([(6, 1.0)], 0)
+    # Onsite humans only: no judge in the report, so no judge row either.
+    assert _parsed(_api(organizer, judged_study, pool="onsite")["tables"]) == ([], 0)
