@@ -206,3 +206,47 @@ def test_the_judges_share_parsed_follows_the_filters_as_the_data_quality_count_d
     assert _parsed(day_two) == ([(6, 1.0)], 0)
     # Onsite humans only: no judge in the report, so no judge row either.
     assert _parsed(_api(organizer, judged_study, pool="onsite")["tables"]) == ([], 0)
+
+
+# --------------------------------------------------------------------------- low-volume raters
+
+
+def test_the_papers_accuracy_variant_leaves_out_raters_below_min_ratings_as_the_pool_table_does(
+    tmp_path, organizer
+):
+    """Two onsite humans and a judge rate all 8 answers; eight crowd workers rate one answer
+    each. The crowd workers count in everyone's truth but are not scored (fewer than 5
+    ratings, the paper's rule): the `paper` variant per pool is accuracy_by_pool's figure."""
+    rng = random.Random(11)
+    recs: list[dict] = []
+    for i in range(8):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "m1")]
+        raters = [("h1", "onsite", "human"), ("h2", "onsite", "human"), ("J", "judge", "judge")]
+        for name, pool, kind in [*raters, (f"crowd{i}", "crowd", "human")]:
+            rec = _stars(f"q{i}", "m1", name, {"accuracy": rng.randint(1, 3)}, kind)
+            recs.append({**rec, "rater_pool": pool})
+    _import(tmp_path, organizer, recs, "Mixed")
+    tables = _api(organizer, Study.objects.get(name="Mixed (imported ratings)"))["tables"]
+    pools = {r["pool"]: r for r in tables["accuracy_by_pool"]}
+    paper = {
+        r["group"]: r
+        for r in tables["accuracy_variants"]
+        if r["variant"] == "paper" and r["group_by"] == "pool"
+    }
+    assert set(pools) == {"onsite", "judge"} and set(paper) == {"onsite"}
+    assert paper["onsite"]["accuracy"] == pytest.approx(pools["onsite"]["pooled"])
+    assert (paper["onsite"]["n_raters"], paper["onsite"]["n_judgements"]) == (2, 16)
+    # By hand: every item's truth is its four ratings (population sigma).
+    by_item: dict[str, dict[str, int]] = {}
+    for r in recs:
+        if r["type"] == "rating":
+            by_item.setdefault(r["question_id"], {})[r["rater"]] = r["scores"]["accuracy"]
+    hits = 0
+    for scores in by_item.values():
+        values = list(scores.values())
+        gt = sum(values) / len(values)
+        sigma = (sum((v - gt) ** 2 for v in values) / len(values)) ** 0.5
+        for h in ("h1", "h2"):
+            hits += abs(scores[h] - gt) < sigma if sigma > 0 else scores[h] == gt
+    assert paper["onsite"]["n_accurate"] == hits
+    assert all(r["group"] != "crowd" for r in tables["accuracy_variants"])
