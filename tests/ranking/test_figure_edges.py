@@ -250,3 +250,63 @@ def test_the_papers_accuracy_variant_leaves_out_raters_below_min_ratings_as_the_
             hits += abs(scores[h] - gt) < sigma if sigma > 0 else scores[h] == gt
     assert paper["onsite"]["n_accurate"] == hits
     assert all(r["group"] != "crowd" for r in tables["accuracy_variants"])
+
+
+# --------------------------------------------------------------------------- reliability
+
+
+@pytest.fixture
+def solo_and_shared(tmp_path, organizer) -> Study:
+    """Pairwise: "solo" alone rates 12 questions nobody else sees; "p1", "p2" and "p3" rate 12
+    other questions together."""
+    rng = random.Random(4)
+    recs: list[dict] = []
+    for i in range(24):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "m1"), _answer(f"q{i}", "m2")]
+        raters = ("solo",) if i < 12 else ("p1", "p2", "p3")
+        for name in raters:
+            choice = rng.choice(["a", "b", "tie"])
+            recs.append({"type": "pairwise", "question_id": f"q{i}", "llm_a": "m1", "llm_b": "m2",
+                         "rater": name, "choice": choice})  # fmt: skip
+    _import(tmp_path, organizer, recs, "Solo pairs")
+    return Study.objects.get(name="Solo pairs (imported pairwise ratings)")
+
+
+def test_an_annotator_who_shares_no_item_has_no_reliability_and_no_disagrees_flag(
+    organizer, organizer_client, solo_and_shared
+):
+    """Nobody else rated the solo annotator's items: nothing measures their errors, so the
+    reliability is empty, not a figure the model's prior made up, and they are not flagged."""
+    from annotation.models import Rater
+    from annotation.quality import study_quality
+
+    solo = Rater.objects.get(name="solo").pseudonym
+    rows = {
+        r["rater_id"]: r
+        for r in _api(organizer, solo_and_shared)["tables"]["annotator_reliability"]
+    }
+    assert rows[solo]["n_ratings"] == 12
+    assert rows[solo]["reliability"] is None and rows[solo]["agrees_with_ds"] is None
+    others = [r for r in rows.values() if r["rater_id"] != solo]
+    assert len(others) == 3 and all(0 < r["reliability"] <= 1 for r in others)
+    flags = study_quality(solo_and_shared).set_index("rater_id")["flags"]
+    assert "disagrees" not in flags[solo]
+    for name in ("ranking:report", "ranking:report-charts", "organize:study_quality"):
+        assert organizer_client.get(reverse(name, args=[solo_and_shared.pk])).status_code == 200
+
+
+def test_a_star_annotator_who_shares_no_item_has_no_bias_or_noise(tmp_path, organizer):
+    recs: list[dict] = []
+    for i in range(8):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "m1")]
+        for name in ("solo",) if i < 4 else ("s1", "s2"):
+            recs.append(_stars(f"q{i}", "m1", name, {"accuracy": 1 + (i + len(name)) % 3}))
+    _import(tmp_path, organizer, recs, "Solo stars")
+    study = Study.objects.get(name="Solo stars (imported ratings)")
+    rows = _api(organizer, study)["tables"]["annotator_reliability"]
+    by_rater = {r["rater_id"]: r for r in rows}
+    from annotation.models import Rater
+
+    solo = by_rater[Rater.objects.get(name="solo").pseudonym]
+    assert (solo["star_bias"], solo["star_sigma"], solo["reliability"]) == (None, None, None)
+    assert all(r["star_sigma"] is not None for r in rows if r is not solo)
