@@ -310,3 +310,27 @@ def test_a_star_annotator_who_shares_no_item_has_no_bias_or_noise(tmp_path, orga
     solo = by_rater[Rater.objects.get(name="solo").pseudonym]
     assert (solo["star_bias"], solo["star_sigma"], solo["reliability"]) == (None, None, None)
     assert all(r["star_sigma"] is not None for r in rows if r is not solo)
+
+
+def test_a_misspelt_filter_is_refused_rather_than_ignored(organizer, judged_study):
+    """?pools=onsite (the page's field is "pool") gave the whole study's figures with a 200."""
+    api = APIClient()
+    api.force_authenticate(organizer)
+    for name in ("ranking:api-report", "ranking:api-report-table"):
+        args = [judged_study.pk] if name == "ranking:api-report" else [judged_study.pk, "gaps"]
+        response = api.get(reverse(name, args=args), {"pools": "onsite"})
+        assert response.status_code == 400
+        (message,) = response.json()["unknown_parameters"]
+        assert message.startswith("Not a report filter: pools. The filters are: pool, criterion")
+    chinese = api.get(
+        reverse("ranking:api-report", args=[judged_study.pk]),
+        {"pools": "onsite"},
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    assert chinese.json()["unknown_parameters"][0].startswith("不是报告的筛选条件：pools")
+    assert (
+        api.get(
+            reverse("ranking:api-report", args=[judged_study.pk]), {"format": "json"}
+        ).status_code
+        == 200
+    )
