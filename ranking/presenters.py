@@ -286,7 +286,11 @@ def correlation_matrix(report: StudyReport) -> Table:
         [label("ranking_a", a), *("—" if a == b else cell.get((a, b), "") for b in names)]
         for a in names
     ]
-    return Table("correlations", ["", *(label("ranking_a", b) for b in names)], rows, len(rows))
+    # Every column but the first holds numbers: an undefined ρ or τ (tied rankings, fewer than
+    # two models) is then marked and explained like any undefined cell, not left blank.
+    numeric = [False, *(True for _ in names)]
+    columns = ["", *(label("ranking_a", b) for b in names)]
+    return Table("correlations", columns, rows, len(rows), numeric)
 
 
 def dict_table(d: dict | None, name: str) -> Table:

@@ -334,3 +334,16 @@ def test_a_misspelt_filter_is_refused_rather_than_ignored(organizer, judged_stud
         ).status_code
         == 200
     )
+
+
+def test_an_undefined_rank_correlation_is_marked_in_the_matrix_too(
+    organizer_client, constant_study
+):
+    """Every model ties: no ranking has an order, so every ρ and τ is undefined. The matrix
+    (the first correlation table on the page) marks and explains them as the pair table does."""
+    page = organizer_client.get(reverse("ranking:report", args=[constant_study.pk]))
+    html = page.content.decode()
+    start = html.index("Spearman ρ above the diagonal")
+    matrix = html[start : html.index("</table>", start)]
+    assert "<td></td>" not in matrix
+    assert matrix.count('class="num undefined"') == 6 * 5  # 6 rankings, off the diagonal
