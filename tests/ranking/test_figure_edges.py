@@ -347,3 +347,22 @@ def test_an_undefined_rank_correlation_is_marked_in_the_matrix_too(
     matrix = html[start : html.index("</table>", start)]
     assert "<td></td>" not in matrix
     assert matrix.count('class="num undefined"') == 6 * 5  # 6 rankings, off the diagonal
+
+
+def test_a_judge_whose_every_output_is_unparsed_is_named_in_the_summary(
+    tmp_path, organizer, organizer_client
+):
+    recs: list[dict] = []
+    for i in range(5):
+        recs += [_question(f"q{i}"), _answer(f"q{i}", "m1")]
+        recs += [_stars(f"q{i}", "m1", h, {"accuracy": 1 + i % 3}) for h in ("h1", "h2")]
+        judge = _stars(f"q{i}", "m1", "gpt-x", {}, kind="judge")
+        recs.append({**judge, "parse_status": "unparsed", "raw_output": "I cannot rate this."})
+    _import(tmp_path, organizer, recs, "Unread")
+    study = Study.objects.get(name="Unread (imported ratings)")
+    url = reverse("ranking:report", args=[study.pk])
+    page = organizer_client.get(url).content.decode()
+    assert "none of its 5 outputs could be read (unparsed)" in page
+    assert "No items rated by both humans and an LLM judge" not in page
+    chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "它的 5 条输出都无法解析" in chinese
