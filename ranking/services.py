@@ -43,7 +43,8 @@ STALE_SECONDS = CACHE_SECONDS
 # Bump when the report's layout changes so that old snapshots are not served.
 CACHE_VERSION = 7  # bump when the report gains or changes tables (v4: PPI++, quality, stale;
 # v5: pairs oriented by model name, equal Elo ratings share a rank; v6: points_rank an integer;
-# v7: gaps up to the rubric's range, discrimination ties and single models)
+# v7: gaps up to the rubric's range, discrimination ties and single models, accuracy variants
+# without raters below min_ratings, reliability on shared items only, judge parse share filtered)
 
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
