@@ -366,3 +366,20 @@ def test_a_judge_whose_every_output_is_unparsed_is_named_in_the_summary(
     assert "No items rated by both humans and an LLM judge" not in page
     chinese = organizer_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "它的 5 条输出都无法解析" in chinese
+
+
+def test_a_value_without_spread_draws_no_bar():
+    import pandas as pd
+
+    from ranking import charts_sections
+
+    df = pd.DataFrame(
+        {
+            "rater_kind": ["all", "all"],
+            "dimension": ["task_type", "task_type"],
+            "value": ["law-two-models", "poetry-one-model"],
+            "spread": [0.5, float("nan")],
+        }
+    )
+    svg = charts_sections.discrimination(df)
+    assert svg is not None and "law-two-models" in svg and "poetry-one-model" not in svg
