@@ -225,8 +225,14 @@ def _shared(df: pd.DataFrame) -> pd.DataFrame:
     """The ratings of items that at least two raters rated. An item rated once tells nothing
     about anyone's errors (its truth is the one rating), so the models are fitted on these; a
     rater with none of them has no figures (empty), rather than a prior dressed as one."""
-    raters_per_item = df.groupby("item_id", observed=True)["rater_id"].transform("nunique")
-    return df[raters_per_item.to_numpy() >= 2]
+    item = pd.factorize(df["item_id"])[0].astype(np.int64)
+    rater = pd.factorize(df["rater_id"])[0].astype(np.int64)
+    n_raters = int(rater.max()) + 1 if len(rater) else 1
+    pairs = pd.unique(item * n_raters + rater)  # one per (item, rater)
+    raters_per_item = np.bincount(
+        pairs // n_raters, minlength=int(item.max()) + 1 if len(item) else 0
+    )
+    return df[raters_per_item[item] >= 2]
 
 
 def _per_rater(names: list[str], n: np.ndarray, fitted: pd.DataFrame) -> pd.DataFrame:
