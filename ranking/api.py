@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from django.http import Http404
 from django.utils.functional import lazy
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -141,14 +142,28 @@ class CompareOutputSerializer(serializers.Serializer):
 # --------------------------------------------------------------------------- views
 
 
+# The report API's query parameters: the filters, and DRF's ``format``.
+LIST_FILTERS = ("pool", "criterion", "task_type")
+VALUE_FILTERS = ("start", "end", "min_accuracy", "min_consistency", "exclude_simulated", "bt_ties")
+
+
 def _query_params(request: Request) -> dict:
     q = request.query_params
+    # A misspelt filter (?pools=crowd) would otherwise give the whole study's figures, as if
+    # filtered, with a 200: refused, naming the filters there are.
+    unknown = sorted(set(q) - {*LIST_FILTERS, *VALUE_FILTERS, "format"})
+    if unknown:
+        known = ", ".join((*LIST_FILTERS, *VALUE_FILTERS))
+        message = gettext("Not a report filter: %(names)s. The filters are: %(filters)s.")
+        raise ValidationError(
+            {"unknown_parameters": [message % {"names": ", ".join(unknown), "filters": known}]}
+        )
     out: dict = {}
-    for key in ("pool", "criterion", "task_type"):
+    for key in LIST_FILTERS:
         values = [v for v in q.getlist(key) if v != ""]
         if values:
             out[key] = values
-    for key in ("start", "end", "min_accuracy", "min_consistency", "exclude_simulated", "bt_ties"):
+    for key in VALUE_FILTERS:
         if q.get(key):
             out[key] = q[key]
     return out

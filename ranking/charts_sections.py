@@ -124,7 +124,8 @@ def gaps(df: pd.DataFrame) -> str | None:
 def discrimination(df: pd.DataFrame) -> str | None:
     if not _has(df, "dimension", "value", "spread"):
         return None
-    d = df.sort_values("spread", ascending=False)
+    # A value rated on one model has no spread (empty): no bar, rather than a bar at 0.
+    d = df[df["spread"].notna()].sort_values("spread", ascending=False)
     kinds = [f"{k}: " for k in _said(d, "rater_kind")] if "rater_kind" in d.columns else None
     named = [f"{m} {v}" for m, v in zip(_said(d, "dimension"), d["value"].astype(str), strict=True)]
     labels = [k + n for k, n in zip(kinds, named, strict=True)] if kinds else named

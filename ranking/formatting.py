@@ -227,6 +227,9 @@ SHARE_TABLES = {
     "accuracy_by_pool": {"mean", "median", "min", "q1", "q3", "max", "pooled"},
     "consistency_by_pool": {"mean", "median", "min", "q1", "q3", "max", "pooled"},
 }
+# The LLMEval-2 total out of 100, to two decimals as the paper and README write it: three
+# significant digits would show 86.98 as "87" and two models 77.32 (5th) and 77.31 (6th) alike.
+TOTAL_COLUMNS = {"total"}
 COUNT_PREFIXES = ("n_", "rank", "games", "wins", "draws", "losses", "round", "shuffle")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -244,9 +247,12 @@ def header(column: str) -> str:
 
 
 def kind_of(column: str, table: str = "") -> str:
-    """'elo', 'share', 'p', 'count' or 'number': how the page writes this column's values."""
+    """'elo', 'share', 'p', 'count', 'total' or 'number': how the page writes this column's
+    values."""
     if column in SHARE_TABLES.get(table, ()):
         return "share"
+    if column in TOTAL_COLUMNS:
+        return "total"
     if column in ELO_COLUMNS or column in ELO_TABLES.get(table, ()):
         return "elo"
     if column in SHARE_COLUMNS or column.endswith(SHARE_SUFFIXES):
@@ -292,6 +298,8 @@ def number(value: Any, kind: str = "number") -> str:
         return f"{value:.0f}"
     if kind == "share":
         return f"{value * 100:.1f}%"
+    if kind == "total":
+        return f"{value:.2f}"
     if kind == "p":
         return "<0.001" if 0 <= value < 0.001 else f"{value:.3f}"
     return significant(value, 3)

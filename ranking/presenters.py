@@ -30,7 +30,7 @@ LEADERBOARDS = {
 
 
 # How each leaderboard's values are written, and its column title.
-SOURCE_KINDS = {"star": "number", "total": "number", "points": "share", "elo": "elo", "bt": "elo"}
+SOURCE_KINDS = {"star": "number", "total": "total", "points": "share", "elo": "elo", "bt": "elo"}
 SOURCE_LABELS = {
     "star": _("Mean stars"),
     "total": _("Total /100"),
@@ -286,7 +286,11 @@ def correlation_matrix(report: StudyReport) -> Table:
         [label("ranking_a", a), *("—" if a == b else cell.get((a, b), "") for b in names)]
         for a in names
     ]
-    return Table("correlations", ["", *(label("ranking_a", b) for b in names)], rows, len(rows))
+    # Every column but the first holds numbers: an undefined ρ or τ (tied rankings, fewer than
+    # two models) is then marked and explained like any undefined cell, not left blank.
+    numeric = [False, *(True for _ in names)]
+    columns = ["", *(label("ranking_a", b) for b in names)]
+    return Table("correlations", columns, rows, len(rows), numeric)
 
 
 def dict_table(d: dict | None, name: str) -> Table:
@@ -356,8 +360,11 @@ def compare_table(result: dict[str, Any]) -> Table:
     rows = []
     for m in result["models"]:
         row = [m]
-        for lk in lookup:
+        for lk, c in zip(lookup, cols, strict=True):
             r = lk.get(m)
-            row.append(f"{fmt(r['value'])} ({r['rank']})" if r else "")
+            # Written as the report page writes the same leaderboard (Points as a share, Elo
+            # whole, the total to two decimals), so the two pages show the same figure.
+            value = formatting.number(r["value"], SOURCE_KINDS[c["ranking"]]) if r else ""
+            row.append(f"{value} ({r['rank']})" if r else "")
         rows.append(row)
     return Table("compare", [str(_("model")), *[c["label"] for c in cols]], rows, len(rows))

@@ -33,6 +33,8 @@ from evaluation.models import JudgeCall, JudgeRun
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from ranking.quality import QualityScope
 else:
     np = lazy_module("numpy")
     pd = lazy_module("pandas")
@@ -402,10 +404,17 @@ def criterion_min(study: Study) -> dict[str, float]:
     }
 
 
-def judge_run_frame(study: Study) -> pd.DataFrame:
+def judge_run_frame(study: Study, scope: QualityScope | None = None) -> pd.DataFrame:
     """One row per judge run of the study, for the report's price / time / parse-share figures
     (``ranking.stats.judge_report.JUDGE_RUN_COLUMNS``). Counters come from the run itself
-    (``judge_run_recount`` keeps them right); seconds are the run's own start to finish."""
+    (``judge_run_recount`` keeps them right); seconds are the run's own start to finish.
+
+    Within the report's filters (``scope``): none when they leave judges out (a pool or rater
+    kind filter without them); imported judge outputs counted within them. A run's counters
+    are the whole run's (a call is not a rating with a pool or a time)."""
+    columns = ["rater_id", "n_calls", "n_parsed", "n_parse_failed", "cost", "seconds"]
+    if scope is not None and not scope.keeps_judges():
+        return pd.DataFrame(columns=columns)
     rows = JudgeRun.objects.filter(study=study).values_list(
         "judge__rater__pseudonym",
         "n_done",
@@ -420,18 +429,17 @@ def judge_run_frame(study: Study) -> pd.DataFrame:
         for rater, done, ok, failed, cost, start, end in rows
     ]
     ran = {r[0] for r in records}
-    records += [r for r in _imported_judge_counts(study) if r[0] not in ran]
-    return pd.DataFrame.from_records(
-        records,
-        columns=["rater_id", "n_calls", "n_parsed", "n_parse_failed", "cost", "seconds"],
-    )
+    records += [r for r in _imported_judge_counts(study, scope) if r[0] not in ran]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
-def _imported_judge_counts(study: Study) -> list[tuple]:
-    """Per judge without a run in the study (imported judge outputs): its ratings as calls,
-    parsed and unparsed (``Rating.parse_status``); no price or time (NaN)."""
+def _imported_judge_counts(study: Study, scope: QualityScope | None) -> list[tuple]:
+    """Per judge without a run in the study (imported judge outputs): its ratings in scope as
+    calls, parsed and unparsed (``Rating.parse_status``); no price or time (NaN)."""
     rows = (
-        Rating.objects.filter(item__study=study, rater__kind=Rater.Kind.JUDGE)
+        Rating.objects.filter(
+            scope.ratings_q() if scope else Q(), item__study=study, rater__kind=Rater.Kind.JUDGE
+        )
         .values("rater__pseudonym")
         .annotate(
             n=Count("id"),

@@ -41,8 +41,10 @@ CACHE_SECONDS = 60 * 60
 # The newest snapshot's key is kept longer than the snapshot, so a stale one is found while held.
 STALE_SECONDS = CACHE_SECONDS
 # Bump when the report's layout changes so that old snapshots are not served.
-CACHE_VERSION = 6  # bump when the report gains or changes tables (v4: PPI++, quality, stale;
-# v5: pairs oriented by model name, equal Elo ratings share a rank; v6: points_rank an integer)
+CACHE_VERSION = 7  # bump when the report gains or changes tables (v4: PPI++, quality, stale;
+# v5: pairs oriented by model name, equal Elo ratings share a rank; v6: points_rank an integer;
+# v7: gaps up to the rubric's range, discrimination ties and single models, accuracy variants
+# without raters below min_ratings, reliability on shared items only, judge parse share filtered)
 
 # Tables of the report, in the order pages and exports show them (``meta`` and ``elo_variance``
 # are dicts, the rest DataFrames). Anything new the statistics add is appended at the end.
@@ -179,7 +181,10 @@ def _compute(study: Study, filters: ReportFilters) -> dict[str, Any]:
     frames, quality_tables = _quality_in_scope(study, frames, kwargs)
     kwargs.setdefault("criterion_max", selectors.criterion_max(study) or None)
     kwargs.setdefault("criterion_min", selectors.criterion_min(study) or None)
-    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study))
+    scope = QualityScope.of(
+        criteria=kwargs.get("criteria"), **{k: kwargs.get(k) for k in SCOPE_KEYS}
+    )
+    kwargs.setdefault("judge_runs", selectors.judge_run_frame(study, scope))
     computed_at = timezone.now()
     tables = build_report(frames.star_df, frames.pair_df, **kwargs)
     tables.update(quality_tables)  # exclusions, reliability, gold, data quality (docs/quality.md)

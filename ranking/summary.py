@@ -103,7 +103,7 @@ def _star_board(report: StudyReport, kind: str) -> Board | None:
         if has_ci:
             row.append(_interval(star, model, "number"))
         if has_total:
-            row.append(formatting.number(_get(total, model, "total")))
+            row.append(formatting.number(_get(total, model, "total"), "total"))
         row.append(formatting.number(_get(star, model, "n"), "count"))
         rows.append(row)
     columns = [_("Rank"), _("Model"), _("Mean stars")]
@@ -283,6 +283,27 @@ def _majority_agreement(report: StudyReport, labels: dict[str, str]) -> list[str
     return lines
 
 
+def _unreadable_judges(report: StudyReport, labels: dict[str, str]) -> list[str]:
+    """A judge none of whose outputs could be read has no verdict to compare: said so, rather
+    than the headline's "no items rated by both humans and an LLM judge"."""
+    df = report.table("judge_bias")
+    if df.empty or not {"group_by", "group", "n_calls", "share_parsed"} <= set(df.columns):
+        return []
+    rows = df[(df["group_by"].astype(str) == "judge") & (df["share_parsed"] == 0)]
+    return [
+        ngettext(
+            "Judge %(judge)s: its %(n)s output could not be read (unparsed), so it has no "
+            "verdict to compare with the humans.",
+            "Judge %(judge)s: none of its %(n)s outputs could be read (unparsed), so it has no "
+            "verdict to compare with the humans.",
+            int(r["n_calls"]),
+        )
+        % {"judge": labels.get(str(r["group"]), r["group"]), "n": int(r["n_calls"])}
+        for _i, r in rows.iterrows()
+        if int(r["n_calls"]) > 0
+    ]
+
+
 def report_summary(report: StudyReport) -> Summary:
     pairwise = report.study.mode == "pairwise"
     frames = (
@@ -296,5 +317,9 @@ def report_summary(report: StudyReport) -> Summary:
         if board is not None:
             summary.boards.append(board)
     labels = _judge_labels(report)
-    summary.agreement = _majority_agreement(report, labels) + _rank_agreement(report, labels)
+    summary.agreement = [
+        *_majority_agreement(report, labels),
+        *_rank_agreement(report, labels),
+        *_unreadable_judges(report, labels),
+    ]
     return summary

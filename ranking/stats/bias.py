@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -84,12 +84,18 @@ _GAP_COLS = {
 }
 
 
-def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFrame:
+def gaps(
+    star_df: pd.DataFrame,
+    ks: Iterable[float] | None = None,
+    ranges: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
     """Share of items where |mean human score - mean judge score| >= k, per criterion.
 
     Only first ratings count and only items rated by at least one human and one judge. With one
     human panel and one judge per item (LLMEval-2) this is exactly the paper's Tables 4-5.
-    ``ks`` default: 1, 2, ... up to the criterion's observed range.
+    ``ks`` default: 1, 2, ... up to the criterion's span: the rubric's range (``ranges``, max -
+    min) or the range of the scores it received where that is wider, at least 1; so a
+    criterion whose every score is the same keeps its rows (each share 0) instead of vanishing.
     """
     keep = (~star_df["is_repeat"] & star_df["score"].notna()).to_numpy(bool)
     if not keep.any():
@@ -115,6 +121,7 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
     for c in _present(unit_crit, len(crits)):
         d = diff[unit_crit == c]
         span = float(span_of.loc[c, "max"] - span_of.loc[c, "min"])
+        span = max(span, float((ranges or {}).get(str(crits[c]), 0.0)), 1.0)
         levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
         for k in levels:
             hit = int((d >= k - 1e-9).sum())

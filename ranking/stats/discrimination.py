@@ -43,15 +43,20 @@ def _present(codes: np.ndarray, n: int) -> np.ndarray:
 def _spread(
     head: tuple[str, Any, str, Any], model: np.ndarray, score: np.ndarray
 ) -> list[tuple[Any, ...]]:
-    """One row (mode, kind, dimension, value, ...) of a value's model scores, none if all NaN."""
-    # argmax/argmin give the first best and worst model, as idxmax/idxmin on the rows with a
-    # score would.
+    """One row (mode, kind, dimension, value, ...) of a value's model scores, none if all NaN.
+
+    The best model is the first (in name order) at the highest score, the worst the last at
+    the lowest, so models that all tie name two models with spread 0, not one model as both.
+    One model has no spread: its worst model and spread are empty (undefined), not 0.
+    """
     ok = ~np.isnan(score)
     if not ok.any():
         return []
     score, model = score[ok], model[ok]
-    b, w = int(np.argmax(score)), int(np.argmin(score))
+    b, w = int(np.argmax(score)), len(score) - 1 - int(np.argmin(score[::-1]))
     best, worst = float(score[b]), float(score[w])
+    if len(score) < 2:
+        return [(*head[:3], str(head[3]), 1, model[b], best, "", np.nan, np.nan)]
     return [(*head[:3], str(head[3]), len(score), model[b], best, model[w], worst, best - worst)]
 
 

@@ -146,9 +146,13 @@ def _distinct_raters(group: np.ndarray, rater: np.ndarray, n_groups: int, n_r: i
     return np.bincount(distinct(group * n_r + rater) // n_r, minlength=n_groups)
 
 
-def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) -> pd.DataFrame:
+def accuracy_variants(
+    j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1, min_ratings: int = 0
+) -> pd.DataFrame:
     """Accuracy within sigma per variant, mode and group (judge, human pool, all humans).
 
+    Raters with fewer than ``min_ratings`` first ratings in a mode are not scored in it (their
+    ratings stay in the others' truth), as ``accuracy_by_rater`` leaves them out.
     Groups are integer-coded once; every (variant, mode, grouping) is then three bincounts.
     """
     f = first_ratings(j, _READ)
@@ -163,8 +167,10 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
     unit = unit_codes(f)
     modes = distinct(mode)
     rows = []
+    scored = _enough_ratings(f, rater, mode, min_ratings)
     for variant in VARIANTS:
         s, q, n, usable = _reference(x, unit, human, variant, min_others)
+        usable &= scored
         acc = within_sigma(x, s, q, n, ddof) & usable
         for mi in modes:
             m, in_mode = str(mode_names[mi]), usable & (mode == mi)
@@ -188,6 +194,22 @@ def accuracy_variants(j: pd.DataFrame, *, ddof: int = 0, min_others: int = 1) ->
                     for i in np.flatnonzero(k)
                 ]
     return pd.DataFrame(rows, columns=list(VARIANT_COLS)) if rows else empty_frame(VARIANT_COLS)
+
+
+def _enough_ratings(
+    f: pd.DataFrame, rater: np.ndarray, mode: np.ndarray, min_ratings: int
+) -> np.ndarray:
+    """Per judgement: whether its rater has at least ``min_ratings`` first ratings in its mode
+    (a first rating is one item: its criteria are several judgements of one rating)."""
+    if min_ratings <= 0:
+        return np.ones(len(f), bool)
+    n_m = int(mode.max()) + 1
+    cell = rater * n_m + mode
+    item = pd.factorize(f["item_id"])[0].astype(np.int64)
+    n_cells = (int(rater.max()) + 1) * n_m
+    ratings = np.bincount(distinct(item * n_cells + cell) % n_cells, minlength=n_cells)
+    enough: np.ndarray = ratings[cell] >= min_ratings
+    return enough
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

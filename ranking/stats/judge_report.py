@@ -195,7 +195,7 @@ def judge_tables(
         j, n_boot=n_bootstrap, rng=table_rng(seed, "chance_agreement")
     )
     lap("chance_agreement")
-    out["accuracy_variants"] = accuracy_variants(j, ddof=o.ddof)
+    out["accuracy_variants"] = accuracy_variants(j, ddof=o.ddof, min_ratings=o.min_ratings)
     out["star_vs_human"] = star_vs_human_mean(j)
     lap("accuracy_variants")
     out["ranking_agreement"] = ranking_agreement(

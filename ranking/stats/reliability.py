@@ -221,27 +221,53 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.int64), [str(u) for u in uniques]
 
 
+def _shared(df: pd.DataFrame) -> pd.DataFrame:
+    """The ratings of items that at least two raters rated. An item rated once tells nothing
+    about anyone's errors (its truth is the one rating), so the models are fitted on these; a
+    rater with none of them has no figures (empty), rather than a prior dressed as one."""
+    item = pd.factorize(df["item_id"])[0].astype(np.int64)
+    rater = pd.factorize(df["rater_id"])[0].astype(np.int64)
+    n_raters = int(rater.max()) + 1 if len(rater) else 1
+    pairs = pd.unique(item * n_raters + rater)  # one per (item, rater)
+    raters_per_item = np.bincount(
+        pairs // n_raters, minlength=int(item.max()) + 1 if len(item) else 0
+    )
+    return df[raters_per_item[item] >= 2]
+
+
+def _per_rater(names: list[str], n: np.ndarray, fitted: pd.DataFrame) -> pd.DataFrame:
+    """Every rater with its rating count, the fitted figures where it has any (NaN else)."""
+    out = pd.DataFrame({"rater_id": names, "n_ratings": n})
+    return out.merge(fitted.astype({"rater_id": str}), on="rater_id", how="left")
+
+
 def pair_reliability(pair_df: pd.DataFrame) -> pd.DataFrame:
     """Per rater of a pairwise frame (first ratings): n_ratings, Dawid-Skene reliability and
-    agreement with the Dawid-Skene label of the items they rated."""
+    agreement with the Dawid-Skene label of the items they rated (items rated by one rater
+    are left out of both; ``_shared``)."""
     cols = ["rater_id", "n_ratings", "ds_reliability", "agrees_with_ds"]
     df = pair_df[~pair_df["is_repeat"].astype(bool)] if len(pair_df) else pair_df
     df = df[df["choice"].isin(PAIR_CLASSES)] if len(df) else df
     if df.empty:
         return pd.DataFrame(columns=cols)
-    items, _ = _codes(df["item_id"])
-    raters, names = _codes(df["rater_id"])
-    labels = df["choice"].map({c: i for i, c in enumerate(PAIR_CLASSES)}).to_numpy(np.int64)
-    fit = dawid_skene(items, raters, labels)
-    agree = np.bincount(raters, weights=(fit.labels[items] == labels).astype(float))
-    n = np.bincount(raters)
-    return pd.DataFrame(
-        {
-            "rater_id": names,
-            "n_ratings": n,
-            "ds_reliability": fit.reliability,
-            "agrees_with_ds": agree / n,
-        }
+    everyone, names = _codes(df["rater_id"])
+    df = _shared(df)
+    fitted = pd.DataFrame(columns=["rater_id", "ds_reliability", "agrees_with_ds"])
+    if len(df):
+        items, _ = _codes(df["item_id"])
+        raters, fit_names = _codes(df["rater_id"])
+        labels = df["choice"].map({c: i for i, c in enumerate(PAIR_CLASSES)}).to_numpy(np.int64)
+        fit = dawid_skene(items, raters, labels)
+        agree = np.bincount(raters, weights=(fit.labels[items] == labels).astype(float))
+        fitted = pd.DataFrame(
+            {
+                "rater_id": fit_names,
+                "ds_reliability": fit.reliability,
+                "agrees_with_ds": agree / np.bincount(raters),
+            }
+        )
+    return _per_rater(names, np.bincount(everyone), fitted)[cols].astype(
+        {"ds_reliability": float, "agrees_with_ds": float}
     )
 
 
@@ -253,10 +279,16 @@ def star_reliability(star_df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=cols)
     per = df.groupby(["rating_id", "rater_id", "item_id"], as_index=False)["score"].mean()
-    items, _ = _codes(per["item_id"])
-    raters, names = _codes(per["rater_id"])
-    fit = star_noise(items, raters, per["score"].to_numpy(float))
-    n = np.bincount(raters)
-    return pd.DataFrame(
-        {"rater_id": names, "n_ratings": n, "star_bias": fit.bias, "star_sigma": fit.sigma}
+    everyone, names = _codes(per["rater_id"])
+    per = _shared(per)
+    fitted = pd.DataFrame(columns=["rater_id", "star_bias", "star_sigma"])
+    if len(per):
+        items, _ = _codes(per["item_id"])
+        raters, fit_names = _codes(per["rater_id"])
+        fit = star_noise(items, raters, per["score"].to_numpy(float))
+        fitted = pd.DataFrame(
+            {"rater_id": fit_names, "star_bias": fit.bias, "star_sigma": fit.sigma}
+        )
+    return _per_rater(names, np.bincount(everyone), fitted)[cols].astype(
+        {"star_bias": float, "star_sigma": float}
     )

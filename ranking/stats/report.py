@@ -317,13 +317,19 @@ def _leaderboard_section(
     return out
 
 
+def _ranges(o: ReportOptions) -> dict[str, float]:
+    """The rubric's range (max - min) of each criterion with both bounds."""
+    lo, hi = o.criterion_min or {}, o.criterion_max or {}
+    return {c: float(hi[c]) - float(lo[c]) for c in hi if c in lo}
+
+
 def _bias_section(
     star: pd.DataFrame, pair: pd.DataFrame, j: pd.DataFrame, flags: pd.DataFrame, o: ReportOptions
 ) -> dict[str, Any]:
     pair_r = pair if o.include_repeats else pair[~pair["is_repeat"]]
     out: dict[str, Any] = {
         "length_bias": length_bias(pair_r, o.length_thresholds),
-        "gaps": gaps(star, o.gap_ks),
+        "gaps": gaps(star, o.gap_ks, _ranges(o)),
         "discrimination": discrimination(star, pair_r),
         "hint_effect": hint_effect(star, flags),
         "position_bias": position_bias(pair),

@@ -54,7 +54,11 @@ def length_bias(pair_df: pd.DataFrame, thresholds: Sequence[int] = (100, 300)) -
     return pd.DataFrame(rows, columns=list(_LEN_COLS))
 
 
-def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFrame:
+def gaps(
+    star_df: pd.DataFrame,
+    ks: Iterable[float] | None = None,
+    ranges: dict[str, float] | None = None,
+) -> pd.DataFrame:
     df = star_df[~star_df["is_repeat"] & star_df["score"].notna()]
     if df.empty:
         return empty_frame(_GAP_COLS)
@@ -67,6 +71,8 @@ def gaps(star_df: pd.DataFrame, ks: Iterable[float] | None = None) -> pd.DataFra
     for crit, d in diff.groupby(level="criterion", sort=True):
         crit_scores = df.loc[df["criterion"] == crit, "score"]
         span = float(crit_scores.max() - crit_scores.min())
+        # The rubric's range where wider, at least 1: a criterion without variance keeps a row.
+        span = max(span, (ranges or {}).get(crit, 0.0), 1.0)
         levels = list(ks) if ks is not None else list(range(1, int(np.floor(span)) + 1))
         for k in levels:
             hit = int((d.to_numpy() >= k - 1e-9).sum())

@@ -70,6 +70,8 @@ def test_length_bias_gaps_and_discrimination_are_the_split_tables(case, scale):
     assert_frame_equal(length_bias(pair, (0, 100, 300)), ref.length_bias(pair, (0, 100, 300)))
     assert_frame_equal(gaps(star), ref.gaps(star), check_exact=True)
     assert_frame_equal(gaps(star, [0.5, 1]), ref.gaps(star, [0.5, 1]), check_exact=True)
+    ranges = {str(c): 4.0 for c in set(star["criterion"].astype(str))}
+    assert_frame_equal(gaps(star, None, ranges), ref.gaps(star, None, ranges), check_exact=True)
     got, want = discrimination(star, pair), ref.discrimination(star, pair)
     assert_frame_equal(got, want, check_exact=True)
     if case == "plain" and scale == 1.0:

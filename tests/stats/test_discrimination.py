@@ -19,8 +19,12 @@ def _spread(scores: pd.DataFrame, head: tuple[str, Any, str], col: str) -> list[
     rows = []
     for value, g in scores.groupby(col, sort=True):
         g = g[g["score"].notna()]
-        if len(g):
-            b, w = g["score"].idxmax(), g["score"].idxmin()
+        if len(g) == 1:  # one model: no worst model, no spread
+            best = g["score"].iloc[0]
+            rows.append((*head, str(value), 1, g["model"].iloc[0], best, "", np.nan, np.nan))
+        elif len(g):
+            # The first model at the best score, the last at the worst (rows in name order).
+            b, w = g["score"].idxmax(), g["score"][::-1].idxmin()
             best, worst = g.loc[b, "score"], g.loc[w, "score"]
             row = (*head, str(value), len(g), g.loc[b, "model"], best, g.loc[w, "model"], worst)
             rows.append((*row, best - worst))

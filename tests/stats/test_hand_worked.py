@@ -304,3 +304,28 @@ def test_elo_shuffles_numpy_fallback_keeps_ratings_zero_sum():
     np.testing.assert_allclose(r.mean(axis=1), 1500.0)
     # Every chain plays the same matches: Points (order-free) would agree, Elo differs.
     assert r.std(axis=0).max() > 0
+
+
+def test_ppi_mean_worked_example_of_docs_statistics():
+    """docs/statistics.md, PPI++ worked example: four items rated by humans and the judge, six
+    by the judge alone; lambda 0.643, estimate 3.714, interval [2.610, 4.818] against the
+    humans' [2.235, 4.765], 1.25 items saved, the judge alone 4.2."""
+    from ranking.stats.ppi import interval, ppi_mean, ratings_saved
+
+    r = ppi_mean(np.array([4, 2, 3, 5.0]), np.array([4, 4, 3, 5.0]), np.array([5, 4, 3, 5, 4, 5.0]))
+    assert (float(r.lam), float(r.estimate)) == (
+        pytest.approx(0.643, abs=5e-4),
+        pytest.approx(3.714, abs=5e-4),
+    )
+    lo, hi = interval(r.estimate, r.se)
+    h_lo, h_hi = interval(r.human, r.human_se)
+    assert (float(lo), float(hi)) == (
+        pytest.approx(2.610, abs=5e-4),
+        pytest.approx(4.818, abs=5e-4),
+    )
+    assert (float(h_lo), float(h_hi)) == (
+        pytest.approx(2.235, abs=5e-4),
+        pytest.approx(4.765, abs=5e-4),
+    )
+    assert float(ratings_saved(4, h_hi - h_lo, hi - lo)) == pytest.approx(1.25, abs=5e-3)
+    assert float(r.judge) == pytest.approx(4.2)

@@ -171,7 +171,8 @@ def test_accuracy_variants_equal_a_slow_loop(rows):
     frame = star_frame(
         [(r, i, "m", "c", s, False, "judge" if r == "j" else "onsite") for r, i, s in rows]
     )
-    t = accuracy_variants(judgements(coerce_star(frame), coerce_pair(None)))
+    j = judgements(coerce_star(frame), coerce_pair(None))
+    t = accuracy_variants(j)
     t = t[t["group_by"] == "judge"].set_index("variant")["accuracy"]
     for variant in ("paper", "leave_one_out", "humans_only"):
         slow = _slow_variant_accuracy(rows, variant)
@@ -179,6 +180,14 @@ def test_accuracy_variants_equal_a_slow_loop(rows):
             assert variant not in t.index
         else:
             assert t[variant] == pytest.approx(slow)
+    # With min_ratings: a rater with fewer items rated is not scored; the others' figures and
+    # everyone's truth are unchanged.
+    t3 = accuracy_variants(j, min_ratings=3)
+    n_judged = {r: len({i for q, i, _ in rows if q == r}) for r, _, _ in rows}
+    assert set(t3["group"]) <= {r for r, n in n_judged.items() if n >= 3} | {"onsite", "all"}
+    if n_judged.get("j", 0) >= 3:
+        judged = t3[t3["group_by"] == "judge"].set_index("variant")["accuracy"]
+        assert judged.to_dict() == pytest.approx(t.to_dict())
 
 
 @settings(max_examples=25, deadline=None)
