@@ -376,6 +376,33 @@ def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
     assert not Dataset.objects.filter(name="my-data").exists()
 
 
+def test_a_flag_the_text_says_is_the_command_lines_stays_a_flag(organizer_client):
+    """The page turns the command's flags into its fields' names, but not where the text itself
+    speaks of the command line: "“rubric” KEY on the command line" and "export_data “what”
+    generic" named neither a field nor a flag."""
+    ratings = [{"type": "rating", "question_id": "q1", "llm": "model-x", "rater": "r",
+                "scores": {"c": 1}}]  # fmt: skip
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    assert "--rubric KEY on the command line" in html and "“rubric” KEY" not in html
+    assert "export_data --what generic" in html and "“what” generic" not in html
+    assert "Needs “dataset”" in html  # a flag the form has as a field is still named as one
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("pass --rater NAME --rater-kind human", "pass “rater” NAME “rater kind” human"),
+        ("(--rubric KEY on the command line)", "(--rubric KEY on the command line)"),
+        ("命令行中的 --rubric KEY", "命令行中的 --rubric KEY"),
+        ("export_data --what generic writes it", "export_data --what generic writes it"),
+    ],
+)
+def test_option_names_keeps_only_the_command_lines_own_flags(text, shown):
+    from annotation.templatetags.organizer import option_names
+
+    assert option_names(text) == shown
+
+
 def test_a_refusal_names_the_forms_fields_not_the_commands_flags(organizer_client):
     """The importers' refusals are shared with the command ("pass --rater NAME --rater-kind ...");
     the page, which has fields and no flags, names the fields."""
