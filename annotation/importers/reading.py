@@ -230,6 +230,21 @@ def read_json(path: Path) -> Any:
     return parse_json(text, place(path.name))
 
 
+Columns = frozenset[str] | None  # a CSV file's header (None: a JSONL file, which has none)
+
+
+def missing_column(file: str, key: str, kind: object) -> ImportRefused:
+    """A field a record needs whose column the CSV header lacks: said once for the file."""
+    return ImportRefused(
+        _(
+            "%(file)s: the CSV header has no column %(key)s, which %(type)s rows need",
+            file=file,
+            key=key,
+            type=kind,
+        )
+    )
+
+
 def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
     """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
     all held at once)."""
