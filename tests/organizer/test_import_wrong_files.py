@@ -8,7 +8,7 @@ import re
 import pytest
 
 from annotation.models import Dataset
-from tests.organizer.test_import_merge_download import upload
+from tests.organizer.test_import_merge_download import GOOD, upload
 
 pytestmark = pytest.mark.django_db
 
@@ -42,3 +42,16 @@ def test_an_empty_cell_in_a_csv_column_that_exists_is_still_told_by_line(organiz
     body = b"type,question_id,text,llm\nquestion,q1,1+1=?,\nresponse,q1,2,\n"
     html = upload(organizer_client, body, name="mine.csv", format="csv").content.decode()
     assert "mine.csv, line 3: llm is missing" in html and "has no column" not in html
+
+
+def test_a_file_of_the_other_format_says_which_format_to_choose(organizer_client):
+    csv_file = b"type,question_id,text\nquestion,q1,1+1=?\n"
+    html = upload(organizer_client, csv_file, name="mine.csv").content.decode()
+    assert "mine.csv, line 1: not valid JSON" in html
+    assert "the line looks like a CSV header: choose the format csv" in html
+    html = upload(organizer_client, GOOD, name="mine.jsonl", format="csv").content.decode()
+    assert (
+        "the CSV header needs a &#x27;type&#x27; column; the file looks like JSON Lines: "
+        "choose the format jsonl" in html
+    )
+    assert not Dataset.objects.filter(name="my-data").exists()
