@@ -80,6 +80,33 @@ def test_confirming_the_preview_imports_and_opens_a_new_study_on_the_data(
     assert "expired or was used already" in again.content.decode()
 
 
+def test_after_importing_ratings_the_page_links_the_studies_that_hold_them(organizer_client):
+    """The import lands on the new-study form, which said nothing of the closed study the
+    ratings went to: a newcomer could not find them. A message now links each one's report."""
+    ratings = [
+        {"type": "pairwise", "question_id": "q1", "llm_a": "model-x", "llm_b": "model-y",
+         "rater": "expert <b>1</b>", "choice": "a"},
+    ]  # fmt: skip
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    page = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}, follow=True
+    ).content.decode()
+    study = Study.objects.get(name="my-data (imported pairwise ratings)")
+    assert "Imported ratings are kept in closed studies of their own; reports: " in page
+    link = f'<a href="{reverse("ranking:report", args=[study.pk])}">{study.name}</a>'
+    assert link in page
+
+
+def test_an_import_without_ratings_names_no_study(organizer_client):
+    html = upload(organizer_client, GOOD).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    page = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}, follow=True
+    ).content.decode()
+    assert "rows added" in page and "closed studies of their own" not in page
+
+
 def test_cancel_writes_nothing(organizer_client):
     html = upload(organizer_client, GOOD).content.decode()
     token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
