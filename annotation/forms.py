@@ -101,9 +101,12 @@ def _whole(label: StrOrPromise, least: int, most: int, **kwargs: Any) -> WholeNu
     return _number(WholeNumberField, label, min_value=least, max_value=most, **kwargs)
 
 
-def _optional_count(label: StrOrPromise, most: int) -> WholeNumberField:
+def _optional_count(label: StrOrPromise, most: int, **kwargs: Any) -> WholeNumberField:
     """A whole number from 1 to `most`, or empty (no limit)."""
-    return _whole(label, 1, most, required=False)
+    return _whole(label, 1, most, required=False, **kwargs)
+
+
+QUOTA_HELP = _("Ratings one annotator of this pool may submit, repeats included; blank: no limit.")
 
 
 def _hidden_rate(label: StrOrPromise, **kwargs: Any) -> DecimalNumberField:
@@ -158,10 +161,17 @@ class StudyForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}), required=False, label=_("Instructions")
     )
     task_types = _picker(_("Task types"), _("%(value)s is not a task type of this dataset."))
-    max_questions = _optional_count(_("Max questions"), limits.MAX_QUESTIONS)
+    max_questions = _optional_count(
+        _("Max questions"),
+        limits.MAX_QUESTIONS,
+        help_text=_("The first N questions of the selection; blank: all of them."),
+    )
     llms = _picker(_("LLMs"), _("%(value)s is not an LLM of this dataset."))
     pair_design = forms.ChoiceField(
-        choices=Study.PairDesign.choices, initial=Study.PairDesign.ALL, label=_("Pair design")
+        choices=Study.PairDesign.choices,
+        initial=Study.PairDesign.ALL,
+        label=_("Pair design"),
+        help_text=_("Pairwise only, with the baseline or k below; star studies ignore them."),
     )
     baseline_llm = forms.ModelChoiceField(
         LLM.objects.none(),  # the chosen dataset's LLMs, set in __init__
@@ -170,10 +180,21 @@ class StudyForm(forms.Form):
         error_messages={"invalid_choice": _("Baseline %(value)s is not an LLM of this dataset.")},
     )
     pairs_per_question = _optional_count(_("k pairs"), limits.MAX_PAIRS_PER_QUESTION)
-    ratings_per_item = _whole(_("Ratings per item (N)"), 1, limits.MAX_RATINGS_PER_ITEM, initial=3)
-    repeat_rate = _hidden_rate(_("Hidden repeat rate"), initial=0.02)
+    ratings_per_item = _whole(
+        _("Ratings per item (N)"), 1, limits.MAX_RATINGS_PER_ITEM, initial=3,
+        help_text=_("Each item gets exactly N ratings from different annotators."),
+    )  # fmt: skip
+    repeat_rate = _hidden_rate(
+        _("Hidden repeat rate"),
+        initial=0.02,
+        help_text=_("0 to 0.5: the share of items served again to the same annotator, unmarked, "
+                    "to measure consistency; they never count toward N."),
+    )  # fmt: skip
     hint_policy = forms.ChoiceField(
-        choices=Study.HintPolicy.choices, initial=Study.HintPolicy.HIDDEN, label=_("Hint")
+        choices=Study.HintPolicy.choices,
+        initial=Study.HintPolicy.HIDDEN,
+        label=_("Hint"),
+        help_text=_("The question's reference answer, where the dataset has one."),
     )
     assignment_mode = forms.ChoiceField(
         choices=Study.AssignmentMode.choices,
@@ -181,13 +202,19 @@ class StudyForm(forms.Form):
         required=False,
         label=_("Assignment"),
     )
-    check_rate = _hidden_rate(_("Hidden quality-check rate"), initial=0, required=False)
+    check_rate = _hidden_rate(
+        _("Hidden quality-check rate"),
+        initial=0,
+        required=False,
+        help_text=_("0 to 0.5: the share of gold items and attention checks (set them up on the "
+                    "study's quality page); 0: none."),
+    )  # fmt: skip
     admit_onsite = forms.BooleanField(required=False, initial=True, label=_("Onsite"))
     admit_crowd = forms.BooleanField(required=False, label=_("Crowd"))
     admit_public = forms.BooleanField(required=False, label=_("Public"))
-    quota_onsite = _optional_count(_("Onsite quota"), limits.MAX_QUOTA)
-    quota_crowd = _optional_count(_("Crowd quota"), limits.MAX_QUOTA)
-    quota_public = _optional_count(_("Public quota"), limits.MAX_QUOTA)
+    quota_onsite = _optional_count(_("Onsite quota"), limits.MAX_QUOTA, help_text=QUOTA_HELP)
+    quota_crowd = _optional_count(_("Crowd quota"), limits.MAX_QUOTA, help_text=QUOTA_HELP)
+    quota_public = _optional_count(_("Public quota"), limits.MAX_QUOTA, help_text=QUOTA_HELP)
     reservation_timeout = _whole(
         _("Reservation timeout (s)"),
         30,
@@ -195,14 +222,25 @@ class StudyForm(forms.Form):
         initial=180,
         help_text=_("A lease that the annotator's activity renews; 120-300 s is plenty."),
     )
-    completion_code = forms.CharField(max_length=64, required=False, label=_("Completion code"))
+    completion_code = forms.CharField(
+        max_length=64,
+        required=False,
+        label=_("Completion code"),
+        help_text=_("Crowd: shown on the last page once the worker has finished; the code you "
+                    "set on Prolific or MTurk."),
+    )  # fmt: skip
     no_more_work_code = forms.CharField(
         max_length=64,
         required=False,
         label=_("No-more-work code"),
         help_text=_("Crowd: shown when the study runs out of work before a worker's quota."),
     )
-    completion_url = forms.URLField(required=False, label=_("Completion URL"))
+    completion_url = forms.URLField(
+        required=False,
+        label=_("Completion URL"),
+        help_text=_("Prolific: the button back, e.g. "
+                    "https://app.prolific.com/submissions/complete?cc=CODE"),
+    )  # fmt: skip
 
     def __init__(
         self, *args: Any, user: Any, dataset: Dataset | None = None, **kwargs: Any

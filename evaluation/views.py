@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -158,7 +159,10 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     context = {"run": run, "summary": selectors.run_summary(run), "failures": failures}
     template = "evaluation/run_detail.html"
     if request.htmx and request.GET.get("part") == "progress":
-        template += "#progress"
+        # The failures list goes with the polled counts (swapped out of band by its id).
+        progress = render_to_string(template + "#progress", context, request)
+        listed = render_to_string(template + "#failures", context | {"failures_oob": True}, request)
+        return HttpResponse(progress + listed)
     return render(request, template, context)
 
 

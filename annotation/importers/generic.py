@@ -27,8 +27,8 @@ from annotation.importers.base import (
 )
 from annotation.importers.bundle import LinePlace, Where
 from annotation.importers.bundle import message as _
+from annotation.importers.reading import Columns, iso_time, missing_column
 from annotation.importers.reading import csv_rows as _csv_rows
-from annotation.importers.reading import iso_time
 from annotation.importers.reading import jsonl_records as _jsonl_records
 
 TYPES = ("question", "response", "rating", "pairwise")
@@ -66,9 +66,16 @@ class _Record:
     rid: str
     repairs: RepairLog
     where: Where  # "file, line N" for messages
+    columns: Columns = None  # a CSV file's header; None for JSONL
 
     def refuse(self, why: str) -> ImportRefused:
         return ImportRefused(_("%(where)s: %(why)s", where=self.where, why=why))
+
+    def missing(self, key: str) -> ImportRefused:
+        """A required field without a value: once for the file when its CSV header lacks it."""
+        if self.columns is not None and key not in self.columns:
+            return missing_column(self.path.name, key, self.rec.get("type"))
+        return self.refuse(_("%(key)s is missing", key=key))
 
     def text(self, key: str, *, required: bool = False) -> str:
         value = self.rec.get(key)
@@ -76,7 +83,7 @@ class _Record:
             return value
         if value in (None, ""):
             if required:
-                raise self.refuse(_("%(key)s is missing", key=key))
+                raise self.missing(key)
             return ""
         return as_text(value, what=key, file=self.path, record=self.rid, repairs=self.repairs)
 
@@ -444,22 +451,23 @@ def _one(state: _State, r: _Record) -> None:
             r.repairs.add(f"ignored the unknown field {key!r} on a {kind} record", r.path, r.rid)
     qid = r.text("question_id").strip()
     if not qid:
-        raise r.refuse(_("question_id is missing"))
+        raise r.missing("question_id")
     HANDLERS[kind](state, r, qid)
 
 
-def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[int, dict]]:
-    """The records of a file for `_one`: all of a JSONL file's; a CSV file's rows that
-    `_FastPairwise` does not take (it adds those to the bundle itself, in file order)."""
+def _file_records(state: _State, path: Path, fmt: str) -> Iterator[tuple[int, dict, Columns]]:
+    """The records of a file for `_one`, with a CSV file's columns: all of a JSONL file's; a CSV
+    file's rows that `_FastPairwise` does not take (it adds those to the bundle, in file order)."""
     if fmt == "jsonl":
-        yield from _jsonl_records(path)
+        for number, rec in _jsonl_records(path):
+            yield number, rec, None
         return
-    fast = None
+    fast = columns = None
     for header, number, row in _csv_rows(path):
         if fast is None:
-            fast = _FastPairwise(state, header, path.name)
+            fast, columns = _FastPairwise(state, header, path.name), frozenset(header)
         if not fast.take(row, number):
-            yield number, {k: v for k, v in zip(header, row, strict=False) if v}
+            yield number, {k: v for k, v in zip(header, row, strict=False) if v}, columns
 
 
 def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> specs.Bundle:
@@ -473,9 +481,10 @@ def parse(paths: list[Path], repairs: RepairLog, opts: Options, *, fmt: str) -> 
         name = path.name
         records = progress(_file_records(state, path, fmt), total=None, desc=name,
                            enabled=opts.progress)  # fmt: skip
-        for number, rec in records:
+        for number, rec, columns in records:
+            where = LinePlace(name, number)
             try:
-                _one(state, _Record(rec, path, f"line {number}", repairs, LinePlace(name, number)))
+                _one(state, _Record(rec, path, f"line {number}", repairs, where, columns))
             except ImportRefused as exc:
                 if str(exc) in said:  # a file-wide problem (e.g. an unknown rubric): once
                     continue

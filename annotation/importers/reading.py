@@ -214,10 +214,26 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
         with open(path, encoding="utf-8-sig") as fh:
             for number, line in enumerate(fh, start=1):
                 if line.strip():
-                    out.append((number, parse_json(line, LinePlace(path.name, number), jsonl=True)))
+                    try:
+                        rec = parse_json(line, LinePlace(path.name, number), jsonl=True)
+                    except ImportRefused as exc:
+                        if number == 1:
+                            raise _csv_as_jsonl(exc, line) from exc
+                        raise
+                    out.append((number, rec))
     except (OSError, UnicodeDecodeError) as exc:
         raise unreadable(path, exc) from exc
     return out
+
+
+def _csv_as_jsonl(exc: ImportRefused, first_line: str) -> ImportRefused:
+    """A CSV file uploaded as JSONL fails on its header: say so, and which format to pick."""
+    cells = [c.strip().strip('"') for c in first_line.split(",")]
+    if "type" not in cells:
+        return ImportRefused(exc.args[0], errors=exc.errors)
+    return ImportRefused(
+        _("%(error)s; the line looks like a CSV header: choose the format csv", error=exc.args[0])
+    )
 
 
 def read_json(path: Path) -> Any:
@@ -230,6 +246,21 @@ def read_json(path: Path) -> Any:
     return parse_json(text, place(path.name))
 
 
+Columns = frozenset[str] | None  # a CSV file's header (None: a JSONL file, which has none)
+
+
+def missing_column(file: str, key: str, kind: object) -> ImportRefused:
+    """A field a record needs whose column the CSV header lacks: said once for the file."""
+    return ImportRefused(
+        _(
+            "%(file)s: the CSV header has no column %(key)s, which %(type)s rows need",
+            file=file,
+            key=key,
+            type=kind,
+        )
+    )
+
+
 def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
     """(header, line number, cells) per non-blank CSV row; streamed (a million rows are never
     all held at once)."""
@@ -238,8 +269,15 @@ def csv_rows(path: Path) -> Iterator[tuple[list[str], int, list[str]]]:
             reader = csv.reader(fh)
             header = next(reader, None)
             if not header or "type" not in header:
+                hint = ""
+                if header and header[0].lstrip().startswith("{"):
+                    hint = _("; the file looks like JSON Lines: choose the format jsonl")
                 raise ImportRefused(
-                    _("%(file)s: the CSV header needs a 'type' column", file=path.name)
+                    _(
+                        "%(file)s: the CSV header needs a 'type' column%(hint)s",
+                        file=path.name,
+                        hint=hint,
+                    )
                 )
             width = len(header)
             for number, row in enumerate(reader, start=2):

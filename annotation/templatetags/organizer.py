@@ -19,14 +19,28 @@ FLAG_LABELS = {
     "repeat_skipped": _("hidden repeat skipped"),
 }
 
-_CLI_OPTION = re.compile(r"--([a-z][a-z-]*)")
+# A flag as the page says it ("--rater-kind" -> "“rater kind”"), except where the text speaks of
+# the command line itself: a flag after a command's name ("export_data --what generic") or one
+# said to be the command line's ("--rubric KEY on the command line", "命令行中的 --rubric KEY").
+_CLI_OPTION = re.compile(
+    r"(?P<keep>\b[a-z]+_[a-z_]+ --[a-z][a-z-]*"
+    r"|--[a-z][a-z-]*(?: [A-Z]+)? on the command line"
+    r"|命令行中的 ?--[a-z][a-z-]*)"
+    r"|--(?P<flag>[a-z][a-z-]*)"
+)
 
 
 @register.filter
 def option_names(text: str) -> str:
     """Help written for the import command ("needs --rater-kind") in the words of a form
     ("needs “rater kind”"): pages show fields, not command-line flags."""
-    return _CLI_OPTION.sub(lambda m: "“" + m.group(1).replace("-", " ") + "”", str(text))
+    return _CLI_OPTION.sub(_field_name, str(text))
+
+
+def _field_name(m: re.Match[str]) -> str:
+    if m.group("keep"):
+        return m.group("keep")
+    return "“" + m.group("flag").replace("-", " ") + "”"
 
 
 @register.filter

@@ -25,11 +25,13 @@ def _pick(digest: bytes, i: int, lo: int, hi: int) -> int:
     return lo + digest[i % len(digest)] % (hi - lo + 1)
 
 
-STAR_LINE = re.compile(r"^- (\d+) stars? means", re.M)
+# "- 2 stars means partly right", or "- 2 stars" alone where a rubric of one's own gives no meaning.
+STAR_LINE = re.compile(r"^- (\d+) stars?(?: means|$)", re.M)
 
 
 def star_criteria(prompt: str) -> list[tuple[str, int, int]]:
-    """(label, lo, hi) for each criterion block 'Label:' followed by '- N star(s) means' lines."""
+    """(label, lo, hi) for each criterion block 'Label:' followed by '- N star(s) [means ...]'
+    lines."""
     out = []
     lines = prompt.splitlines()
     for i, line in enumerate(lines):

@@ -3,6 +3,10 @@
 // forms without JavaScript: the server checks everything this script checks.
 (function () {
   "use strict";
+  // htmx runs the page's scripts again when Back or Forward restores a page from its history:
+  // a second copy of these listeners would act on every key and click twice.
+  if (window.llmevalAnnotate) return;
+  window.llmevalAnnotate = true;
 
   var IDLE_MS = 30000; // no input for this long: the time no longer counts as active
   var activeMs = 0, lastTick = performance.now(), lastInput = performance.now();
@@ -194,7 +198,13 @@
   });
   document.addEventListener("htmx:afterRequest", function () { var r = root(); if (r) r.dataset.busy = ""; });
   document.addEventListener("htmx:afterSwap", function (e) { if (root() && (e.target.id === "annotate" || root().contains(e.target) || e.target === document.body)) init(); });
-  document.addEventListener("htmx:historyRestore", init);
+  // Back and Forward restore htmx's copy of a page, taken while its submit was in flight: the
+  // copy says busy, and nothing could be sent from it again.
+  document.addEventListener("htmx:historyRestore", function () {
+    var r = root();
+    if (r) delete r.dataset.busy;
+    init();
+  });
 
   // A request that failed leaves the item and what was given on the page, and says so (htmx
   // swaps nothing on an error status or a lost connection, which would otherwise look like a

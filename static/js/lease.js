@@ -4,6 +4,10 @@
 // and submits renew the lease just the same.
 (function () {
   "use strict";
+  // htmx runs the page's scripts again when Back or Forward restores a page from its history:
+  // a second copy of these listeners would act on every key and click twice.
+  if (window.llmevalLease) return;
+  window.llmevalLease = true;
 
   var IDLE_MS = 10 * 60 * 1000; // no input for this long: the annotator has left
   var lastInput = Date.now(), lastBeat = Date.now();

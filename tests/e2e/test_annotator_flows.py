@@ -189,3 +189,46 @@ def test_scripts_and_raw_html_in_answers_render_inert(page, login, organizer):
     page.keyboard.press("1")
     assert page.dialogs == []
     assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+def test_after_the_browsers_back_button_the_restored_item_still_submits(page, login, organizer):
+    """htmx keeps a copy of the page for Back, taken while the submit was in flight: the copy
+    came back marked busy, and every later click on Submit or key press did nothing."""
+    study = make_study(owner=organizer, mode="pairwise", n_questions=2)
+    onsite_annotator()
+    login("carol", "carol-pass-123")
+    page.goto(f"/s/{study.public_id}/next/")
+    first = page.url
+    page.get_by_text("Left is better").click()
+    page.get_by_role("button", name="Submit").click()
+    expect(page).not_to_have_url(first)
+    page.go_back()
+    expect(page).to_have_url(first)
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()
+    page.get_by_text("Right is better").click()
+    page.get_by_role("button", name="Submit").click()
+    expect(page).not_to_have_url(first)
+    expect(page.locator("#annotate [data-progress]")).to_contain_text("Done 1")
+    assert Rating.objects.count() == 1
+
+
+def test_after_the_browsers_back_button_a_digit_gives_one_star_once(page, login, organizer):
+    """The restored page ran the keyboard script a second time: one key press then rated two
+    criteria (the second listener found the focus moved on by the first)."""
+    study = make_study(owner=organizer, n_questions=1, n_llms=2, ratings_per_item=1)
+    onsite_annotator()
+    login("carol", "carol-pass-123")
+    page.goto(f"/s/{study.public_id}/next/")
+    first = page.url
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()
+    for key in "3222":
+        page.keyboard.press(key)
+    page.keyboard.press("Enter")
+    expect(page).not_to_have_url(first)
+    page.go_back()
+    expect(page).to_have_url(first)
+    expect(page.locator("#annotate[data-ready]")).to_be_attached()
+    page.keyboard.press("1")
+    criteria = page.locator("#annotate fieldset.criterion")
+    expect(criteria.nth(0).locator("input:checked")).to_have_value("1")
+    expect(criteria.nth(1).locator("input:checked")).to_have_count(0)

@@ -106,6 +106,19 @@ def test_pairwise_page_shows_both_answers_and_stores_canonically(annotator_clien
     assert Rating.objects.get(assignment=a).choice == ("B" if a.left_is_a else "A")
 
 
+def test_the_start_page_says_what_the_task_is_when_the_study_has_no_instructions(
+    annotator_client, star_study
+):
+    """An onsite annotator of a study without instructions saw its name and a Start button,
+    nothing more; the crowd's start page already had a sentence on the task."""
+    url = reverse("annotate:study", args=[star_study.public_id])
+    page = annotator_client.get(url).content.decode()
+    assert "You will read a question and one or two answers" in page and "data-start" in page
+    Study.objects.filter(pk=star_study.pk).update(instructions="Rate **carefully**.")
+    page = annotator_client.get(url).content.decode()
+    assert "<strong>carefully</strong>" in page and "You will read a question" not in page
+
+
 def test_skip_and_previous_through_the_pages(annotator_client, star_study):
     a = serve(annotator_client, star_study)
     annotator_client.post(reverse("annotate:assignment", args=[a.public_id]), star_post(a, 1))

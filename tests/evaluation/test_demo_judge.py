@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import queue
 import re
 import signal
 import socket
@@ -83,13 +84,19 @@ def test_bin_demo_runs_the_judge_server_with_a_key_and_stops_it_with_the_demo(tm
         start_new_session=True,
     )
     lines: list[str] = []
+    out = _pump(demo)
     try:
         deadline = time.monotonic() + 240
-        for line in demo.stdout:
+        while (line := _next_line(out, deadline)) is not None:
             lines.append(line)
-            if "Quit the server" in line or time.monotonic() > deadline:
+            if "==> the demo answers on" in line:
                 break
         text = "".join(lines)
+        # The line a newcomer waits for comes once the server answers, not before (the data's
+        # "Demo ready" line came 40 s before the server on a busy machine).
+        site = f"http://127.0.0.1:{env['DEMO_PORT']}/"
+        assert f"==> the demo answers on {site} now" in text, text[-2000:]
+        assert httpx2.get(site + "accounts/login/", timeout=5).status_code == 200
         m = re.search(r"judge test server on (http://127\.0\.0\.1:(\d+)/v1) \(pid (\d+)", text)
         assert m, text[-2000:]
         url, fake_pid = m.group(1), int(m.group(3))
@@ -161,13 +168,34 @@ def _a_queued_run_is_finished_by_the_demos_worker(env: dict, db: Path) -> bool:
     return True
 
 
+def _pump(demo: subprocess.Popen) -> queue.Queue[str | None]:
+    """The demo's output a line at a time, read on a thread to its end (None): the test waits for
+    a line with a deadline, and the processes, which keep writing as they stop (request logs,
+    the worker, tracebacks), never block on a full pipe. Not ``communicate``: it waits for the
+    pipe's end of file, which any process that holds the pipe can hold back."""
+    out: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in demo.stdout:
+            out.put(line)
+        out.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return out
+
+
+def _next_line(out: queue.Queue[str | None], deadline: float) -> str | None:
+    """The next line, or None at the end of the output or the deadline."""
+    try:
+        return out.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        return None
+
+
 def _stop(demo: subprocess.Popen) -> None:
-    """Ctrl-C to the demo's process group, then wait for bin/demo itself to end. Its output is
-    drained meanwhile on a thread: the processes keep writing as they stop (request logs, the
-    worker, tracebacks), and unread, a full pipe would block them. Not ``communicate``: it waits
-    for the pipe's end of file, which any process that holds the pipe can hold back."""
+    """Ctrl-C to the demo's process group, then wait for bin/demo itself to end (its output is
+    drained by `_pump`'s thread)."""
     os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
-    threading.Thread(target=demo.stdout.read, daemon=True).start()
     try:
         demo.wait(timeout=60)  # a loaded machine stops them slowly
     except subprocess.TimeoutExpired:  # never leave a demo running after the test

@@ -54,6 +54,20 @@ def test_the_llmeval_star_templates_list_the_rubrics_own_criteria_and_ranges(
         assert other not in prompt
 
 
+def test_the_demo_judge_scores_every_criterion_of_a_rubric_without_star_meanings(
+    make_study, make_judge, fake, own_rubric
+):
+    """The local test server (the demo's judge) read only criteria whose stars had meanings: on
+    a rubric of one's own it left out "Clarity" and every call of the run failed to parse."""
+    from evaluation.runner import execute_run
+
+    study = make_study(["Q1?", "Q2?"], rubric="team")
+    run = services.judge_run_create(study=study, judge=make_judge(), repeat_rate=0)
+    run = execute_run(run.pk, backoff=0.01)
+    assert run.status == "done" and run.n_done == 4
+    assert run.n_ok == 4 and run.n_parse_failed == 0
+
+
 def test_the_alignbench_template_is_refused_for_another_rubric_by_the_command(
     make_study, make_judge, fake, own_rubric
 ):

@@ -180,6 +180,21 @@ def test_the_progress_fragment_is_served_to_htmx(organizer_client, alice_run):
     assert "<html" not in body
 
 
+def test_the_polled_fragment_brings_the_failures_list_along(organizer_client, alice_run):
+    """The page polls only its counts: a run that finished while one watched said "Parse
+    failures 1" above "No failures." until a reload. The fragment now carries the list, swapped
+    out of band into its place."""
+    r = organizer_client.get(
+        reverse("judges:run", args=[alice_run.pk]) + "?part=progress",
+        headers={"HX-Request": "true"},
+    )
+    body = r.content.decode()
+    assert '<section class="card" id="failures" hx-swap-oob="true">' in body
+    assert "no scores found" in body and "No failures." not in body
+    page = organizer_client.get(reverse("judges:run", args=[alice_run.pk])).content.decode()
+    assert '<section class="card" id="failures">' in page  # the full page: in place, no oob
+
+
 def test_reparse_and_cancel_buttons(organizer_client, alice_run, fake):
     calls = len(fake.log)
     r = organizer_client.post(reverse("judges:run_reparse", args=[alice_run.pk]), follow=True)

@@ -80,6 +80,33 @@ def test_confirming_the_preview_imports_and_opens_a_new_study_on_the_data(
     assert "expired or was used already" in again.content.decode()
 
 
+def test_after_importing_ratings_the_page_links_the_studies_that_hold_them(organizer_client):
+    """The import lands on the new-study form, which said nothing of the closed study the
+    ratings went to: a newcomer could not find them. A message now links each one's report."""
+    ratings = [
+        {"type": "pairwise", "question_id": "q1", "llm_a": "model-x", "llm_b": "model-y",
+         "rater": "expert <b>1</b>", "choice": "a"},
+    ]  # fmt: skip
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    page = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}, follow=True
+    ).content.decode()
+    study = Study.objects.get(name="my-data (imported pairwise ratings)")
+    assert "Imported ratings are kept in closed studies of their own; reports: " in page
+    link = f'<a href="{reverse("ranking:report", args=[study.pk])}">{study.name}</a>'
+    assert link in page
+
+
+def test_an_import_without_ratings_names_no_study(organizer_client):
+    html = upload(organizer_client, GOOD).content.decode()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
+    page = organizer_client.post(
+        reverse("organize:import_confirm"), {"token": token, "action": "import"}, follow=True
+    ).content.decode()
+    assert "rows added" in page and "closed studies of their own" not in page
+
+
 def test_cancel_writes_nothing(organizer_client):
     html = upload(organizer_client, GOOD).content.decode()
     token = re.search(r'name="token" value="([0-9a-f]+)"', html).group(1)
@@ -374,6 +401,33 @@ def test_star_ratings_without_a_rubric_are_refused_once_naming_the_forms_field(
     assert html.count("star ratings need a rubric") == 1
     assert "“Rubric” in the import form" in html
     assert not Dataset.objects.filter(name="my-data").exists()
+
+
+def test_a_flag_the_text_says_is_the_command_lines_stays_a_flag(organizer_client):
+    """The page turns the command's flags into its fields' names, but not where the text itself
+    speaks of the command line: "“rubric” KEY on the command line" and "export_data “what”
+    generic" named neither a field nor a flag."""
+    ratings = [{"type": "rating", "question_id": "q1", "llm": "model-x", "rater": "r",
+                "scores": {"c": 1}}]  # fmt: skip
+    html = upload(organizer_client, GOOD + b"\n" + jsonl(*ratings)).content.decode()
+    assert "--rubric KEY on the command line" in html and "“rubric” KEY" not in html
+    assert "export_data --what generic" in html and "“what” generic" not in html
+    assert "Needs “dataset”" in html  # a flag the form has as a field is still named as one
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("pass --rater NAME --rater-kind human", "pass “rater” NAME “rater kind” human"),
+        ("(--rubric KEY on the command line)", "(--rubric KEY on the command line)"),
+        ("命令行中的 --rubric KEY", "命令行中的 --rubric KEY"),
+        ("export_data --what generic writes it", "export_data --what generic writes it"),
+    ],
+)
+def test_option_names_keeps_only_the_command_lines_own_flags(text, shown):
+    from annotation.templatetags.organizer import option_names
+
+    assert option_names(text) == shown
 
 
 def test_a_refusal_names_the_forms_fields_not_the_commands_flags(organizer_client):

@@ -74,6 +74,29 @@ def test_without_a_dataset_the_new_study_page_points_to_the_import(
     assert 'id="no-dataset"' not in html
 
 
+@pytest.mark.parametrize(
+    "language, words",
+    [
+        ("en", ["Each item gets exactly N ratings", "Pairwise only, with the baseline or k",
+                "served again to the same annotator", "gold items and attention checks",
+                "repeats included; blank: no limit", "the code you set on Prolific or MTurk",
+                "submissions/complete?cc=CODE", "The first N questions of the selection"]),
+        ("zh-hans", ["每个条目恰好获得 N 条", "仅用于两两比较", "不加标记地再次分给同一标注者",
+                     "黄金条目和注意力检查", "含重复", "Prolific 或 MTurk 上设置的代码"]),
+    ],
+)  # fmt: skip
+def test_the_new_study_form_says_what_its_less_obvious_fields_do(
+    organizer_client, db, language, words
+):
+    """A newcomer met "Max questions", "k pairs", three quotas, "Hidden repeat rate" and the
+    completion code and URL with no word on what they do (docs/annotators.md had them)."""
+    organizer_client.cookies["django_language"] = language
+    html = organizer_client.get(reverse("organize:study_new")).content.decode()
+    for text in words:
+        assert text in html
+    assert html.count('<span class="helptext">') >= 12
+
+
 def test_the_pickers_fragment_follows_the_chosen_dataset_for_htmx(organizer_client, db):
     dataset = typed_dataset()
     other = make_dataset(1, 2)

@@ -91,6 +91,18 @@ def test_the_page_rounds_but_the_downloads_keep_full_precision(organizer_client,
         assert type(row["points_rank"]) is int and type(row["elo_rank"]) is int
 
 
+def test_the_report_says_its_csv_download_is_a_zip(organizer_client, pair_study):  # noqa: F811
+    """The link said "CSV" and gave study-N-report.zip: the page now says so beside it."""
+    study = pair_study.study
+    html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
+    assert "CSV: a zip of one file per table" in html
+    body = organizer_client.get(reverse("ranking:report-download", args=[study.pk, "csv"]))
+    assert zipfile.is_zipfile(io.BytesIO(body.content))
+    organizer_client.cookies["django_language"] = "zh-hans"
+    html = organizer_client.get(reverse("ranking:report", args=[study.pk])).content.decode()
+    assert "CSV 为 zip 压缩包，每个表一个文件" in html
+
+
 def test_the_summary_has_a_leaderboard_per_rater_kind_with_intervals(pair_study):  # noqa: F811
     report = report_build(study=pair_study.study)
     summary = report_summary(report)

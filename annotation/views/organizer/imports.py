@@ -17,6 +17,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import get_language, pgettext_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.forms import DataImportForm
 from annotation.importers import FORMATS, ImportRefused, ImportResult, dataset_import, save_uploads
 from annotation.markdown import render_document
+from annotation.models import Study
 from annotation.permissions import organizer_required
 from annotation.templatetags.organizer import option_names
 from ranking.warm import reports_warm
@@ -179,9 +181,29 @@ def import_confirm(request: HttpRequest) -> HttpResponse:
         )
         return redirect("organize:import")
     messages.success(request, _("Imported: %(n)d rows added.") % {"n": result.total_added})
+    _where_the_ratings_went(request, result.study_ids)
     if result.dataset_id:
         return redirect(f"{reverse('organize:study_new')}?dataset={result.dataset_id}")
     return redirect("organize:import")
+
+
+def _where_the_ratings_went(request: HttpRequest, study_ids: list[int]) -> None:
+    """The imported ratings' studies (closed, made by the import), each with a link to its
+    report: the page after an import is the new-study form, which does not show them."""
+    studies = Study.objects.filter(pk__in=study_ids).order_by("name")
+    if not studies:
+        return
+    links = format_html_join(
+        ", ",
+        '<a href="{}">{}</a>',
+        ((reverse("ranking:report", args=[s.pk]), s.name) for s in studies),
+    )
+    messages.info(
+        request,
+        format_html(
+            _("Imported ratings are kept in closed studies of their own; reports: {}"), links
+        ),
+    )
 
 
 def document_text(name: str, language: str) -> str:
