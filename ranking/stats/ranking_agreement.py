@@ -13,7 +13,6 @@ study has several judges, of each judge.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -105,11 +104,16 @@ def _star_sums(
 
 
 def _star_scores(w: np.ndarray, s: np.ndarray, n: np.ndarray, n_crit: int) -> np.ndarray:
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        # A model nobody rated in a resample has no mean: NaN, and the resample is left out.
-        warnings.simplefilter("ignore", RuntimeWarning)
+    # A model nobody rated in a resample has no mean: NaN, and the resample is left out. The
+    # mean over criteria skips NaN as np.nanmean does (the same sum over the same count), but
+    # says nothing: warnings.catch_warnings is not thread-safe, and the report runs in threads.
+    with np.errstate(all="ignore"):
         means = (w @ s) / (w @ n)
-        return np.nanmean(means.reshape(len(w), -1, n_crit), axis=2) if n_crit else means
+        if not n_crit:
+            return means
+        per = means.reshape(len(w), -1, n_crit)
+        seen = ~np.isnan(per)
+        return np.where(seen, per, 0.0).sum(axis=2) / seen.sum(axis=2)
 
 
 def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
