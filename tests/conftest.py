@@ -137,14 +137,50 @@ def _reaches_db(item) -> bool:
     return _module_reaches_db[path]
 
 
+# When both passes run side by side (bin/test sets TESTS_SHARE_INDEPENDENT=1 in each), the
+# database-independent tests of the report's pages run in the PostgreSQL pass instead of the
+# SQLite one: they need one database, either gives the same result, and the SQLite pass (which
+# also has the browser tests and the database-free ones) would otherwise finish minutes after
+# the PostgreSQL pass, with one core idle. Run alone, each pass keeps them as above.
+SHARED_WITH_POSTGRES = {
+    f"tests/ranking/{name}.py"
+    for name in (
+        "test_report_charts",
+        "test_report_charts_hostile",
+        "test_report_pages",
+        "test_readable_report",
+        "test_report_words",
+        "test_agreement_section",
+        "test_report_headers",
+        "test_statistics_page",
+        "test_ppi_report",
+        "test_known_answers",
+        "test_agreement_vs_libraries",
+    )
+}
+
+
+def _handed_to_postgres(item) -> bool:
+    return (
+        item.get_closest_marker("database_independent") is not None
+        and item.nodeid.split("::", 1)[0] in SHARED_WITH_POSTGRES
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     import os
 
-    if os.environ.get("TESTS_DATABASE_ONLY") != "1":
+    postgres_pass = os.environ.get("TESTS_DATABASE_ONLY") == "1"
+    shared = os.environ.get("TESTS_SHARE_INDEPENDENT") == "1"
+    if not postgres_pass and not shared:
         return
     keep, skip = [], []
     for item in items:
-        (keep if _reaches_db(item) else skip).append(item)
+        if postgres_pass:
+            wanted = _reaches_db(item) or (shared and _handed_to_postgres(item))
+        else:
+            wanted = not _handed_to_postgres(item)
+        (keep if wanted else skip).append(item)
     if skip:
         config.hook.pytest_deselected(items=skip)
         items[:] = keep
