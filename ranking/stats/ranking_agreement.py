@@ -108,12 +108,13 @@ def _star_scores(w: np.ndarray, s: np.ndarray, n: np.ndarray, n_crit: int) -> np
     # mean over criteria skips NaN as np.nanmean does (the same sum over the same count), but
     # says nothing: warnings.catch_warnings is not thread-safe, and the report runs in threads.
     with np.errstate(all="ignore"):
-        means = (w @ s) / (w @ n)
+        means: np.ndarray = (w @ s) / (w @ n)
         if not n_crit:
             return means
         per = means.reshape(len(w), -1, n_crit)
         seen = ~np.isnan(per)
-        return np.where(seen, per, 0.0).sum(axis=2) / seen.sum(axis=2)
+        out: np.ndarray = np.where(seen, per, 0.0).sum(axis=2) / seen.sum(axis=2)
+        return out
 
 
 def _judge_groups(df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
